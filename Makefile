@@ -1,0 +1,38 @@
+# kube-extender: the two commands of the README, and their parts.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+export KUBE_EXTENDER_CACHE ?= $(HOME)/.cache/kube-extender
+
+.PHONY: start test unit lint setup controlplane bench clean
+
+## The README's first command: build the control plane once, run the seed scenario on it.
+start: setup controlplane
+	$(BIN)/kube-extender demo
+
+## The README's second command: lint, unit, webhook and end-to-end tests.
+test: setup controlplane lint
+	$(BIN)/python -m pytest -q -p no:cacheprovider tests
+
+unit: setup
+	$(BIN)/python -m pytest -q tests/unit tests/webhook
+
+lint: setup
+	$(BIN)/ruff check .
+
+setup: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e '.[dev]'
+	touch $@
+
+controlplane:
+	bash hack/build-controlplane.sh
+
+bench: setup
+	$(BIN)/python bench/core.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache

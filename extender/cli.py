@@ -1,0 +1,52 @@
+"""``kube-extender``: the command line.
+
+Each subcommand lives in the package that implements it and is imported only when used:
+
+* ``serve``    the extender service under gunicorn      (``extender.webhook.cli``)
+* ``run``      the standalone scheduler                 (``extender.scheduler.cli``)
+* ``scenario`` run a scenario file against a cluster    (``extender.scenario.cli``)
+* ``cluster``  a local control plane for tests/demos    (``extender.controlplane.cli``)
+* ``demo``     the README's first command, end to end   (``extender.demo``)
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+from extender import __version__
+
+COMMANDS: dict[str, tuple[str, str]] = {
+    "serve": ("extender.webhook.cli", "serve the scheduler extender over HTTP(S)"),
+    "run": ("extender.scheduler.cli", "run the standalone scheduler"),
+    "scenario": ("extender.scenario.cli", "run a scenario file against a cluster"),
+    "cluster": ("extender.controlplane.cli", "start/stop a local control plane"),
+    "demo": ("extender.demo", "set up a control plane, run the seed scenario, tear down"),
+}
+
+
+def usage() -> str:
+    lines = ["usage: kube-extender COMMAND [ARGS...]", "", "commands:"]
+    lines += [f"  {name:<10} {help_}" for name, (_, help_) in COMMANDS.items()]
+    lines += ["", "Run 'kube-extender COMMAND --help' for a command's options."]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if not args or args[0] in ("-h", "--help", "help"):
+        print(usage())
+        return 0
+    if args[0] in ("--version", "version"):
+        print(f"kube-extender {__version__}")
+        return 0
+    command = COMMANDS.get(args[0])
+    if command is None:
+        print(f"kube-extender: unknown command {args[0]!r}\n\n{usage()}", file=sys.stderr)
+        return 2
+    module = importlib.import_module(command[0])
+    return int(module.main(args[1:]) or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

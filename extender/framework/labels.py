@@ -1,0 +1,210 @@
+"""Label selectors, node selectors and tolerations, compiled once and applied many times.
+
+These are the shared matching rules of the API (``metav1.LabelSelector``,
+``v1.NodeSelector``, taint/toleration matching) that several plugins and preemption use.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+
+Labels = Mapping[str, str]
+
+
+def _selector_requirement(req: dict) -> Callable[[Labels], bool]:
+    key = req.get("key", "")
+    op = req.get("operator", "")
+    values = frozenset(req.get("values") or ())
+    if op == "In":
+        return lambda labels: key in labels and labels[key] in values
+    if op == "NotIn":
+        return lambda labels: key not in labels or labels[key] not in values
+    if op == "Exists":
+        return lambda labels: key in labels
+    if op == "DoesNotExist":
+        return lambda labels: key not in labels
+    raise ValueError(f"invalid label selector operator {op!r}")
+
+
+class LabelSelector:
+    """A compiled ``metav1.LabelSelector``.
+
+    An empty selector (``{}``) matches everything; a missing one (``None``) matches nothing,
+    as ``metav1.LabelSelectorAsSelector`` does.
+    """
+
+    __slots__ = ("match_labels", "requirements", "matches_nothing", "empty")
+
+    def __init__(self, selector: dict | None) -> None:
+        self.matches_nothing = selector is None
+        selector = selector or {}
+        self.match_labels: tuple[tuple[str, str], ...] = tuple(
+            (selector.get("matchLabels") or {}).items()
+        )
+        self.requirements = tuple(
+            _selector_requirement(r) for r in selector.get("matchExpressions") or ()
+        )
+        self.empty = not self.matches_nothing and not self.match_labels and not self.requirements
+
+    def matches(self, labels: Labels | None) -> bool:
+        if self.matches_nothing:
+            return False
+        labels = labels or {}
+        for key, value in self.match_labels:
+            if labels.get(key) != value:
+                return False
+        for req in self.requirements:
+            if not req(labels):
+                return False
+        return True
+
+    def add_equals(self, key: str, value: str) -> None:
+        """Add ``key == value`` (matchLabelKeys); a no-op on a selector that matches nothing."""
+        if not self.matches_nothing:
+            self.match_labels = (*self.match_labels, (key, value))
+            self.empty = False
+
+    def add_not_equals(self, key: str, value: str) -> None:
+        """Add ``key != value`` (mismatchLabelKeys)."""
+        if not self.matches_nothing:
+            self.requirements = (
+                *self.requirements,
+                _selector_requirement({"key": key, "operator": "NotIn", "values": [value]}),
+            )
+            self.empty = False
+
+
+def _int_or_none(value: str) -> int | None:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def _node_requirement(req: dict) -> Callable[[Labels], bool]:
+    key = req.get("key", "")
+    op = req.get("operator", "")
+    values = req.get("values") or []
+    if op in ("In", "NotIn", "Exists", "DoesNotExist"):
+        return _selector_requirement(req)
+    if op in ("Gt", "Lt"):
+        bound = _int_or_none(values[0]) if len(values) == 1 else None
+        if bound is None:
+            return lambda labels: False
+
+        def compare(labels: Labels) -> bool:
+            if key not in labels:
+                return False
+            actual = _int_or_none(labels[key])
+            if actual is None:
+                return False
+            return actual > bound if op == "Gt" else actual < bound
+
+        return compare
+    # Unknown operators match nothing, as upstream's parse error makes the term not match.
+    return lambda labels: False
+
+
+def _field_requirement(req: dict) -> Callable[[str], bool]:
+    values = req.get("values") or []
+    if req.get("key") != "metadata.name" or len(values) != 1:
+        return lambda name: False
+    wanted = values[0]
+    if req.get("operator") == "In":
+        return lambda name: name == wanted
+    if req.get("operator") == "NotIn":
+        return lambda name: name != wanted
+    return lambda name: False
+
+
+class NodeSelectorTerm:
+    __slots__ = ("label_reqs", "field_reqs", "raw")
+
+    def __init__(self, term: dict) -> None:
+        self.raw = term
+        self.label_reqs = tuple(_node_requirement(r) for r in term.get("matchExpressions") or ())
+        self.field_reqs = tuple(_field_requirement(r) for r in term.get("matchFields") or ())
+
+    def matches(self, node_name: str, labels: Labels) -> bool:
+        # A term with neither expressions nor fields matches nothing.
+        if not self.label_reqs and not self.field_reqs:
+            return False
+        for req in self.label_reqs:
+            if not req(labels):
+                return False
+        for freq in self.field_reqs:
+            if not freq(node_name):
+                return False
+        return True
+
+
+class NodeSelector:
+    """A compiled ``v1.NodeSelector``: terms ORed, requirements within a term ANDed."""
+
+    __slots__ = ("terms",)
+
+    def __init__(self, selector: dict) -> None:
+        self.terms = tuple(NodeSelectorTerm(t) for t in selector.get("nodeSelectorTerms") or ())
+
+    def matches(self, node_name: str, labels: Labels) -> bool:
+        for term in self.terms:
+            if term.matches(node_name, labels):
+                return True
+        return False
+
+
+class RequiredNodeAffinity:
+    """``spec.nodeSelector`` AND required node affinity of a pod (``GetRequiredNodeAffinity``)."""
+
+    __slots__ = ("node_selector", "affinity")
+
+    def __init__(self, pod: dict) -> None:
+        spec = pod.get("spec") or {}
+        self.node_selector: tuple[tuple[str, str], ...] = tuple(
+            (spec.get("nodeSelector") or {}).items()
+        )
+        required = ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
+            "requiredDuringSchedulingIgnoredDuringExecution"
+        )
+        self.affinity = NodeSelector(required) if required is not None else None
+
+    def matches(self, node_name: str, labels: Labels) -> bool:
+        for key, value in self.node_selector:
+            if labels.get(key) != value:
+                return False
+        if self.affinity is not None and not self.affinity.matches(node_name, labels):
+            return False
+        return True
+
+
+def toleration_tolerates(toleration: dict, taint: dict) -> bool:
+    """Whether one toleration matches one taint (``v1.Toleration.ToleratesTaint``)."""
+    effect = toleration.get("effect") or ""
+    if effect and effect != taint.get("effect"):
+        return False
+    key = toleration.get("key") or ""
+    if key and key != taint.get("key"):
+        return False
+    op = toleration.get("operator") or "Equal"
+    if op == "Exists":
+        return True
+    if op == "Equal":
+        return (toleration.get("value") or "") == (taint.get("value") or "")
+    return False
+
+
+def tolerates(tolerations: list[dict], taint: dict) -> bool:
+    for toleration in tolerations:
+        if toleration_tolerates(toleration, taint):
+            return True
+    return False
+
+
+def find_untolerated_taint(
+    taints: list[dict], tolerations: list[dict], effects: tuple[str, ...]
+) -> dict | None:
+    """The first taint with one of ``effects`` that no toleration matches, or ``None``."""
+    for taint in taints:
+        if taint.get("effect") in effects and not tolerates(tolerations, taint):
+            return taint
+    return None

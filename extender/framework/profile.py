@@ -1,0 +1,29 @@
+"""A scheduling profile: which plugins run at each extension point, with weights and args.
+
+The config loader (``extender.config``) builds these from a ``KubeSchedulerConfiguration``;
+the runtime (:class:`~extender.framework.runtime.Framework`) instantiates them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(slots=True)
+class PluginSpec:
+    name: str
+    weight: int = 0
+
+
+@dataclass(slots=True)
+class Profile:
+    scheduler_name: str = "default-scheduler"
+    # extension point (config name, e.g. "filter") -> enabled plugins in run order
+    plugins: dict[str, list[PluginSpec]] = field(default_factory=dict)
+    # plugin name -> args (the pluginConfig entry, defaults applied)
+    plugin_config: dict[str, dict] = field(default_factory=dict)
+    # None: use the global value; 0: adaptive (spec §2.5)
+    percentage_of_nodes_to_score: int | None = None
+
+    def enabled(self, point: str) -> list[str]:
+        return [spec.name for spec in self.plugins.get(point, ())]

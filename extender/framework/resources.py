@@ -1,0 +1,212 @@
+"""Resource quantities and the pod-request helper (scheduler-framework spec §7.1).
+
+Quantities are parsed with ``kubernetes.utils.parse_quantity`` (exact decimal arithmetic,
+the same suffixes as the apiserver) and cached, since a cluster repeats a handful of values.
+CPU is kept in milli-cores and everything else in whole units, both rounded up as
+Kubernetes' ``MilliValue()``/``Value()`` do.
+"""
+
+from __future__ import annotations
+
+import math
+from functools import lru_cache
+
+from kubernetes.utils import parse_quantity
+
+CPU = "cpu"
+MEMORY = "memory"
+EPHEMERAL_STORAGE = "ephemeral-storage"
+PODS = "pods"
+
+# Defaults for containers that do not mention CPU / memory, used for scoring only.
+DEFAULT_MILLI_CPU_REQUEST = 100
+DEFAULT_MEMORY_REQUEST = 200 * 1024 * 1024
+
+
+class QuantityError(ValueError):
+    """A resource quantity string that Kubernetes would not accept."""
+
+
+@lru_cache(maxsize=4096)
+def _parse(value: str) -> object:
+    try:
+        return parse_quantity(value)
+    except (ValueError, TypeError, ArithmeticError) as exc:
+        raise QuantityError(f"invalid quantity {value!r}") from exc
+
+
+@lru_cache(maxsize=4096)
+def milli_value(value: str | int | float) -> int:
+    """The quantity in thousandths, rounded up (``"100m"`` -> 100, ``"1"`` -> 1000)."""
+    return int(math.ceil(_parse(str(value)) * 1000))  # type: ignore[operator]
+
+
+@lru_cache(maxsize=4096)
+def int_value(value: str | int | float) -> int:
+    """The quantity as a whole number, rounded up (``"1Gi"`` -> 1073741824)."""
+    return int(math.ceil(_parse(str(value))))  # type: ignore[arg-type]
+
+
+def is_scalar_resource(name: str) -> bool:
+    """Extended, hugepages and attachable-volume resources: everything but the four natives."""
+    return name not in (CPU, MEMORY, EPHEMERAL_STORAGE, PODS)
+
+
+class Resource:
+    """Amounts of schedulable resources (a pod's requests or a node's allocatable)."""
+
+    __slots__ = ("milli_cpu", "memory", "ephemeral_storage", "allowed_pod_number", "scalar")
+
+    def __init__(
+        self,
+        milli_cpu: int = 0,
+        memory: int = 0,
+        ephemeral_storage: int = 0,
+        allowed_pod_number: int = 0,
+        scalar: dict[str, int] | None = None,
+    ) -> None:
+        self.milli_cpu = milli_cpu
+        self.memory = memory
+        self.ephemeral_storage = ephemeral_storage
+        self.allowed_pod_number = allowed_pod_number
+        self.scalar: dict[str, int] = scalar if scalar is not None else {}
+
+    @classmethod
+    def from_list(cls, resources: dict | None) -> Resource:
+        """Build from a ResourceList (``{"cpu": "2", "memory": "4Gi", ...}``)."""
+        res = cls()
+        if resources:
+            for name, quantity in resources.items():
+                res.set(name, quantity)
+        return res
+
+    def set(self, name: str, quantity: str | int | float) -> None:
+        if name == CPU:
+            self.milli_cpu = milli_value(quantity)
+        elif name == MEMORY:
+            self.memory = int_value(quantity)
+        elif name == EPHEMERAL_STORAGE:
+            self.ephemeral_storage = int_value(quantity)
+        elif name == PODS:
+            self.allowed_pod_number = int_value(quantity)
+        else:
+            self.scalar[name] = int_value(quantity)
+
+    def get(self, name: str) -> int:
+        """The amount of ``name`` in the units the scheduler compares (milli-CPU, bytes, ...)."""
+        if name == CPU:
+            return self.milli_cpu
+        if name == MEMORY:
+            return self.memory
+        if name == EPHEMERAL_STORAGE:
+            return self.ephemeral_storage
+        if name == PODS:
+            return self.allowed_pod_number
+        return self.scalar.get(name, 0)
+
+    def add(self, other: Resource) -> None:
+        self.milli_cpu += other.milli_cpu
+        self.memory += other.memory
+        self.ephemeral_storage += other.ephemeral_storage
+        self.allowed_pod_number += other.allowed_pod_number
+        for name, value in other.scalar.items():
+            self.scalar[name] = self.scalar.get(name, 0) + value
+
+    def sub(self, other: Resource) -> None:
+        self.milli_cpu -= other.milli_cpu
+        self.memory -= other.memory
+        self.ephemeral_storage -= other.ephemeral_storage
+        self.allowed_pod_number -= other.allowed_pod_number
+        for name, value in other.scalar.items():
+            self.scalar[name] = self.scalar.get(name, 0) - value
+
+    def is_zero(self) -> bool:
+        return (
+            self.milli_cpu == 0
+            and self.memory == 0
+            and self.ephemeral_storage == 0
+            and not any(self.scalar.values())
+        )
+
+    def clone(self) -> Resource:
+        return Resource(
+            self.milli_cpu,
+            self.memory,
+            self.ephemeral_storage,
+            self.allowed_pod_number,
+            dict(self.scalar),
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Resource):
+            return NotImplemented
+        return (
+            self.milli_cpu == other.milli_cpu
+            and self.memory == other.memory
+            and self.ephemeral_storage == other.ephemeral_storage
+            and self.allowed_pod_number == other.allowed_pod_number
+            and {k: v for k, v in self.scalar.items() if v}
+            == {k: v for k, v in other.scalar.items() if v}
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"Resource(milli_cpu={self.milli_cpu}, memory={self.memory}, "
+            f"ephemeral_storage={self.ephemeral_storage}, pods={self.allowed_pod_number}, "
+            f"scalar={self.scalar})"
+        )
+
+
+def _container_requests(container: dict, non_zero: bool) -> Resource:
+    requests = (container.get("resources") or {}).get("requests") or {}
+    res = Resource.from_list(requests)
+    if non_zero:
+        if CPU not in requests:
+            res.milli_cpu = DEFAULT_MILLI_CPU_REQUEST
+        if MEMORY not in requests:
+            res.memory = DEFAULT_MEMORY_REQUEST
+    return res
+
+
+def _max_into(acc: Resource, other: Resource) -> None:
+    acc.milli_cpu = max(acc.milli_cpu, other.milli_cpu)
+    acc.memory = max(acc.memory, other.memory)
+    acc.ephemeral_storage = max(acc.ephemeral_storage, other.ephemeral_storage)
+    for name, value in other.scalar.items():
+        acc.scalar[name] = max(acc.scalar.get(name, 0), value)
+
+
+def pod_requests(pod: dict, non_zero: bool = False) -> Resource:
+    """Effective requests of a pod (spec §7.1).
+
+    ``max(sum of containers + sidecars, peak of init containers + sidecars started before)``,
+    pod-level requests replacing CPU/memory, plus overhead. With ``non_zero`` a container
+    that does not mention CPU/memory counts as 100m / 200Mi (used for scoring).
+    """
+    spec = pod.get("spec") or {}
+    regular = Resource()
+    for container in spec.get("containers") or ():
+        regular.add(_container_requests(container, non_zero))
+
+    init_peak = Resource()
+    sidecars = Resource()
+    for container in spec.get("initContainers") or ():
+        req = _container_requests(container, non_zero)
+        if container.get("restartPolicy") == "Always":
+            sidecars.add(req)
+            regular.add(req)
+        else:
+            req.add(sidecars)
+            _max_into(init_peak, req)
+    _max_into(regular, init_peak)
+
+    pod_level = (spec.get("resources") or {}).get("requests") or {}
+    if CPU in pod_level:
+        regular.milli_cpu = milli_value(pod_level[CPU])
+    if MEMORY in pod_level:
+        regular.memory = int_value(pod_level[MEMORY])
+
+    overhead = spec.get("overhead")
+    if overhead:
+        regular.add(Resource.from_list(overhead))
+    return regular

@@ -1,0 +1,364 @@
+"""One scheduling attempt's algorithm: filter, score, select (spec §2.2-2.10).
+
+Both shells call this: the standalone scheduler for every pod it pops, the webhook for the
+filter/prioritize verbs (with the candidate nodes kube-scheduler sent). The decision for a
+pod and a cluster state is therefore the same in both.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from .cycle_state import CycleState
+from .runtime import Framework
+from .status import Code, Status
+from .types import NodeInfo, NodePluginScores, Snapshot
+
+NO_NODE_AVAILABLE_MSG = "0/{} nodes are available"
+NO_NODES_AVAILABLE = "no nodes available to schedule pods"
+MIN_FEASIBLE_NODES_TO_FIND = 100
+MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
+DEFAULT_PERCENTAGE_OF_NODES_TO_SCORE = 0
+MAX_EXTENDER_PRIORITY = 10
+EXTENDER_PLUGIN_NAME = "Extender"
+
+
+@dataclass
+class Diagnosis:
+    """Why nodes were rejected: per-node statuses plus one status for nodes not listed."""
+
+    node_to_status: dict[str, Status] = field(default_factory=dict)
+    absent_status: Status | None = None
+    unschedulable_plugins: set[str] = field(default_factory=set)
+    pending_plugins: set[str] = field(default_factory=set)
+    pre_filter_msg: str = ""
+    post_filter_msg: str = ""
+
+    def status_of(self, node_name: str) -> Status | None:
+        return self.node_to_status.get(node_name, self.absent_status)
+
+    def add_rejection(self, node_name: str, status: Status) -> None:
+        self.node_to_status[node_name] = status
+        if status.plugin:
+            if status.code == Code.PENDING:
+                self.pending_plugins.add(status.plugin)
+            else:
+                self.unschedulable_plugins.add(status.plugin)
+
+
+def fit_error_message(num_all_nodes: int, diagnosis: Diagnosis) -> str:
+    """The upstream FitError text (spec §9.3), e.g.
+    ``0/5 nodes are available: 2 Insufficient cpu, 3 node(s) were unschedulable.``"""
+    message = NO_NODE_AVAILABLE_MSG.format(num_all_nodes) + ":"
+    if diagnosis.pre_filter_msg:
+        message += f" {diagnosis.pre_filter_msg}."
+    else:
+        histogram: Counter[str] = Counter()
+        for status in diagnosis.node_to_status.values():
+            histogram.update(status.reasons)
+        absent = num_all_nodes - len(diagnosis.node_to_status)
+        if diagnosis.absent_status is not None and absent > 0:
+            for reason in diagnosis.absent_status.reasons:
+                histogram[reason] += absent
+        if histogram:
+            items = sorted(f"{count} {reason}" for reason, count in histogram.items())
+            message += " " + ", ".join(items) + "."
+    if diagnosis.post_filter_msg:
+        message += " " + diagnosis.post_filter_msg
+    return message
+
+
+class FitError(Exception):
+    """No node fits the pod; carries the diagnosis."""
+
+    def __init__(self, pod: dict, num_all_nodes: int, diagnosis: Diagnosis) -> None:
+        self.pod = pod
+        self.num_all_nodes = num_all_nodes
+        self.diagnosis = diagnosis
+        super().__init__()
+
+    def __str__(self) -> str:
+        return fit_error_message(self.num_all_nodes, self.diagnosis)
+
+
+class SchedulingError(Exception):
+    """An Error status during scheduling (plugin failure, extender failure)."""
+
+    def __init__(self, status: Status) -> None:
+        self.status = status
+        super().__init__(status.message)
+
+
+class Extender(Protocol):
+    """What the algorithm needs from an HTTP extender (the standalone scheduler's client)."""
+
+    name: str
+    weight: int
+    ignorable: bool
+
+    def is_interested(self, pod: dict) -> bool: ...
+
+    def is_filter(self) -> bool: ...
+
+    def is_prioritizer(self) -> bool: ...
+
+    def filter(
+        self, pod: dict, nodes: list[NodeInfo]
+    ) -> tuple[list[NodeInfo], dict[str, str], dict[str, str]]: ...
+
+    def prioritize(self, pod: dict, nodes: list[NodeInfo]) -> dict[str, int]: ...
+
+
+@dataclass
+class ScheduleResult:
+    suggested_host: str
+    evaluated_nodes: int
+    feasible_nodes: int
+    scores: list[NodePluginScores] = field(default_factory=list)
+
+
+def num_feasible_nodes_to_find(percentage: int | None, num_all_nodes: int) -> int:
+    """How many feasible nodes to look for before scoring (spec §2.5)."""
+    if num_all_nodes < MIN_FEASIBLE_NODES_TO_FIND:
+        return num_all_nodes
+    pct = percentage or DEFAULT_PERCENTAGE_OF_NODES_TO_SCORE
+    if pct == 0:
+        pct = max(50 - num_all_nodes // 125, MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND)
+    if pct >= 100:
+        return num_all_nodes
+    return max(num_all_nodes * pct // 100, MIN_FEASIBLE_NODES_TO_FIND)
+
+
+class SchedulingAlgorithm:
+    """Holds what persists between attempts: the round-robin start index and the RNG."""
+
+    def __init__(
+        self,
+        extenders: Sequence[Extender] = (),
+        rng: random.Random | None = None,
+        percentage_of_nodes_to_score: int | None = None,
+    ) -> None:
+        self.extenders = list(extenders)
+        self.rng = rng or random.Random()
+        self.percentage_of_nodes_to_score = percentage_of_nodes_to_score
+        self.next_start_node_index = 0
+
+    # -- filter -------------------------------------------------------------------------
+
+    def num_to_find(self, fwk: Framework, num_all_nodes: int) -> int:
+        if not fwk.has_score_plugins() and not self.extenders:
+            return min(1, num_all_nodes)
+        pct = fwk.percentage_of_nodes_to_score
+        if pct is None:
+            pct = self.percentage_of_nodes_to_score
+        return num_feasible_nodes_to_find(pct, num_all_nodes)
+
+    def find_nodes_that_fit(
+        self,
+        fwk: Framework,
+        state: CycleState,
+        pod: dict,
+        snapshot: Snapshot,
+        nodes: list[NodeInfo] | None = None,
+        *,
+        evaluate_all: bool = False,
+    ) -> tuple[list[NodeInfo], Diagnosis]:
+        """PreFilter, Filter (and extender filters) over ``nodes`` (default: the snapshot).
+
+        With ``evaluate_all`` every node is filtered (no early stop, no round-robin): the
+        webhook must answer for each node kube-scheduler sent.
+        """
+        state.snapshot = snapshot
+        diagnosis = Diagnosis()
+        all_nodes = snapshot.node_info_list
+        result, status, rejected_by = fwk.run_pre_filter_plugins(state, pod, all_nodes)
+        if status is not None:
+            if status.code == Code.ERROR:
+                raise SchedulingError(status)
+            diagnosis.absent_status = status
+            diagnosis.pre_filter_msg = status.message
+            if status.code == Code.PENDING:
+                diagnosis.pending_plugins |= rejected_by
+            else:
+                diagnosis.unschedulable_plugins |= rejected_by
+            return [], diagnosis
+
+        candidates = all_nodes if nodes is None else nodes
+        if result is not None and result.node_names is not None:
+            names = result.node_names
+            candidates = [info for info in candidates if info.name in names]
+            diagnosis.absent_status = Status(
+                Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
+                f"node(s) didn't satisfy plugin(s) [{' '.join(result.plugins)}]",
+            )
+            diagnosis.unschedulable_plugins |= set(result.plugins)
+
+        feasible = self._filter(fwk, state, pod, candidates, diagnosis, evaluate_all)
+        feasible = self._extender_filter(pod, feasible, diagnosis)
+        return feasible, diagnosis
+
+    def _filter(
+        self,
+        fwk: Framework,
+        state: CycleState,
+        pod: dict,
+        nodes: list[NodeInfo],
+        diagnosis: Diagnosis,
+        evaluate_all: bool,
+    ) -> list[NodeInfo]:
+        n = len(nodes)
+        if n == 0:
+            return []
+        if evaluate_all:
+            to_find, start = n, 0
+        else:
+            to_find = self.num_to_find(fwk, n)
+            start = self.next_start_node_index % n
+        feasible: list[NodeInfo] = []
+        if not fwk.has_filter_plugins():
+            feasible = [nodes[(start + i) % n] for i in range(to_find)]
+            if not evaluate_all:
+                self.next_start_node_index = (start + len(feasible)) % n
+            return feasible
+        rejected = 0
+        has_nominations = _has_nominations(fwk)
+        run = (
+            fwk.run_filter_plugins_with_nominated_pods
+            if has_nominations
+            else fwk.run_filter_plugins
+        )
+        try:
+            for i in range(n):
+                info = nodes[(start + i) % n]
+                status = run(state, pod, info)
+                if status is None:
+                    feasible.append(info)
+                    if len(feasible) >= to_find:
+                        break
+                elif status.code == Code.ERROR:
+                    raise SchedulingError(status)
+                else:
+                    rejected += 1
+                    diagnosis.add_rejection(info.name, status)
+        finally:
+            if not evaluate_all:
+                self.next_start_node_index = (start + len(feasible) + rejected) % n
+        return feasible
+
+    def _extender_filter(
+        self, pod: dict, feasible: list[NodeInfo], diagnosis: Diagnosis
+    ) -> list[NodeInfo]:
+        for extender in self.extenders:
+            if not feasible:
+                break
+            if not extender.is_filter() or not extender.is_interested(pod):
+                continue
+            try:
+                kept, failed, failed_unresolvable = extender.filter(pod, feasible)
+            except Exception as exc:
+                if extender.ignorable:
+                    continue
+                raise SchedulingError(Status.error(exc)) from exc
+            for name, message in failed_unresolvable.items():
+                diagnosis.node_to_status[name] = Status(
+                    Code.UNSCHEDULABLE_AND_UNRESOLVABLE, message, plugin=EXTENDER_PLUGIN_NAME
+                )
+            for name, message in failed.items():
+                if name not in failed_unresolvable:
+                    diagnosis.node_to_status[name] = Status(
+                        Code.UNSCHEDULABLE, message, plugin=EXTENDER_PLUGIN_NAME
+                    )
+            if len(kept) < len(feasible):
+                diagnosis.unschedulable_plugins.add(EXTENDER_PLUGIN_NAME)
+            feasible = kept
+        return feasible
+
+    # -- score --------------------------------------------------------------------------
+
+    def prioritize_nodes(
+        self, fwk: Framework, state: CycleState, pod: dict, nodes: list[NodeInfo]
+    ) -> list[NodePluginScores]:
+        """PreScore, Score, NormalizeScore, weights and extender priorities (spec §2.9)."""
+        if not fwk.has_score_plugins() and not self.extenders:
+            return [NodePluginScores(info.name, total_score=1) for info in nodes]
+        status = fwk.run_pre_score_plugins(state, pod, nodes)
+        if status is not None:
+            raise SchedulingError(status)
+        scores, status = fwk.run_score_plugins(state, pod, nodes)
+        if status is not None:
+            raise SchedulingError(status)
+        by_name = {entry.name: entry for entry in scores}
+        for extender in self.extenders:
+            if not extender.is_prioritizer() or not extender.is_interested(pod):
+                continue
+            try:
+                priorities = extender.prioritize(pod, nodes)
+            except Exception:
+                continue  # prioritize errors are ignored upstream
+            factor = extender.weight * (100 // MAX_EXTENDER_PRIORITY)
+            for name, score in priorities.items():
+                entry = by_name.get(name)
+                if entry is not None:
+                    entry.scores[extender.name] = score * factor
+                    entry.total_score += score * factor
+        return scores
+
+    def select_host(self, scores: list[NodePluginScores]) -> str:
+        """Highest total; ties broken uniformly at random (reservoir sampling)."""
+        if not scores:
+            raise ValueError("empty priority list")
+        best = scores[0]
+        seen = 1
+        for entry in scores[1:]:
+            if entry.total_score > best.total_score:
+                best, seen = entry, 1
+            elif entry.total_score == best.total_score:
+                seen += 1
+                if self.rng.randrange(seen) == 0:
+                    best = entry
+        return best.name
+
+    # -- whole attempt ------------------------------------------------------------------
+
+    def schedule_pod(
+        self, fwk: Framework, state: CycleState, pod: dict, snapshot: Snapshot
+    ) -> ScheduleResult:
+        """Pick a node for ``pod`` or raise :class:`FitError` / :class:`SchedulingError`."""
+        state.snapshot = snapshot
+        if len(snapshot) == 0:
+            raise SchedulingError(Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, NO_NODES_AVAILABLE))
+        feasible: list[NodeInfo] = []
+        diagnosis: Diagnosis | None = None
+        nominated = (pod.get("status") or {}).get("nominatedNodeName")
+        if nominated and nominated in snapshot.node_info_map:
+            feasible, diagnosis = self.find_nodes_that_fit(
+                fwk, state, pod, snapshot, [snapshot.node_info_map[nominated]], evaluate_all=True
+            )
+            if not feasible:
+                state = _fresh_state(state)
+        if not feasible:
+            feasible, diagnosis = self.find_nodes_that_fit(fwk, state, pod, snapshot)
+        assert diagnosis is not None
+        if not feasible:
+            raise FitError(pod, len(snapshot), diagnosis)
+        evaluated = len(feasible) + len(diagnosis.node_to_status)
+        if len(feasible) == 1:
+            return ScheduleResult(feasible[0].name, evaluated, 1)
+        scores = self.prioritize_nodes(fwk, state, pod, feasible)
+        return ScheduleResult(self.select_host(scores), evaluated, len(feasible), scores)
+
+
+def _fresh_state(state: CycleState) -> CycleState:
+    fresh = CycleState()
+    fresh.snapshot = state.snapshot
+    fresh.record_plugin_metrics = state.record_plugin_metrics
+    return fresh
+
+
+def _has_nominations(fwk: Framework) -> bool:
+    has = getattr(fwk.nominator, "has_nominated_pods", None)
+    return True if has is None else bool(has())

@@ -1,0 +1,484 @@
+"""Core data types: PodInfo, NodeInfo, Snapshot and the results the runtime passes around.
+
+Pods and nodes stay plain JSON dicts as the API serves them; the slotted views here parse the
+fields plugins read once (requests, ports, affinity terms, labels, taints) so that the hot
+filter/score loops never re-parse them.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from enum import Enum
+
+from .labels import LabelSelector
+from .resources import Resource, pod_requests
+
+_generation = itertools.count(1)
+
+
+def next_generation() -> int:
+    return next(_generation)
+
+
+def pod_key(pod: dict) -> str:
+    """The cache key of a pod: its UID, or namespace/name for pods without one (tests)."""
+    meta = pod.get("metadata") or {}
+    return meta.get("uid") or f"{meta.get('namespace', 'default')}/{meta.get('name', '')}"
+
+
+def pod_priority(pod: dict) -> int:
+    return (pod.get("spec") or {}).get("priority") or 0
+
+
+class AffinityTerm:
+    """A pod (anti-)affinity term with its namespaces resolved (spec §7.11)."""
+
+    __slots__ = ("namespaces", "namespace_selector", "selector", "topology_key")
+
+    def __init__(self, term: dict, pod_namespace: str, pod_labels: dict) -> None:
+        self.topology_key: str = term.get("topologyKey") or ""
+        self.selector = LabelSelector(term.get("labelSelector"))
+        for key in term.get("matchLabelKeys") or ():
+            if key in pod_labels:
+                self.selector.add_equals(key, pod_labels[key])
+        for key in term.get("mismatchLabelKeys") or ():
+            if key in pod_labels:
+                self.selector.add_not_equals(key, pod_labels[key])
+        ns_selector = term.get("namespaceSelector")
+        self.namespaces: frozenset[str] = frozenset(term.get("namespaces") or ())
+        self.namespace_selector = LabelSelector(ns_selector) if ns_selector is not None else None
+        if not self.namespaces and self.namespace_selector is None:
+            self.namespaces = frozenset((pod_namespace,))
+
+    def matches(self, pod: PodInfo, namespace_labels: dict | None = None) -> bool:
+        """Whether ``pod`` is in the term's namespaces and its labels match the selector.
+
+        ``namespace_labels`` are the labels of the pod's namespace, needed only when the term
+        has a namespaceSelector (an empty one selects every namespace).
+        """
+        if pod.namespace not in self.namespaces:
+            if self.namespace_selector is None:
+                return False
+            if not self.namespace_selector.empty and not self.namespace_selector.matches(
+                namespace_labels
+            ):
+                return False
+        return self.selector.matches(pod.labels)
+
+
+class WeightedAffinityTerm:
+    __slots__ = ("term", "weight")
+
+    def __init__(self, term: AffinityTerm, weight: int) -> None:
+        self.term = term
+        self.weight = weight
+
+
+def _host_ports(spec: dict) -> tuple[tuple[str, str, int], ...]:
+    ports = []
+    containers = list(spec.get("containers") or ())
+    containers += [
+        c for c in spec.get("initContainers") or () if c.get("restartPolicy") == "Always"
+    ]
+    for container in containers:
+        for port in container.get("ports") or ():
+            host_port = port.get("hostPort") or 0
+            if host_port > 0:
+                ports.append(
+                    (port.get("hostIP") or "0.0.0.0", port.get("protocol") or "TCP", host_port)
+                )
+    return tuple(ports)
+
+
+class PodInfo:
+    """A pod plus the fields the plugins read, parsed once."""
+
+    __slots__ = (
+        "pod",
+        "key",
+        "name",
+        "namespace",
+        "uid",
+        "labels",
+        "priority",
+        "node_name",
+        "requests",
+        "non_zero_milli_cpu",
+        "non_zero_memory",
+        "host_ports",
+        "required_affinity_terms",
+        "required_anti_affinity_terms",
+        "preferred_affinity_terms",
+        "preferred_anti_affinity_terms",
+        "deleting",
+        "start_time",
+    )
+
+    def __init__(self, pod: dict) -> None:
+        self.pod = pod
+        meta = pod.get("metadata") or {}
+        spec = pod.get("spec") or {}
+        self.key = pod_key(pod)
+        self.name: str = meta.get("name", "")
+        self.namespace: str = meta.get("namespace") or "default"
+        self.uid: str = meta.get("uid", "")
+        self.labels: dict[str, str] = meta.get("labels") or {}
+        self.priority: int = spec.get("priority") or 0
+        self.node_name: str = spec.get("nodeName") or ""
+        self.deleting = meta.get("deletionTimestamp") is not None
+        self.start_time: str = (pod.get("status") or {}).get("startTime") or meta.get(
+            "creationTimestamp", ""
+        )
+        self.requests = pod_requests(pod)
+        non_zero = pod_requests(pod, non_zero=True)
+        self.non_zero_milli_cpu = non_zero.milli_cpu
+        self.non_zero_memory = non_zero.memory
+        self.host_ports = _host_ports(spec)
+
+        affinity = spec.get("affinity") or {}
+        pod_aff = affinity.get("podAffinity") or {}
+        pod_anti = affinity.get("podAntiAffinity") or {}
+        self.required_affinity_terms = self._terms(
+            pod_aff.get("requiredDuringSchedulingIgnoredDuringExecution")
+        )
+        self.required_anti_affinity_terms = self._terms(
+            pod_anti.get("requiredDuringSchedulingIgnoredDuringExecution")
+        )
+        self.preferred_affinity_terms = self._weighted(
+            pod_aff.get("preferredDuringSchedulingIgnoredDuringExecution")
+        )
+        self.preferred_anti_affinity_terms = self._weighted(
+            pod_anti.get("preferredDuringSchedulingIgnoredDuringExecution")
+        )
+
+    def _terms(self, terms: list[dict] | None) -> tuple[AffinityTerm, ...]:
+        return tuple(AffinityTerm(t, self.namespace, self.labels) for t in terms or ())
+
+    def _weighted(self, terms: list[dict] | None) -> tuple[WeightedAffinityTerm, ...]:
+        return tuple(
+            WeightedAffinityTerm(
+                AffinityTerm(t.get("podAffinityTerm") or {}, self.namespace, self.labels),
+                t.get("weight") or 0,
+            )
+            for t in terms or ()
+        )
+
+    @property
+    def has_affinity(self) -> bool:
+        return bool(
+            self.required_affinity_terms
+            or self.required_anti_affinity_terms
+            or self.preferred_affinity_terms
+            or self.preferred_anti_affinity_terms
+        )
+
+    def __repr__(self) -> str:
+        return f"PodInfo({self.namespace}/{self.name})"
+
+
+class ImageStateSummary:
+    """Size of an image and on how many nodes of the snapshot it is present."""
+
+    __slots__ = ("size", "num_nodes")
+
+    def __init__(self, size: int, num_nodes: int = 0) -> None:
+        self.size = size
+        self.num_nodes = num_nodes
+
+
+class NodeInfo:
+    """A node with the pods on it and the aggregates the plugins need.
+
+    ``node`` may be ``None`` for a node that was deleted while pods still reference it.
+    """
+
+    __slots__ = (
+        "node",
+        "name",
+        "labels",
+        "taints",
+        "unschedulable",
+        "allocatable",
+        "images",
+        "image_states",
+        "pods",
+        "pods_with_affinity",
+        "pods_with_required_anti_affinity",
+        "used_ports",
+        "requested",
+        "non_zero_requested",
+        "generation",
+    )
+
+    def __init__(self, node: dict | None = None, pods: Iterable[PodInfo | dict] = ()) -> None:
+        self.node: dict | None = None
+        self.name = ""
+        self.labels: dict[str, str] = {}
+        self.taints: list[dict] = []
+        self.unschedulable = False
+        self.allocatable = Resource()
+        # image name -> size in bytes, from node.status.images
+        self.images: dict[str, int] = {}
+        # image name -> summary over the snapshot (filled by the snapshot)
+        self.image_states: dict[str, ImageStateSummary] = {}
+        self.pods: list[PodInfo] = []
+        self.pods_with_affinity: list[PodInfo] = []
+        self.pods_with_required_anti_affinity: list[PodInfo] = []
+        # host IP -> {(protocol, port)}
+        self.used_ports: dict[str, set[tuple[str, int]]] = {}
+        self.requested = Resource()
+        self.non_zero_requested = Resource()
+        self.generation = next_generation()
+        if node is not None:
+            self.set_node(node)
+        for pod in pods:
+            self.add_pod(pod)
+
+    def set_node(self, node: dict) -> None:
+        meta = node.get("metadata") or {}
+        spec = node.get("spec") or {}
+        status = node.get("status") or {}
+        self.node = node
+        self.name = meta.get("name", "")
+        self.labels = meta.get("labels") or {}
+        self.taints = spec.get("taints") or []
+        self.unschedulable = bool(spec.get("unschedulable"))
+        self.allocatable = Resource.from_list(status.get("allocatable"))
+        images: dict[str, int] = {}
+        for image in status.get("images") or ():
+            for name in image.get("names") or ():
+                images[name] = image.get("sizeBytes") or 0
+        self.images = images
+        self.generation = next_generation()
+
+    def add_pod(self, pod: PodInfo | dict) -> PodInfo:
+        info = pod if isinstance(pod, PodInfo) else PodInfo(pod)
+        self.pods.append(info)
+        if info.has_affinity:
+            self.pods_with_affinity.append(info)
+        if info.required_anti_affinity_terms:
+            self.pods_with_required_anti_affinity.append(info)
+        self._update(info, 1)
+        return info
+
+    def remove_pod(self, key: str) -> PodInfo | None:
+        """Remove the pod with cache key ``key``; ``None`` if it is not on this node."""
+        for i, info in enumerate(self.pods):
+            if info.key == key:
+                del self.pods[i]
+                if info in self.pods_with_affinity:
+                    self.pods_with_affinity.remove(info)
+                if info in self.pods_with_required_anti_affinity:
+                    self.pods_with_required_anti_affinity.remove(info)
+                self._update(info, -1)
+                return info
+        return None
+
+    def _update(self, info: PodInfo, sign: int) -> None:
+        if sign > 0:
+            self.requested.add(info.requests)
+        else:
+            self.requested.sub(info.requests)
+        self.non_zero_requested.milli_cpu += sign * info.non_zero_milli_cpu
+        self.non_zero_requested.memory += sign * info.non_zero_memory
+        for ip, protocol, port in info.host_ports:
+            ports = self.used_ports.setdefault(ip, set())
+            if sign > 0:
+                ports.add((protocol, port))
+            else:
+                ports.discard((protocol, port))
+        self.generation = next_generation()
+
+    def clone(self) -> NodeInfo:
+        copy = NodeInfo.__new__(NodeInfo)
+        copy.node = self.node
+        copy.name = self.name
+        copy.labels = self.labels
+        copy.taints = self.taints
+        copy.unschedulable = self.unschedulable
+        copy.allocatable = self.allocatable
+        copy.images = self.images
+        copy.image_states = self.image_states
+        copy.pods = list(self.pods)
+        copy.pods_with_affinity = list(self.pods_with_affinity)
+        copy.pods_with_required_anti_affinity = list(self.pods_with_required_anti_affinity)
+        copy.used_ports = {ip: set(ports) for ip, ports in self.used_ports.items()}
+        copy.requested = self.requested.clone()
+        copy.non_zero_requested = self.non_zero_requested.clone()
+        copy.generation = self.generation
+        return copy
+
+    def __repr__(self) -> str:
+        return f"NodeInfo({self.name}, pods={len(self.pods)})"
+
+
+ZONE_LABEL = "topology.kubernetes.io/zone"
+REGION_LABEL = "topology.kubernetes.io/region"
+
+
+def zone_key(node_info: NodeInfo) -> str:
+    labels = node_info.labels
+    return f"{labels.get(REGION_LABEL, '')}:\x00:{labels.get(ZONE_LABEL, '')}"
+
+
+def zone_interleaved(node_infos: Iterable[NodeInfo]) -> list[NodeInfo]:
+    """Order nodes as upstream's node tree does: zones in first-seen order, round-robin."""
+    zones: dict[str, list[NodeInfo]] = {}
+    for info in node_infos:
+        zones.setdefault(zone_key(info), []).append(info)
+    if len(zones) <= 1:
+        return next(iter(zones.values()), [])
+    ordered: list[NodeInfo] = []
+    for group in itertools.zip_longest(*zones.values()):
+        ordered.extend(info for info in group if info is not None)
+    return ordered
+
+
+class Snapshot:
+    """An immutable view of the cluster for one scheduling cycle.
+
+    Plugins read it through ``handle.snapshot``; they must not mutate the NodeInfos.
+    """
+
+    __slots__ = (
+        "node_info_list",
+        "node_info_map",
+        "have_pods_with_affinity_list",
+        "have_pods_with_required_anti_affinity_list",
+        "generation",
+    )
+
+    def __init__(self, node_infos: Iterable[NodeInfo] = (), generation: int = 0) -> None:
+        infos = [info for info in node_infos if info.node is not None]
+        self.node_info_list = zone_interleaved(infos)
+        self.node_info_map = {info.name: info for info in self.node_info_list}
+        self.have_pods_with_affinity_list = [i for i in self.node_info_list if i.pods_with_affinity]
+        self.have_pods_with_required_anti_affinity_list = [
+            i for i in self.node_info_list if i.pods_with_required_anti_affinity
+        ]
+        self.generation = generation
+        self._summarize_images()
+
+    @classmethod
+    def from_objects(cls, nodes: Iterable[dict], pods: Iterable[dict] = ()) -> Snapshot:
+        """Build a snapshot from API objects: nodes, and pods (only assigned ones count)."""
+        infos = {}
+        for node in nodes:
+            info = NodeInfo(node)
+            infos[info.name] = info
+        for pod in pods:
+            node_name = (pod.get("spec") or {}).get("nodeName")
+            if node_name in infos:
+                infos[node_name].add_pod(pod)
+        return cls(infos.values())
+
+    def _summarize_images(self) -> None:
+        counts: dict[str, int] = {}
+        sizes: dict[str, int] = {}
+        for info in self.node_info_list:
+            for name, size in info.images.items():
+                counts[name] = counts.get(name, 0) + 1
+                sizes[name] = size
+        summaries = {name: ImageStateSummary(sizes[name], n) for name, n in counts.items()}
+        for info in self.node_info_list:
+            info.image_states = {name: summaries[name] for name in info.images}
+
+    def get(self, name: str) -> NodeInfo | None:
+        return self.node_info_map.get(name)
+
+    def __len__(self) -> int:
+        return len(self.node_info_list)
+
+    def __iter__(self) -> Iterator[NodeInfo]:
+        return iter(self.node_info_list)
+
+
+class PreFilterResult:
+    """Nodes a PreFilter plugin restricts the cycle to; ``node_names=None`` means all nodes.
+
+    ``plugins`` is filled by the runtime: the plugins whose results were merged into it.
+    """
+
+    __slots__ = ("node_names", "plugins")
+
+    def __init__(self, node_names: set[str] | frozenset[str] | None = None) -> None:
+        self.node_names = node_names
+        self.plugins: list[str] = []
+
+    def all_nodes(self) -> bool:
+        return self.node_names is None
+
+    def merge(self, other: PreFilterResult | None) -> PreFilterResult:
+        if other is None or other.all_nodes():
+            return self
+        if self.all_nodes():
+            return PreFilterResult(set(other.node_names or ()))
+        return PreFilterResult(set(self.node_names or ()) & set(other.node_names or ()))
+
+
+class NominatingMode(Enum):
+    NOOP = 0
+    OVERRIDE = 1
+
+
+@dataclass(slots=True)
+class NominatingInfo:
+    nominated_node_name: str = ""
+    mode: NominatingMode = NominatingMode.NOOP
+
+
+@dataclass(slots=True)
+class PostFilterResult:
+    nominating_info: NominatingInfo | None = None
+
+
+@dataclass(slots=True)
+class NodeScore:
+    name: str
+    score: int
+
+
+@dataclass(slots=True)
+class NodePluginScores:
+    name: str
+    scores: dict[str, int] = field(default_factory=dict)
+    total_score: int = 0
+
+
+class QueuedPodInfo:
+    """A pod in the scheduling queue with its bookkeeping (spec §1.4, §4.4)."""
+
+    __slots__ = (
+        "pod_info",
+        "timestamp",
+        "attempts",
+        "initial_attempt_timestamp",
+        "unschedulable_count",
+        "consecutive_errors_count",
+        "unschedulable_plugins",
+        "pending_plugins",
+        "gating_plugin",
+    )
+
+    def __init__(self, pod: dict | PodInfo, timestamp: float = 0.0) -> None:
+        self.pod_info = pod if isinstance(pod, PodInfo) else PodInfo(pod)
+        self.timestamp = timestamp
+        self.attempts = 0
+        self.initial_attempt_timestamp: float | None = None
+        self.unschedulable_count = 0
+        self.consecutive_errors_count = 0
+        self.unschedulable_plugins: set[str] = set()
+        self.pending_plugins: set[str] = set()
+        self.gating_plugin = ""
+
+    @property
+    def pod(self) -> dict:
+        return self.pod_info.pod
+
+    def __repr__(self) -> str:
+        return f"QueuedPodInfo({self.pod_info.namespace}/{self.pod_info.name})"
+
+
+QueuedPodInfoLike = QueuedPodInfo

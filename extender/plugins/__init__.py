@@ -1,0 +1,56 @@
+"""In-tree plugins, one module each, named after the upstream plugin.
+
+The registry maps each plugin name to its factory ``cls(args, handle)``. Modules are imported
+on first use, so a profile only pays for the plugins it enables.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from extender.framework.registry import PluginFactory, Registry
+
+# plugin name -> "module:Class" under extender.plugins
+IN_TREE_PLUGINS: dict[str, str] = {
+    "SchedulingGates": "scheduling_gates:SchedulingGates",
+    "PrioritySort": "priority_sort:PrioritySort",
+    "NodeUnschedulable": "node_unschedulable:NodeUnschedulable",
+    "NodeName": "node_name:NodeName",
+    "TaintToleration": "taint_toleration:TaintToleration",
+    "NodeAffinity": "node_affinity:NodeAffinity",
+    "NodePorts": "node_ports:NodePorts",
+    "NodeResourcesFit": "node_resources_fit:NodeResourcesFit",
+    "PodTopologySpread": "pod_topology_spread:PodTopologySpread",
+    "InterPodAffinity": "inter_pod_affinity:InterPodAffinity",
+    "DefaultPreemption": "default_preemption:DefaultPreemption",
+    "NodeResourcesBalancedAllocation": (
+        "node_resources_balanced_allocation:NodeResourcesBalancedAllocation"
+    ),
+    "ImageLocality": "image_locality:ImageLocality",
+    "DefaultBinder": "default_binder:DefaultBinder",
+    "NodeNumber": "node_number:NodeNumber",
+}
+
+
+def _lazy(target: str) -> PluginFactory:
+    module_name, class_name = target.split(":")
+
+    def factory(args: dict, handle: Any) -> Any:
+        module = importlib.import_module(f"{__name__}.{module_name}")
+        return getattr(module, class_name)(args, handle)
+
+    return factory
+
+
+def in_tree_registry() -> Registry:
+    registry = Registry()
+    for name, target in IN_TREE_PLUGINS.items():
+        registry.register(name, _lazy(target))
+    return registry
+
+
+def plugin_class(name: str) -> type:
+    """The class of an in-tree plugin (for config validation and docs)."""
+    module_name, class_name = IN_TREE_PLUGINS[name].split(":")
+    return getattr(importlib.import_module(f"{__name__}.{module_name}"), class_name)

@@ -1,0 +1,30 @@
+"""NodeName (Filter): a pod with ``spec.nodeName`` fits only that node (spec §7.4).
+
+Reads the pod's ``spec.nodeName`` and the node's name; mutates nothing.
+"""
+
+from __future__ import annotations
+
+from extender.framework.cycle_state import CycleState
+from extender.framework.events import ActionType, ClusterEvent, ClusterEventWithHint, Resource
+from extender.framework.status import Status, unresolvable
+from extender.framework.types import NodeInfo
+
+NAME = "NodeName"
+ERR_REASON = "node(s) didn't match the requested node name"
+
+
+class NodeName:
+    name = NAME
+
+    def __init__(self, args: dict, handle: object) -> None:
+        pass
+
+    def filter(self, state: CycleState, pod: dict, node_info: NodeInfo) -> Status | None:
+        wanted = (pod.get("spec") or {}).get("nodeName")
+        if wanted and wanted != node_info.name:
+            return unresolvable(ERR_REASON)
+        return None
+
+    def events_to_register(self) -> list[ClusterEventWithHint]:
+        return [ClusterEventWithHint(ClusterEvent(Resource.NODE, ActionType.ADD))]

@@ -1,0 +1,18 @@
+"""PrioritySort (QueueSort): higher priority first, then earlier enqueue time (spec §4.1)."""
+
+from __future__ import annotations
+
+from extender.framework.types import QueuedPodInfo
+
+NAME = "PrioritySort"
+
+
+class PrioritySort:
+    name = NAME
+
+    def __init__(self, args: dict, handle: object) -> None:
+        pass
+
+    def less(self, a: QueuedPodInfo, b: QueuedPodInfo) -> bool:
+        pa, pb = a.pod_info.priority, b.pod_info.priority
+        return pa > pb or (pa == pb and a.timestamp < b.timestamp)

@@ -1,0 +1,139 @@
+"""The scheduling algorithm over a real profile runner: filter, diagnosis, scoring, selection."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from extender.framework import (
+    CycleState,
+    Diagnosis,
+    FitError,
+    Framework,
+    PluginSpec,
+    Profile,
+    SchedulingAlgorithm,
+    Snapshot,
+    Status,
+    fit_error_message,
+)
+from extender.framework.schedule import num_feasible_nodes_to_find
+from extender.framework.status import Code
+from extender.plugins import in_tree_registry
+from tests.unit.builders import make_node, make_pod
+
+
+def framework(filters=("NodeUnschedulable", "NodeName"), scores=()) -> Framework:
+    profile = Profile(
+        plugins={
+            "filter": [PluginSpec(n) for n in filters],
+            "score": [PluginSpec(n, w) for n, w in scores],
+        }
+    )
+    return Framework(profile, in_tree_registry())
+
+
+@pytest.mark.parametrize(
+    "n, expected",
+    [(50, 50), (99, 99), (100, 100), (200, 100), (1000, 420), (5000, 500), (6000, 300)],
+)
+def test_num_feasible_nodes_to_find_adaptive(n, expected):
+    assert num_feasible_nodes_to_find(0, n) == expected
+
+
+def test_num_feasible_nodes_to_find_percentage():
+    assert num_feasible_nodes_to_find(100, 5000) == 5000
+    assert num_feasible_nodes_to_find(1, 5000) == 100
+    assert num_feasible_nodes_to_find(30, 1000) == 300
+
+
+def test_fit_error_lists_reasons_sorted_as_strings():
+    nodes = [make_node(f"node{i}", unschedulable=i < 9) for i in range(10)]
+    nodes[9]["metadata"]["name"] = "node9"  # one schedulable node
+    snapshot = Snapshot.from_objects(nodes)
+    pod = make_pod("pod1", nodeName=None)
+    pod["spec"]["nodeName"] = "other"
+    with pytest.raises(FitError) as info:
+        SchedulingAlgorithm().schedule_pod(framework(), CycleState(), pod, snapshot)
+    assert str(info.value) == (
+        "0/10 nodes are available: 1 node(s) didn't match the requested node name, "
+        "9 node(s) were unschedulable."
+    )
+    assert info.value.diagnosis.unschedulable_plugins == {"NodeUnschedulable", "NodeName"}
+
+
+def test_fit_error_message_with_absent_status_and_post_filter():
+    diagnosis = Diagnosis(
+        node_to_status={"a": Status(Code.UNSCHEDULABLE, "Insufficient cpu")},
+        absent_status=Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, "node(s) didn't satisfy x"),
+        post_filter_msg="preemption: no candidate node for preemption",
+    )
+    assert fit_error_message(12, diagnosis) == (
+        "0/12 nodes are available: 1 Insufficient cpu, 11 node(s) didn't satisfy x. "
+        "preemption: no candidate node for preemption"
+    )
+
+
+def test_fit_error_message_prefilter_and_empty_histogram():
+    assert (
+        fit_error_message(3, Diagnosis(pre_filter_msg="pod affinity terms conflict"))
+        == "0/3 nodes are available: pod affinity terms conflict."
+    )
+    assert (
+        fit_error_message(3, Diagnosis(post_filter_msg="preemption: x"))
+        == "0/3 nodes are available: preemption: x"
+    )
+
+
+def test_single_feasible_node_is_chosen_without_scoring():
+    nodes = [make_node("a", unschedulable=True), make_node("b")]
+    result = SchedulingAlgorithm().schedule_pod(
+        framework(), CycleState(), make_pod("p"), Snapshot.from_objects(nodes)
+    )
+    assert result.suggested_host == "b"
+    assert result.feasible_nodes == 1
+    assert result.scores == []
+
+
+def test_round_robin_start_index_advances_by_evaluated_nodes():
+    nodes = [make_node(f"n{i}") for i in range(300)]
+    snapshot = Snapshot.from_objects(nodes)
+    algo = SchedulingAlgorithm()
+    fwk = framework(scores=(("NodeNumber", 1),))
+    feasible, _ = algo.find_nodes_that_fit(fwk, CycleState(), make_pod("p1"), snapshot)
+    # 300 nodes: adaptive 48% -> 144 feasible, starting at 0
+    assert len(feasible) == 144
+    assert feasible[0].name == "n0"
+    assert algo.next_start_node_index == 144
+    feasible, _ = algo.find_nodes_that_fit(fwk, CycleState(), make_pod("p2"), snapshot)
+    assert feasible[0].name == "n144"
+    assert algo.next_start_node_index == 288
+
+
+def test_no_score_plugins_and_no_extenders_finds_one_node():
+    nodes = [make_node(f"n{i}") for i in range(5)]
+    feasible, _ = SchedulingAlgorithm().find_nodes_that_fit(
+        framework(), CycleState(), make_pod("p"), Snapshot.from_objects(nodes)
+    )
+    assert len(feasible) == 1
+
+
+def test_select_host_breaks_ties_at_random():
+    from extender.framework.types import NodePluginScores
+
+    algo = SchedulingAlgorithm(rng=random.Random(7))
+    scores = [NodePluginScores("a", total_score=5), NodePluginScores("b", total_score=5)]
+    picks = {algo.select_host(scores) for _ in range(50)}
+    assert picks == {"a", "b"}
+    scores.append(NodePluginScores("c", total_score=6))
+    assert algo.select_host(scores) == "c"
+
+
+def test_no_nodes_is_unresolvable_error():
+    from extender.framework import SchedulingError
+
+    with pytest.raises(SchedulingError) as info:
+        SchedulingAlgorithm().schedule_pod(framework(), CycleState(), make_pod("p"), Snapshot())
+    assert info.value.status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE
+    assert info.value.status.message == "no nodes available to schedule pods"
