@@ -1,0 +1,550 @@
+"""The scheduling queue (spec §4): activeQ, backoffQ, the unschedulable pool, pods in flight
+and the nominator.
+
+* activeQ is a heap ordered by the profile's QueueSort plugin (PrioritySort).
+* backoffQ holds rejected pods until their backoff (1 s doubling to 10 s) expires.
+* The unschedulable pool holds rejected pods until a cluster event that one of their
+  rejecting plugins registered for says it may help (a queueing hint), or 5 minutes pass.
+* Events that arrive while a pod is in flight are recorded and replayed when it comes back,
+  so nothing that happened during its attempt is lost.
+
+Time comes from an injectable clock, so tests drive backoff and flushes without sleeping.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from enum import Enum
+
+from extender.framework.events import (
+    FORCE_ACTIVATE,
+    UNSCHEDULABLE_TIMEOUT,
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
+    QueueingHint,
+    Resource,
+)
+from extender.framework.types import (
+    NominatingInfo,
+    NominatingMode,
+    PodInfo,
+    QueuedPodInfo,
+    pod_key,
+)
+
+log = logging.getLogger(__name__)
+
+DEFAULT_POD_INITIAL_BACKOFF = 1.0
+DEFAULT_POD_MAX_BACKOFF = 10.0
+DEFAULT_MAX_IN_UNSCHEDULABLE = 5 * 60.0
+BACKOFF_FLUSH_INTERVAL = 1.0
+UNSCHEDULABLE_FLUSH_INTERVAL = 30.0
+
+ACTIVE_Q = "active"
+BACKOFF_Q = "backoff"
+UNSCHEDULABLE_Q = "unschedulable"
+GATED = "gated"
+
+
+class QueueStrategy(Enum):
+    SKIP = 0
+    AFTER_BACKOFF = 1
+    IMMEDIATELY = 2
+
+
+class _Less:
+    """Heap entry ordered by a QueueSort ``less`` function."""
+
+    __slots__ = ("info", "less", "valid")
+
+    def __init__(self, info: QueuedPodInfo, less: Callable[[QueuedPodInfo, QueuedPodInfo], bool]):
+        self.info = info
+        self.less = less
+        self.valid = True
+
+    def __lt__(self, other: _Less) -> bool:
+        return self.less(self.info, other.info)
+
+
+@dataclass(slots=True)
+class _InFlight:
+    info: QueuedPodInfo
+    first_event: int  # index into the in-flight event log when the pod was popped
+
+
+@dataclass(slots=True)
+class _RecordedEvent:
+    event: ClusterEvent
+    old: dict | None
+    new: dict | None
+
+
+class Nominator:
+    """Pods nominated to nodes (spec §4.7); the framework reads it for §2.6 filtering."""
+
+    def __init__(self) -> None:
+        self._lock = threading.RLock()
+        self._by_node: dict[str, list[PodInfo]] = {}
+        self._node_of: dict[str, str] = {}
+
+    def add_nominated_pod(self, info: PodInfo, nominating: NominatingInfo | None = None) -> None:
+        with self._lock:
+            self._delete(info.key)
+            if nominating is not None and nominating.mode == NominatingMode.OVERRIDE:
+                node = nominating.nominated_node_name
+            else:
+                node = ((info.pod.get("status") or {}).get("nominatedNodeName")) or ""
+            if not node:
+                return
+            self._node_of[info.key] = node
+            self._by_node.setdefault(node, []).append(info)
+
+    def delete_nominated_pod_if_exists(self, pod: dict) -> None:
+        with self._lock:
+            self._delete(pod_key(pod))
+
+    def _delete(self, key: str) -> None:
+        node = self._node_of.pop(key, None)
+        if node is None:
+            return
+        pods = [p for p in self._by_node.get(node, ()) if p.key != key]
+        if pods:
+            self._by_node[node] = pods
+        else:
+            self._by_node.pop(node, None)
+
+    def nominated_pods_for_node(self, node_name: str) -> list[PodInfo]:
+        with self._lock:
+            return list(self._by_node.get(node_name, ()))
+
+    def nominated_node_of(self, pod: dict) -> str:
+        with self._lock:
+            return self._node_of.get(pod_key(pod), "")
+
+    def has_nominated_pods(self) -> bool:
+        return bool(self._node_of)
+
+
+class SchedulingQueue:
+    """One queue for every profile of the scheduler (profiles share the QueueSort plugin).
+
+    ``pre_enqueue(pod)`` runs the pod's profile PreEnqueue plugins (``None``: may enter
+    activeQ, else the gating Status). ``plugin_events(pod)`` returns, for the pod's profile,
+    plugin name -> registered events with hints.
+    """
+
+    def __init__(
+        self,
+        less: Callable[[QueuedPodInfo, QueuedPodInfo], bool],
+        *,
+        pre_enqueue: Callable[[dict], object | None] = lambda pod: None,
+        plugin_events: Callable[[dict], dict[str, list[ClusterEventWithHint]]] = lambda pod: {},
+        clock: Callable[[], float] = time.monotonic,
+        pod_initial_backoff: float = DEFAULT_POD_INITIAL_BACKOFF,
+        pod_max_backoff: float = DEFAULT_POD_MAX_BACKOFF,
+        max_in_unschedulable: float = DEFAULT_MAX_IN_UNSCHEDULABLE,
+    ) -> None:
+        self._less = less
+        self._pre_enqueue = pre_enqueue
+        self._plugin_events = plugin_events
+        self._clock = clock
+        self.pod_initial_backoff = pod_initial_backoff
+        self.pod_max_backoff = pod_max_backoff
+        self.max_in_unschedulable = max_in_unschedulable
+
+        self._cond = threading.Condition(threading.Lock())
+        self._active: list[_Less] = []
+        self._active_index: dict[str, _Less] = {}
+        self._backoff: list[tuple[float, int, str]] = []
+        self._backoff_index: dict[str, QueuedPodInfo] = {}
+        self._unschedulable: dict[str, QueuedPodInfo] = {}
+        self._in_flight: dict[str, _InFlight] = {}
+        self._events: list[_RecordedEvent] = []
+        self._events_base = 0  # index of self._events[0] in the global event sequence
+        self._seq = itertools.count()
+        self._closed = False
+        self.scheduling_cycle = 0
+        self.nominator = Nominator()
+
+    # -- introspection ------------------------------------------------------------------
+
+    def pending_pods(self) -> dict[str, int]:
+        with self._cond:
+            gated = sum(1 for i in self._unschedulable.values() if i.gating_plugin)
+            return {
+                ACTIVE_Q: len(self._active_index),
+                BACKOFF_Q: len(self._backoff_index),
+                UNSCHEDULABLE_Q: len(self._unschedulable) - gated,
+                GATED: gated,
+            }
+
+    def where(self, pod: dict) -> str | None:
+        """Which sub-queue holds the pod (for tests and debugging)."""
+        key = pod_key(pod)
+        with self._cond:
+            if key in self._active_index:
+                return ACTIVE_Q
+            if key in self._backoff_index:
+                return BACKOFF_Q
+            if key in self._unschedulable:
+                return GATED if self._unschedulable[key].gating_plugin else UNSCHEDULABLE_Q
+            if key in self._in_flight:
+                return "in-flight"
+        return None
+
+    # -- add / pop / done -----------------------------------------------------------------
+
+    def add(self, pod: dict) -> None:
+        """A new pending pod from the informer."""
+        info = QueuedPodInfo(pod, self._clock())
+        with self._cond:
+            key = info.pod_info.key
+            if self._known(key):
+                return
+            self.nominator.add_nominated_pod(info.pod_info)
+            self._add_to_active_or_gate(info)
+
+    def _known(self, key: str) -> bool:
+        return (
+            key in self._active_index
+            or key in self._backoff_index
+            or key in self._unschedulable
+            or key in self._in_flight
+        )
+
+    def _add_to_active_or_gate(self, info: QueuedPodInfo) -> bool:
+        status = self._pre_enqueue(info.pod)
+        if status is not None:
+            info.gating_plugin = getattr(status, "plugin", "") or "PreEnqueue"
+            self._unschedulable[info.pod_info.key] = info
+            return False
+        info.gating_plugin = ""
+        self._push_active(info)
+        return True
+
+    def _push_active(self, info: QueuedPodInfo) -> None:
+        entry = _Less(info, self._less)
+        self._active_index[info.pod_info.key] = entry
+        heapq.heappush(self._active, entry)
+        self._cond.notify()
+
+    def _pop_active(self) -> QueuedPodInfo | None:
+        while self._active:
+            entry = heapq.heappop(self._active)
+            if entry.valid:
+                del self._active_index[entry.info.pod_info.key]
+                return entry.info
+        return None
+
+    def pop(self, timeout: float | None = None) -> QueuedPodInfo | None:
+        """Block until a pod is ready (or ``timeout``/close); mark it in flight."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with self._cond:
+            while True:
+                if self._closed:
+                    return None
+                info = self._pop_active()
+                if info is not None:
+                    break
+                remaining = None if deadline is None else deadline - time.monotonic()
+                if remaining is not None and remaining <= 0:
+                    return None
+                self._cond.wait(remaining if remaining is not None else 1.0)
+            info.attempts += 1
+            if info.initial_attempt_timestamp is None:
+                info.initial_attempt_timestamp = self._clock()
+            self.scheduling_cycle += 1
+            self._in_flight[info.pod_info.key] = _InFlight(
+                info, self._events_base + len(self._events)
+            )
+            return info
+
+    def done(self, key: str) -> None:
+        """The pod's attempt is over; drop events no in-flight pod needs any more."""
+        with self._cond:
+            self._in_flight.pop(key, None)
+            self._trim_events()
+
+    def _trim_events(self) -> None:
+        if not self._in_flight:
+            self._events_base += len(self._events)
+            self._events.clear()
+            return
+        oldest = min(f.first_event for f in self._in_flight.values())
+        drop = oldest - self._events_base
+        if drop > 0:
+            del self._events[:drop]
+            self._events_base = oldest
+
+    def close(self) -> None:
+        with self._cond:
+            self._closed = True
+            self._cond.notify_all()
+
+    # -- failures -----------------------------------------------------------------------
+
+    def backoff_duration(self, info: QueuedPodInfo) -> float:
+        count = info.consecutive_errors_count or info.unschedulable_count
+        if count <= 0 or self.pod_max_backoff <= 0:
+            return 0.0
+        return min(self.pod_initial_backoff * 2 ** (count - 1), self.pod_max_backoff)
+
+    def _backoff_expiry(self, info: QueuedPodInfo) -> float:
+        return info.timestamp + self.backoff_duration(info)
+
+    def _is_backing_off(self, info: QueuedPodInfo) -> bool:
+        return self._backoff_expiry(info) > self._clock()
+
+    def add_unschedulable_if_not_present(self, info: QueuedPodInfo, rejected: bool) -> None:
+        """Requeue a pod whose attempt failed (spec §4.3).
+
+        ``rejected``: the attempt was rejected (Unschedulable...) rather than an Error; the
+        pod's ``unschedulable_plugins``/``pending_plugins`` say by whom.
+        """
+        key = info.pod_info.key
+        with self._cond:
+            in_flight = self._in_flight.pop(key, None)
+            if (
+                key in self._active_index
+                or key in self._backoff_index
+                or key in self._unschedulable
+            ):
+                self._trim_events()
+                return
+            if rejected:
+                info.unschedulable_count += 1
+                info.consecutive_errors_count = 0
+            else:
+                info.consecutive_errors_count += 1
+                info.unschedulable_plugins.clear()
+                info.pending_plugins.clear()
+            info.timestamp = self._clock()
+            self.nominator.add_nominated_pod(info.pod_info)
+            strategy = QueueStrategy.AFTER_BACKOFF
+            if rejected and (info.unschedulable_plugins or info.pending_plugins):
+                strategy = QueueStrategy.SKIP
+                if in_flight is not None:
+                    start = in_flight.first_event - self._events_base
+                    for recorded in self._events[max(start, 0) :]:
+                        found = self._strategy(info, recorded.event, recorded.old, recorded.new)
+                        if found.value > strategy.value:
+                            strategy = found
+            self._trim_events()
+            self._requeue(info, strategy)
+
+    def _requeue(self, info: QueuedPodInfo, strategy: QueueStrategy) -> str:
+        key = info.pod_info.key
+        if strategy == QueueStrategy.SKIP:
+            self._unschedulable[key] = info
+            return UNSCHEDULABLE_Q
+        if strategy == QueueStrategy.AFTER_BACKOFF and self._is_backing_off(info):
+            self._backoff_index[key] = info
+            heapq.heappush(self._backoff, (self._backoff_expiry(info), next(self._seq), key))
+            return BACKOFF_Q
+        if self._add_to_active_or_gate(info):
+            return ACTIVE_Q
+        return GATED
+
+    # -- events -------------------------------------------------------------------------
+
+    def _strategy(
+        self, info: QueuedPodInfo, event: ClusterEvent, old: dict | None, new: dict | None
+    ) -> QueueStrategy:
+        """Whether ``event`` may make the pod schedulable (spec §4.5)."""
+        if event.resource == Resource.WILDCARD and event in (UNSCHEDULABLE_TIMEOUT, FORCE_ACTIVATE):
+            return QueueStrategy.AFTER_BACKOFF
+        if info.gating_plugin:
+            relevant = {info.gating_plugin}
+            pending: set[str] = set()
+        else:
+            relevant = info.unschedulable_plugins | info.pending_plugins
+            pending = info.pending_plugins
+        if not relevant:
+            return QueueStrategy.AFTER_BACKOFF
+        events = self._plugin_events(info.pod)
+        queue_after_backoff = False
+        for plugin in relevant:
+            registered = events.get(plugin)
+            if registered is None:
+                # Unknown plugin (e.g. the "Extender" pseudo plugin): any event may help.
+                queue_after_backoff = True
+                continue
+            for reg in registered:
+                if not reg.event.matches(event):
+                    continue
+                hint = QueueingHint.QUEUE
+                if reg.hint is not None:
+                    try:
+                        hint = reg.hint(info.pod, old, new)
+                    except Exception:
+                        log.exception("queueing hint of %s failed; queueing", plugin)
+                        hint = QueueingHint.QUEUE
+                if hint == QueueingHint.QUEUE:
+                    if plugin in pending:
+                        return QueueStrategy.IMMEDIATELY
+                    queue_after_backoff = True
+                    break
+        return QueueStrategy.AFTER_BACKOFF if queue_after_backoff else QueueStrategy.SKIP
+
+    def move_all_to_active_or_backoff(
+        self,
+        event: ClusterEvent,
+        old: dict | None = None,
+        new: dict | None = None,
+        pre_check: Callable[[QueuedPodInfo], bool] | None = None,
+    ) -> int:
+        """A cluster event happened: requeue the unschedulable pods it may help."""
+        moved = 0
+        with self._cond:
+            if self._in_flight:
+                self._events.append(_RecordedEvent(event, old, new))
+            for key, info in list(self._unschedulable.items()):
+                if pre_check is not None and not pre_check(info):
+                    continue
+                strategy = self._strategy(info, event, old, new)
+                if strategy == QueueStrategy.SKIP:
+                    continue
+                if info.gating_plugin and event not in (UNSCHEDULABLE_TIMEOUT, FORCE_ACTIVATE):
+                    strategy = QueueStrategy.IMMEDIATELY  # gated pods re-run PreEnqueue
+                del self._unschedulable[key]
+                if self._requeue(info, strategy) != UNSCHEDULABLE_Q:
+                    moved += 1
+        return moved
+
+    def activate(self, pods: Iterable[dict]) -> None:
+        """Move the pods to activeQ now (no backoff); in-flight ones get ForceActivate."""
+        with self._cond:
+            for pod in pods:
+                key = pod_key(pod)
+                info = self._unschedulable.pop(key, None) or self._backoff_index.pop(key, None)
+                if info is not None:
+                    self._add_to_active_or_gate(info)
+                elif key in self._in_flight:
+                    self._events.append(_RecordedEvent(FORCE_ACTIVATE, None, pod))
+
+    # -- updates and deletes of queued pods -------------------------------------------------
+
+    def update(self, old: dict | None, new: dict) -> None:
+        """A pending pod changed (spec §4.3 update)."""
+        key = pod_key(new)
+        with self._cond:
+            if key in self._in_flight:
+                self._events.append(
+                    _RecordedEvent(
+                        ClusterEvent(Resource.UNSCHEDULABLE_POD, ActionType.UPDATE, "PodUpdate"),
+                        old,
+                        new,
+                    )
+                )
+                self._in_flight[key].info.pod_info = PodInfo(new)
+                return
+            entry = self._active_index.get(key)
+            if entry is not None:
+                entry.info.pod_info = PodInfo(new)
+                self.nominator.add_nominated_pod(entry.info.pod_info)
+                # priority may have changed: re-heapify
+                heapq.heapify(self._active)
+                return
+            info = self._backoff_index.get(key)
+            if info is not None:
+                info.pod_info = PodInfo(new)
+                self.nominator.add_nominated_pod(info.pod_info)
+                return
+            info = self._unschedulable.get(key)
+            if info is not None:
+                info.pod_info = PodInfo(new)
+                self.nominator.add_nominated_pod(info.pod_info)
+                event = pod_update_event(old, new)
+                strategy = self._strategy(info, event, old, new)
+                if info.gating_plugin:
+                    # A gated pod re-runs PreEnqueue on any update of its own.
+                    strategy = QueueStrategy.IMMEDIATELY
+                if strategy != QueueStrategy.SKIP:
+                    del self._unschedulable[key]
+                    self._requeue(info, strategy)
+                return
+        self.add(new)
+
+    def delete(self, pod: dict) -> None:
+        key = pod_key(pod)
+        with self._cond:
+            self.nominator.delete_nominated_pod_if_exists(pod)
+            entry = self._active_index.pop(key, None)
+            if entry is not None:
+                entry.valid = False
+            self._backoff_index.pop(key, None)
+            self._unschedulable.pop(key, None)
+
+    # -- flushes ------------------------------------------------------------------------
+
+    def flush_backoff_completed(self) -> int:
+        """Move pods whose backoff expired to activeQ (every second)."""
+        moved = 0
+        now = self._clock()
+        with self._cond:
+            while self._backoff and self._backoff[0][0] <= now:
+                _, _, key = heapq.heappop(self._backoff)
+                info = self._backoff_index.pop(key, None)
+                if info is None:
+                    continue  # deleted or moved meanwhile
+                if self._is_backing_off(info):
+                    # re-pushed with a newer expiry
+                    self._backoff_index[key] = info
+                    heapq.heappush(
+                        self._backoff, (self._backoff_expiry(info), next(self._seq), key)
+                    )
+                    continue
+                self._add_to_active_or_gate(info)
+                moved += 1
+        return moved
+
+    def flush_unschedulable_leftover(self) -> int:
+        """Pods in the unschedulable pool for longer than 5 minutes go back (every 30 s)."""
+        now = self._clock()
+        with self._cond:
+            stale = [
+                info
+                for info in self._unschedulable.values()
+                if not info.gating_plugin and now - info.timestamp >= self.max_in_unschedulable
+            ]
+        if not stale:
+            return 0
+        keys = {info.pod_info.key for info in stale}
+        return self.move_all_to_active_or_backoff(
+            UNSCHEDULABLE_TIMEOUT, pre_check=lambda info: info.pod_info.key in keys
+        )
+
+    def run_flushers(self, stop: threading.Event) -> None:
+        """Run both flush loops until ``stop`` is set (call in a daemon thread)."""
+        last_unschedulable = time.monotonic()
+        while not stop.wait(BACKOFF_FLUSH_INTERVAL):
+            self.flush_backoff_completed()
+            if time.monotonic() - last_unschedulable >= UNSCHEDULABLE_FLUSH_INTERVAL:
+                last_unschedulable = time.monotonic()
+                self.flush_unschedulable_leftover()
+
+
+def pod_update_event(old: dict | None, new: dict) -> ClusterEvent:
+    """The update event of a pending pod's own change (label, toleration, gates, requests)."""
+    action = ActionType(0)
+    old = old or {}
+    old_meta, new_meta = old.get("metadata") or {}, new.get("metadata") or {}
+    old_spec, new_spec = old.get("spec") or {}, new.get("spec") or {}
+    if old_meta.get("labels") != new_meta.get("labels"):
+        action |= ActionType.UPDATE_POD_LABEL
+    if old_spec.get("tolerations") != new_spec.get("tolerations"):
+        action |= ActionType.UPDATE_POD_TOLERATION
+    if old_spec.get("schedulingGates") and not new_spec.get("schedulingGates"):
+        action |= ActionType.UPDATE_POD_SCHEDULING_GATES_ELIMINATED
+    if old_spec.get("containers") != new_spec.get("containers"):
+        action |= ActionType.UPDATE_POD_SCALE_DOWN
+    if not action:
+        action = ActionType.UPDATE
+    return ClusterEvent(Resource.UNSCHEDULABLE_POD, action, "UnschedulablePodUpdate")
