@@ -1,0 +1,460 @@
+"""The standalone scheduler's loop: one scheduling cycle at a time, binding cycles in a pool
+(spec §2). It is a thin shell over the same core the webhook uses: the decision for a pod is
+:meth:`SchedulingAlgorithm.schedule_pod` over the cache's snapshot.
+
+Flow per pod: pop -> schedule_pod (PreFilter, Filter, [PostFilter], PreScore, Score) ->
+assume -> Reserve -> Permit -> (binding pool) WaitOnPermit -> PreBind -> Bind -> PostBind.
+Any failure after assume unreserves, forgets the assumed pod and requeues.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from extender.framework.cycle_state import CycleState
+from extender.framework.events import (
+    ASSIGNED_POD_ADD,
+    ASSIGNED_POD_DELETE,
+    ASSIGNED_POD_UPDATE,
+    NODE_ADD,
+    NODE_DELETE,
+    ActionType,
+    ClusterEvent,
+    Resource,
+)
+from extender.framework.runtime import Framework
+from extender.framework.schedule import (
+    Diagnosis,
+    FitError,
+    SchedulingAlgorithm,
+    SchedulingError,
+)
+from extender.framework.status import Code, Status
+from extender.framework.types import (
+    NominatingInfo,
+    NominatingMode,
+    PodInfo,
+    QueuedPodInfo,
+    pod_key,
+)
+
+from .queue import SchedulingQueue, pod_update_event
+
+log = logging.getLogger(__name__)
+
+MAX_EVENT_NOTE_BYTES = 1024
+
+
+class Cache(Protocol):
+    """What the loop needs of the cluster cache (``extender.cache.Cache``)."""
+
+    def snapshot(self) -> Any: ...
+
+    def assume_pod(self, pod: dict) -> None: ...
+
+    def forget_pod(self, pod: dict) -> None: ...
+
+    def finish_binding(self, pod: dict) -> None: ...
+
+    def is_assumed(self, uid: str) -> bool: ...
+
+
+class Reporter(Protocol):
+    """Writes what the scheduler decided back to the API: events and pod status."""
+
+    def record_event(
+        self, pod: dict, event_type: str, reason: str, action: str, note: str
+    ) -> None: ...
+
+    def patch_pod_status(self, namespace: str, name: str, patch: dict) -> None: ...
+
+
+@dataclass
+class Metrics:
+    """Hooks for Prometheus metrics (see ``extender.scheduler.metrics``); no-ops by default."""
+
+    def attempt(self, result: str, profile: str, seconds: float) -> None:
+        pass
+
+    def pending(self, counts: dict[str, int]) -> None:
+        pass
+
+
+def truncate_note(message: str) -> str:
+    data = message.encode()
+    if len(data) <= MAX_EVENT_NOTE_BYTES:
+        return message
+    return data[: MAX_EVENT_NOTE_BYTES - 4].decode(errors="ignore") + " ..."
+
+
+class Scheduler:
+    def __init__(
+        self,
+        frameworks: dict[str, Framework],
+        cache: Cache,
+        queue: SchedulingQueue,
+        reporter: Reporter,
+        *,
+        algorithm: SchedulingAlgorithm | None = None,
+        get_pod: Callable[[str, str], dict | None] = lambda namespace, name: None,
+        bind_workers: int = 16,
+        metrics: Metrics | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.frameworks = frameworks
+        self.cache = cache
+        self.queue = queue
+        self.reporter = reporter
+        self.algorithm = algorithm or SchedulingAlgorithm()
+        self.get_pod = get_pod
+        self.metrics = metrics or Metrics()
+        self.clock = clock
+        self._binders = ThreadPoolExecutor(bind_workers, thread_name_prefix="bind")
+        self._stop = threading.Event()
+
+    # -- the loop -----------------------------------------------------------------------
+
+    def run(self, stop: threading.Event | None = None) -> None:
+        stop = stop or self._stop
+        flusher = threading.Thread(
+            target=self.queue.run_flushers, args=(stop,), daemon=True, name="queue-flush"
+        )
+        flusher.start()
+        while not stop.is_set():
+            self.schedule_one(timeout=0.5)
+        self.queue.close()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self.queue.close()
+        self._binders.shutdown(wait=True, cancel_futures=False)
+
+    def schedule_one(self, timeout: float | None = None) -> bool:
+        """Run one scheduling cycle; ``False`` if no pod was ready within ``timeout``."""
+        info = self.queue.pop(timeout)
+        if info is None:
+            return False
+        pod = info.pod
+        start = self.clock()
+        spec = pod.get("spec") or {}
+        fwk = self.frameworks.get(spec.get("schedulerName") or "default-scheduler")
+        if fwk is None:
+            log.error("no profile for scheduler name %r", spec.get("schedulerName"))
+            self.queue.done(info.pod_info.key)
+            return True
+        if info.pod_info.deleting:
+            self.reporter.record_event(
+                pod,
+                "Warning",
+                "FailedScheduling",
+                "Scheduling",
+                f"skip schedule deleting pod: {info.pod_info.namespace}/{info.pod_info.name}",
+            )
+            self.queue.done(info.pod_info.key)
+            return True
+        if self.cache.is_assumed(info.pod_info.uid):
+            self.queue.done(info.pod_info.key)
+            return True
+
+        state = CycleState()
+        try:
+            result = self.algorithm.schedule_pod(fwk, state, pod, self.cache.snapshot())
+        except FitError as fit:
+            nominating = self._post_filter(fwk, state, pod, fit)
+            self._fail(fwk, info, Status(Code.UNSCHEDULABLE, str(fit)), fit, nominating, start)
+            return True
+        except SchedulingError as err:
+            nominating = NominatingInfo("", NominatingMode.OVERRIDE)
+            self._fail(fwk, info, err.status, None, nominating, start)
+            return True
+
+        host = result.suggested_host
+        assumed = copy.copy(pod)
+        assumed["spec"] = {**spec, "nodeName": host}
+        try:
+            self.cache.assume_pod(assumed)
+        except Exception as exc:
+            self._fail(fwk, info, Status.error(exc), None, None, start)
+            return True
+        self.queue.nominator.delete_nominated_pod_if_exists(pod)
+
+        status = fwk.run_reserve_plugins_reserve(state, assumed, host)
+        if status is None:
+            status = fwk.run_permit_plugins(state, assumed, host)
+            if status is not None and status.code == Code.WAIT:
+                status = None
+        if status is not None:
+            fwk.run_reserve_plugins_unreserve(state, assumed, host)
+            self.cache.forget_pod(assumed)
+            fit = None
+            if status.is_rejected():
+                fit = _single_node_fit_error(pod, host, status)
+            self._fail(fwk, info, status, fit, _clear_nomination(), start)
+            return True
+
+        if state.pods_to_activate:
+            self.queue.activate(state.pods_to_activate.values())
+        self._binders.submit(self._binding_cycle, fwk, state, info, assumed, host, start)
+        return True
+
+    def _post_filter(
+        self, fwk: Framework, state: CycleState, pod: dict, fit: FitError
+    ) -> NominatingInfo:
+        if not fwk.has_post_filter_plugins():
+            return _clear_nomination()
+        diagnosis = fit.diagnosis
+        statuses = dict(diagnosis.node_to_status)
+        absent = diagnosis.absent_status
+        if absent is not None:
+            snapshot = state.snapshot
+            for info in snapshot.node_info_list if snapshot is not None else ():
+                statuses.setdefault(info.name, absent)
+        result, status = fwk.run_post_filter_plugins(state, pod, statuses)
+        if status.code != Code.ERROR and status.message:
+            diagnosis.post_filter_msg = status.message
+        if result is not None and result.nominating_info is not None:
+            return result.nominating_info
+        return NominatingInfo("", NominatingMode.NOOP)
+
+    # -- binding cycle ------------------------------------------------------------------
+
+    def _binding_cycle(
+        self,
+        fwk: Framework,
+        state: CycleState,
+        info: QueuedPodInfo,
+        assumed: dict,
+        host: str,
+        start: float,
+    ) -> None:
+        try:
+            status = fwk.wait_on_permit(assumed)
+            if status is not None:
+                fit = (
+                    _single_node_fit_error(info.pod, host, status) if status.is_rejected() else None
+                )
+                self._binding_failed(fwk, state, info, assumed, host, status, fit, start)
+                return
+            self.queue.done(info.pod_info.key)
+            status = fwk.run_pre_bind_plugins(state, assumed, host)
+            if status is None:
+                status = fwk.run_bind_plugins(state, assumed, host)
+                if status is not None and status.code == Code.SKIP:
+                    status = Status.error("no bind plugin bound the pod")
+            self.cache.finish_binding(assumed)
+            if status is not None:
+                self._binding_failed(fwk, state, info, assumed, host, status, None, start)
+                return
+            meta = assumed.get("metadata") or {}
+            self.reporter.record_event(
+                assumed,
+                "Normal",
+                "Scheduled",
+                "Binding",
+                f"Successfully assigned {meta.get('namespace')}/{meta.get('name')} to {host}",
+            )
+            self.metrics.attempt("scheduled", fwk.profile_name, self.clock() - start)
+            fwk.run_post_bind_plugins(state, assumed, host)
+            if state.pods_to_activate:
+                self.queue.activate(state.pods_to_activate.values())
+        except Exception as exc:  # never lose a pod to a bug in the binding cycle
+            log.exception("binding cycle failed")
+            self._binding_failed(fwk, state, info, assumed, host, Status.error(exc), None, start)
+
+    def _binding_failed(
+        self,
+        fwk: Framework,
+        state: CycleState,
+        info: QueuedPodInfo,
+        assumed: dict,
+        host: str,
+        status: Status,
+        fit: FitError | None,
+        start: float,
+    ) -> None:
+        fwk.run_reserve_plugins_unreserve(state, assumed, host)
+        try:
+            self.cache.forget_pod(assumed)
+        except Exception:
+            log.debug("forget_pod after failed binding", exc_info=True)
+        self._fail(fwk, info, status, fit, _clear_nomination(), start)
+        # The forgotten reservation freed room: other pods may fit now.
+        self.queue.move_all_to_active_or_backoff(
+            ASSIGNED_POD_DELETE,
+            assumed,
+            None,
+            pre_check=lambda other: other.pod_info.key != info.pod_info.key,
+        )
+
+    # -- failure ------------------------------------------------------------------------
+
+    def _fail(
+        self,
+        fwk: Framework,
+        info: QueuedPodInfo,
+        status: Status,
+        fit: FitError | None,
+        nominating: NominatingInfo | None,
+        start: float,
+    ) -> None:
+        """The failure handler (spec §2.13)."""
+        rejected = status.is_rejected()
+        reason = "Unschedulable" if rejected else "SchedulerError"
+        self.metrics.attempt(
+            "unschedulable" if rejected else "error", fwk.profile_name, self.clock() - start
+        )
+        if fit is not None:
+            info.unschedulable_plugins = set(fit.diagnosis.unschedulable_plugins)
+            info.pending_plugins = set(fit.diagnosis.pending_plugins)
+        message = str(fit) if fit is not None else status.message
+        pod = info.pod
+        meta = pod.get("metadata") or {}
+        namespace, name = meta.get("namespace", "default"), meta.get("name", "")
+        current = self.get_pod(namespace, name)
+        if current is None or (current.get("spec") or {}).get("nodeName"):
+            self.queue.done(info.pod_info.key)
+        else:
+            info.pod_info = PodInfo(current)
+            self.queue.add_unschedulable_if_not_present(info, rejected)
+            if nominating is not None:
+                self.queue.nominator.add_nominated_pod(info.pod_info, nominating)
+        log.info("pod %s/%s: %s", namespace, name, message)
+        self.reporter.record_event(
+            pod, "Warning", "FailedScheduling", "Scheduling", truncate_note(message)
+        )
+        patch: dict[str, Any] = {
+            "status": {
+                "conditions": [
+                    {
+                        "type": "PodScheduled",
+                        "status": "False",
+                        "reason": reason,
+                        "message": message,
+                    }
+                ]
+            }
+        }
+        if nominating is not None and nominating.mode == NominatingMode.OVERRIDE:
+            old = (pod.get("status") or {}).get("nominatedNodeName") or ""
+            if nominating.nominated_node_name != old:
+                patch["status"]["nominatedNodeName"] = nominating.nominated_node_name or None
+        if _condition_changed(pod, patch["status"]["conditions"][0]) or (
+            "nominatedNodeName" in patch["status"]
+        ):
+            try:
+                self.reporter.patch_pod_status(namespace, name, patch)
+            except Exception:
+                log.warning("patching status of %s/%s failed", namespace, name, exc_info=True)
+
+    # -- informer handlers (spec §5.1) ----------------------------------------------------
+
+    def responsible_for(self, pod: dict) -> bool:
+        return ((pod.get("spec") or {}).get("schedulerName") or "default-scheduler") in (
+            self.frameworks
+        )
+
+    def on_unassigned_pod_add(self, pod: dict) -> None:
+        if self.responsible_for(pod):
+            self.queue.add(pod)
+
+    def on_unassigned_pod_update(self, old: dict | None, new: dict) -> None:
+        if not self.responsible_for(new):
+            return
+        if old is not None and _resource_version(old) == _resource_version(new):
+            return
+        self.queue.update(old, new)
+
+    def on_unassigned_pod_delete(self, pod: dict) -> None:
+        self.queue.delete(pod)
+        uid = (pod.get("metadata") or {}).get("uid", "")
+        for fwk in self.frameworks.values():
+            fwk.reject_waiting_pod(uid)
+        if self.cache.is_assumed(uid):
+            try:
+                self.cache.forget_pod(pod)
+            except Exception:
+                log.debug("forget on delete", exc_info=True)
+            self.queue.move_all_to_active_or_backoff(ASSIGNED_POD_DELETE, pod, None)
+
+    def on_assigned_pod_add(self, pod: dict) -> None:
+        # The pod got bound (by us or anyone): it leaves the queue, and may help others.
+        self.queue.delete(pod)
+        self.queue.move_all_to_active_or_backoff(ASSIGNED_POD_ADD, None, pod)
+
+    def on_assigned_pod_update(self, old: dict | None, new: dict) -> None:
+        event = pod_update_event(old, new)
+        self.queue.move_all_to_active_or_backoff(
+            ClusterEvent(Resource.ASSIGNED_POD, event.action, ASSIGNED_POD_UPDATE.label), old, new
+        )
+
+    def on_assigned_pod_delete(self, pod: dict) -> None:
+        self.queue.move_all_to_active_or_backoff(ASSIGNED_POD_DELETE, pod, None)
+
+    def on_node_add(self, node: dict) -> None:
+        self.queue.move_all_to_active_or_backoff(NODE_ADD, None, node)
+
+    def on_node_update(self, old: dict, new: dict) -> None:
+        action = node_update_action(old, new)
+        if action:
+            self.queue.move_all_to_active_or_backoff(
+                ClusterEvent(Resource.NODE, action, "NodeUpdate"), old, new
+            )
+
+    def on_node_delete(self, node: dict) -> None:
+        self.queue.move_all_to_active_or_backoff(NODE_DELETE, node, None)
+
+
+def node_update_action(old: dict, new: dict) -> ActionType:
+    """Which parts of a node changed, as event action bits (spec §5.1)."""
+    action = ActionType(0)
+    o_meta, n_meta = old.get("metadata") or {}, new.get("metadata") or {}
+    o_spec, n_spec = old.get("spec") or {}, new.get("spec") or {}
+    o_status, n_status = old.get("status") or {}, new.get("status") or {}
+    if o_status.get("allocatable") != n_status.get("allocatable"):
+        action |= ActionType.UPDATE_NODE_ALLOCATABLE
+    if o_meta.get("labels") != n_meta.get("labels"):
+        action |= ActionType.UPDATE_NODE_LABEL
+    if o_spec.get("taints") != n_spec.get("taints") or bool(o_spec.get("unschedulable")) != bool(
+        n_spec.get("unschedulable")
+    ):
+        action |= ActionType.UPDATE_NODE_TAINT
+    if _conditions(o_status) != _conditions(n_status):
+        action |= ActionType.UPDATE_NODE_CONDITION
+    if o_meta.get("annotations") != n_meta.get("annotations"):
+        action |= ActionType.UPDATE_NODE_ANNOTATION
+    return action
+
+
+def _conditions(status: dict) -> dict[str, str]:
+    return {c.get("type", ""): c.get("status", "") for c in status.get("conditions") or ()}
+
+
+def _resource_version(obj: dict) -> str:
+    return (obj.get("metadata") or {}).get("resourceVersion", "")
+
+
+def _clear_nomination() -> NominatingInfo:
+    return NominatingInfo("", NominatingMode.OVERRIDE)
+
+
+def _single_node_fit_error(pod: dict, host: str, status: Status) -> FitError:
+    diagnosis = Diagnosis()
+    diagnosis.add_rejection(host, status)
+    return FitError(pod, 1, diagnosis)
+
+
+def _condition_changed(pod: dict, condition: dict) -> bool:
+    for existing in (pod.get("status") or {}).get("conditions") or ():
+        if existing.get("type") == "PodScheduled":
+            return any(existing.get(k) != condition[k] for k in ("status", "reason", "message"))
+    return True
+
+
+__all__ = ["Scheduler", "pod_key", "node_update_action", "truncate_note"]
