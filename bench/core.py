@@ -1,0 +1,92 @@
+"""Benchmark: one pod through filter + score with the default profile.
+
+For 500, 5000 and 15000 nodes (each with ~10 running pods, realistic labels and taints) it
+prints milliseconds per pod with the default (adaptive) percentageOfNodesToScore and with 100,
+plus a peer measured in the same run: a bare per-node Python loop that only compares CPU
+requests over every node (the floor any Python scheduler pays to look at every node once).
+
+    python bench/core.py [--nodes 500,5000,15000] [--pods 20]
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.workload import make_cluster, make_pending_pod  # noqa: E402
+from extender.config import default_profile  # noqa: E402
+from extender.framework import CycleState, Framework, SchedulingAlgorithm, Snapshot  # noqa: E402
+from extender.framework.resources import pod_requests  # noqa: E402
+from extender.plugins import in_tree_registry  # noqa: E402
+
+
+def time_per_pod(fn, repeats: int) -> list[float]:
+    out = []
+    for i in range(repeats):
+        t0 = time.perf_counter()
+        fn(i)
+        out.append((time.perf_counter() - t0) * 1000)
+    return out
+
+
+def bare_loop(snapshot: Snapshot, pod: dict) -> int:
+    want = pod_requests(pod).milli_cpu
+    fits = 0
+    for info in snapshot.node_info_list:
+        if info.allocatable.milli_cpu - info.requested.milli_cpu >= want:
+            fits += 1
+    return fits
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--nodes", default="500,5000,15000")
+    parser.add_argument("--pods", type=int, default=20, help="pods timed per configuration")
+    args = parser.parse_args()
+
+    registry = in_tree_registry()
+    print(
+        f"{'nodes':>6} {'pct':>7} {'feasible':>8} {'ms/pod p50':>10} {'p90':>7} "
+        f"{'bare loop ms':>12} {'ratio':>6}"
+    )
+    for n in (int(x) for x in args.nodes.split(",")):
+        nodes, pods = make_cluster(n)
+        t0 = time.perf_counter()
+        snapshot = Snapshot.from_objects(nodes, pods)
+        build_s = time.perf_counter() - t0
+        pod = make_pending_pod()
+        bare = statistics.median(time_per_pod(lambda i: bare_loop(snapshot, pod), 5))
+        for pct in (None, 100):
+            profile = default_profile()
+            profile.percentage_of_nodes_to_score = pct
+            fwk = Framework(profile, registry)
+            algo = SchedulingAlgorithm()
+            result_holder = {}
+
+            def one(i: int) -> None:
+                p = make_pending_pod(f"bench-pod-{i}")
+                result_holder["r"] = algo.schedule_pod(fwk, CycleState(), p, snapshot)
+
+            one(0)  # warm caches (quantity parsing, imports)
+            gc.collect()
+            samples = time_per_pod(one, args.pods)
+            p50 = statistics.median(samples)
+            p90 = sorted(samples)[int(len(samples) * 0.9) - 1]
+            label = "default" if pct is None else str(pct)
+            print(
+                f"{n:>6} {label:>7} {result_holder['r'].feasible_nodes:>8} {p50:>10.2f} "
+                f"{p90:>7.2f} {bare:>12.2f} {p50 / bare:>6.1f}"
+            )
+        print(f"{'':>6} (snapshot of {n} nodes / {len(pods)} pods built in {build_s:.2f}s)")
+    print("aim: <= 3 ms/pod at 5000 nodes with the default percentage")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,157 @@
+"""Realistic synthetic clusters for the benchmarks: nodes as the API serves them (labels,
+taints, allocatable, conditions, images) and running pods with requests and owner labels."""
+
+from __future__ import annotations
+
+import random
+
+ZONES = ["zone-a", "zone-b", "zone-c"]
+INSTANCE_TYPES = ["m5.xlarge", "m5.2xlarge", "c5.4xlarge", "r5.2xlarge"]
+APPS = [f"app-{i}" for i in range(40)]
+IMAGES = [f"registry.example.com/team/app-{i}:v{i % 7}" for i in range(60)]
+
+
+def make_node(i: int, rng: random.Random) -> dict:
+    name = f"node-{i:05d}"
+    zone = ZONES[i % len(ZONES)]
+    labels = {
+        "kubernetes.io/hostname": name,
+        "kubernetes.io/os": "linux",
+        "kubernetes.io/arch": "amd64",
+        "node.kubernetes.io/instance-type": rng.choice(INSTANCE_TYPES),
+        "topology.kubernetes.io/region": "region-1",
+        "topology.kubernetes.io/zone": zone,
+        "pool": f"pool-{i % 8}",
+    }
+    taints = []
+    if i % 10 == 0:
+        taints.append({"key": "dedicated", "value": "gpu", "effect": "NoSchedule"})
+    if i % 7 == 0:
+        taints.append({"key": "spot", "value": "true", "effect": "PreferNoSchedule"})
+    images = [
+        {
+            "names": [image, image.replace(":", "@sha256:") + "0" * 10],
+            "sizeBytes": rng.randint(20, 900) << 20,
+        }
+        for image in rng.sample(IMAGES, 12)
+    ]
+    allocatable = {"cpu": "16", "memory": "64Gi", "pods": "110", "ephemeral-storage": "100Gi"}
+    return {
+        "metadata": {
+            "name": name,
+            "uid": f"node-uid-{i}",
+            "labels": labels,
+            "annotations": {"node.alpha.kubernetes.io/ttl": "0"},
+        },
+        "spec": {"taints": taints} if taints else {},
+        "status": {
+            "capacity": allocatable,
+            "allocatable": allocatable,
+            "conditions": [
+                {"type": "Ready", "status": "True", "reason": "KubeletReady"},
+                {"type": "MemoryPressure", "status": "False"},
+                {"type": "DiskPressure", "status": "False"},
+                {"type": "PIDPressure", "status": "False"},
+            ],
+            "images": images,
+            "nodeInfo": {"kubeletVersion": "v1.36.2", "osImage": "Debian GNU/Linux 13"},
+        },
+    }
+
+
+def make_running_pod(node: dict, j: int, rng: random.Random) -> dict:
+    app = rng.choice(APPS)
+    node_name = node["metadata"]["name"]
+    return {
+        "metadata": {
+            "name": f"{app}-{node_name}-{j}",
+            "namespace": f"ns-{hash(app) % 5}",
+            "uid": f"pod-{node_name}-{j}",
+            "labels": {"app": app, "pod-template-hash": "abc123"},
+            "ownerReferences": [
+                {"kind": "ReplicaSet", "name": f"{app}-abc123", "controller": True}
+            ],
+        },
+        "spec": {
+            "nodeName": node_name,
+            "schedulerName": "default-scheduler",
+            "priority": 0,
+            "containers": [
+                {
+                    "name": "main",
+                    "image": rng.choice(IMAGES),
+                    "resources": {
+                        "requests": {
+                            "cpu": f"{rng.choice([100, 250, 500, 1000])}m",
+                            "memory": f"{rng.choice([128, 256, 512, 1024])}Mi",
+                        }
+                    },
+                    "ports": [{"containerPort": 8080}],
+                }
+            ],
+            "tolerations": [
+                {"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute"}
+            ],
+        },
+        "status": {"phase": "Running"},
+    }
+
+
+def make_cluster(num_nodes: int, pods_per_node: int = 10, seed: int = 1) -> tuple[list, list]:
+    rng = random.Random(seed)
+    nodes = [make_node(i, rng) for i in range(num_nodes)]
+    pods = [make_running_pod(node, j, rng) for node in nodes for j in range(pods_per_node)]
+    return nodes, pods
+
+
+def make_pending_pod(name: str = "bench-pod-7") -> dict:
+    """A typical web pod: requests, a preferred zone, a toleration, spread by hostname."""
+    return {
+        "metadata": {
+            "name": name,
+            "namespace": "ns-1",
+            "uid": f"uid-{name}",
+            "labels": {"app": "app-3"},
+        },
+        "spec": {
+            "schedulerName": "default-scheduler",
+            "priority": 0,
+            "containers": [
+                {
+                    "name": "main",
+                    "image": IMAGES[3],
+                    "resources": {"requests": {"cpu": "500m", "memory": "512Mi"}},
+                }
+            ],
+            "affinity": {
+                "nodeAffinity": {
+                    "preferredDuringSchedulingIgnoredDuringExecution": [
+                        {
+                            "weight": 10,
+                            "preference": {
+                                "matchExpressions": [
+                                    {
+                                        "key": "topology.kubernetes.io/zone",
+                                        "operator": "In",
+                                        "values": ["zone-a"],
+                                    }
+                                ]
+                            },
+                        }
+                    ]
+                }
+            },
+            "topologySpreadConstraints": [
+                {
+                    "maxSkew": 1,
+                    "topologyKey": "topology.kubernetes.io/zone",
+                    "whenUnsatisfiable": "ScheduleAnyway",
+                    "labelSelector": {"matchLabels": {"app": "app-3"}},
+                }
+            ],
+            "tolerations": [
+                {"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute"}
+            ],
+        },
+        "status": {"phase": "Pending"},
+    }
