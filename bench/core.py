@@ -44,13 +44,29 @@ def bare_loop(snapshot: Snapshot, pod: dict) -> int:
     return fits
 
 
+def run_profile(snapshot: Snapshot, pct: int | None, repeats: int) -> tuple[list[float], int]:
+    profile = default_profile()
+    profile.percentage_of_nodes_to_score = pct
+    fwk = Framework(profile, in_tree_registry())
+    algo = SchedulingAlgorithm()
+    feasible = 0
+
+    def one(i: int) -> None:
+        nonlocal feasible
+        pod = make_pending_pod(f"bench-pod-{i}")
+        feasible = algo.schedule_pod(fwk, CycleState(), pod, snapshot).feasible_nodes
+
+    one(0)  # warm caches (quantity parsing, imports)
+    gc.collect()
+    return time_per_pod(one, repeats), feasible
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--nodes", default="500,5000,15000")
     parser.add_argument("--pods", type=int, default=20, help="pods timed per configuration")
     args = parser.parse_args()
 
-    registry = in_tree_registry()
     print(
         f"{'nodes':>6} {'pct':>7} {'feasible':>8} {'ms/pod p50':>10} {'p90':>7} "
         f"{'bare loop ms':>12} {'ratio':>6}"
@@ -60,27 +76,15 @@ def main() -> int:
         t0 = time.perf_counter()
         snapshot = Snapshot.from_objects(nodes, pods)
         build_s = time.perf_counter() - t0
-        pod = make_pending_pod()
-        bare = statistics.median(time_per_pod(lambda i: bare_loop(snapshot, pod), 5))
+        pending = make_pending_pod()
+        bare = statistics.median(time_per_pod(lambda i, s=snapshot, p=pending: bare_loop(s, p), 5))
         for pct in (None, 100):
-            profile = default_profile()
-            profile.percentage_of_nodes_to_score = pct
-            fwk = Framework(profile, registry)
-            algo = SchedulingAlgorithm()
-            result_holder = {}
-
-            def one(i: int) -> None:
-                p = make_pending_pod(f"bench-pod-{i}")
-                result_holder["r"] = algo.schedule_pod(fwk, CycleState(), p, snapshot)
-
-            one(0)  # warm caches (quantity parsing, imports)
-            gc.collect()
-            samples = time_per_pod(one, args.pods)
+            samples, feasible = run_profile(snapshot, pct, args.pods)
             p50 = statistics.median(samples)
-            p90 = sorted(samples)[int(len(samples) * 0.9) - 1]
+            p90 = sorted(samples)[max(int(len(samples) * 0.9) - 1, 0)]
             label = "default" if pct is None else str(pct)
             print(
-                f"{n:>6} {label:>7} {result_holder['r'].feasible_nodes:>8} {p50:>10.2f} "
+                f"{n:>6} {label:>7} {feasible:>8} {p50:>10.2f} "
                 f"{p90:>7.2f} {bare:>12.2f} {p50 / bare:>6.1f}"
             )
         print(f"{'':>6} (snapshot of {n} nodes / {len(pods)} pods built in {build_s:.2f}s)")
