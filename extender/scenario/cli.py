@@ -1,0 +1,67 @@
+"""``kube-extender scenario FILE``: run a scenario file against a cluster.
+
+A scenario file defines ``scenario(kube)``; ``kube`` is an :class:`extender.scenario.Kube`.
+The pods it creates carry ``--scheduler-name``, so the same scenario exercises the extender
+path (a real kube-scheduler calling our extender) or our standalone scheduler.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+
+from .kube import Kube, ScenarioError
+
+
+def load_scenario(path: str) -> ModuleType:
+    file = Path(path)
+    if not file.is_file():
+        raise SystemExit(f"kube-extender scenario: no such file: {path}")
+    spec = importlib.util.spec_from_file_location(f"scenario_{file.stem}", file)
+    if spec is None or spec.loader is None:
+        raise SystemExit(f"kube-extender scenario: cannot load {path}")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    if not callable(getattr(module, "scenario", None)):
+        raise SystemExit(f"kube-extender scenario: {path} defines no scenario(kube) function")
+    return module
+
+
+def run_scenario(path: str, kube: Kube, keep: bool = False) -> None:
+    module = load_scenario(path)
+    title = (module.__doc__ or Path(path).stem).strip().splitlines()[0]
+    kube.out(f"== scenario {Path(path).stem}: {title}")
+    try:
+        module.scenario(kube)
+    finally:
+        if not keep:
+            kube.cleanup()
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="kube-extender scenario", description=__doc__)
+    parser.add_argument("file", help="scenario file (defines scenario(kube))")
+    parser.add_argument("--kubeconfig", help="kubeconfig (default: $KUBECONFIG or in-cluster)")
+    parser.add_argument(
+        "--scheduler-name",
+        default="default-scheduler",
+        help="schedulerName of the pods the scenario creates",
+    )
+    parser.add_argument("--namespace", default="default")
+    parser.add_argument("--keep", action="store_true", help="do not delete what it created")
+    args = parser.parse_args(argv)
+
+    from extender.cache.kubeconfig import api_client
+
+    kube = Kube(
+        api_client(args.kubeconfig), namespace=args.namespace, scheduler_name=args.scheduler_name
+    )
+    try:
+        run_scenario(args.file, kube, keep=args.keep)
+    except ScenarioError as exc:
+        print(f"scenario failed: {exc}", file=sys.stderr)
+        return 1
+    return 0

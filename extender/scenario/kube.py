@@ -1,0 +1,253 @@
+"""A small client for scenarios: create nodes and pods, wait, and report where pods landed.
+
+Scenarios are teaching material, so this favours readable calls over completeness. Objects
+are plain dicts; requests go through the ``kubernetes`` client's ApiClient with raw JSON.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import orjson
+from kubernetes.client import ApiClient
+from kubernetes.client.rest import ApiException
+
+
+class ScenarioError(AssertionError):
+    """A scenario expectation failed (a pod did not land, or landed where it must not)."""
+
+
+class Kube:
+    def __init__(
+        self,
+        api_client: ApiClient,
+        *,
+        namespace: str = "default",
+        scheduler_name: str = "default-scheduler",
+        out: Any = print,
+    ) -> None:
+        self.api = api_client
+        self.namespace = namespace
+        self.scheduler_name = scheduler_name
+        self.out = out
+        self.created_nodes: list[str] = []
+        self.created_pods: list[str] = []
+
+    # -- raw requests ---------------------------------------------------------------------
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        query: dict | None = None,
+        content_type: str = "application/json",
+    ) -> Any:
+        headers = {"Accept": "application/json", "Content-Type": content_type}
+        response = self.api.call_api(
+            path,
+            method,
+            query_params=list((query or {}).items()),
+            header_params=headers,
+            body=body,
+            auth_settings=["BearerToken"],
+            _preload_content=False,
+            _return_http_data_only=True,
+        )
+        data = response.data
+        return orjson.loads(data) if data else None
+
+    def get(self, path: str, **query: Any) -> Any:
+        try:
+            return self.request("GET", path, query=query)
+        except ApiException as exc:
+            if exc.status == 404:
+                return None
+            raise
+
+    # -- objects --------------------------------------------------------------------------
+
+    def create_node(
+        self,
+        name: str,
+        *,
+        cpu: str = "4",
+        memory: str = "16Gi",
+        pods: str = "110",
+        labels: dict[str, str] | None = None,
+        taints: list[dict] | None = None,
+        unschedulable: bool = False,
+    ) -> dict:
+        allocatable = {"cpu": cpu, "memory": memory, "pods": pods}
+        spec: dict[str, Any] = {"unschedulable": unschedulable}
+        if taints:
+            spec["taints"] = taints
+        node = {
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {
+                "name": name,
+                "labels": {"kubernetes.io/hostname": name, **(labels or {})},
+            },
+            "spec": spec,
+        }
+        created = self.request("POST", "/api/v1/nodes", node)
+        # Nodes created through the API have no kubelet: report capacity and readiness.
+        status = {
+            "capacity": allocatable,
+            "allocatable": allocatable,
+            "conditions": [
+                {
+                    "type": "Ready",
+                    "status": "True",
+                    "reason": "KubeletReady",
+                    "message": "scenario node",
+                }
+            ],
+        }
+        self.request(
+            "PATCH",
+            f"/api/v1/nodes/{name}/status",
+            {"status": status},
+            content_type="application/merge-patch+json",
+        )
+        self.created_nodes.append(name)
+        return created
+
+    def update_node(self, name: str, patch: dict) -> dict:
+        return self.request(
+            "PATCH", f"/api/v1/nodes/{name}", patch, content_type="application/merge-patch+json"
+        )
+
+    def create_pod(
+        self,
+        name: str,
+        *,
+        cpu: str | None = None,
+        memory: str | None = None,
+        priority_class: str | None = None,
+        labels: dict[str, str] | None = None,
+        **spec_fields: Any,
+    ) -> dict:
+        requests = {k: v for k, v in (("cpu", cpu), ("memory", memory)) if v is not None}
+        container: dict[str, Any] = {"name": "main", "image": "registry.k8s.io/pause:3.10"}
+        if requests:
+            container["resources"] = {"requests": requests}
+        spec: dict[str, Any] = {
+            "schedulerName": self.scheduler_name,
+            "terminationGracePeriodSeconds": 0,
+            "containers": [container],
+            **spec_fields,
+        }
+        if priority_class:
+            spec["priorityClassName"] = priority_class
+        pod = {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": name, "namespace": self.namespace, "labels": labels or {}},
+            "spec": spec,
+        }
+        created = self.request("POST", f"/api/v1/namespaces/{self.namespace}/pods", pod)
+        self.created_pods.append(name)
+        return created
+
+    def create_priority_class(self, name: str, value: int) -> None:
+        body = {
+            "apiVersion": "scheduling.k8s.io/v1",
+            "kind": "PriorityClass",
+            "metadata": {"name": name},
+            "value": value,
+        }
+        try:
+            self.request("POST", "/apis/scheduling.k8s.io/v1/priorityclasses", body)
+        except ApiException as exc:
+            if exc.status != 409:
+                raise
+
+    def pod(self, name: str) -> dict | None:
+        return self.get(f"/api/v1/namespaces/{self.namespace}/pods/{name}")
+
+    def node_of(self, name: str) -> str | None:
+        pod = self.pod(name)
+        return ((pod or {}).get("spec") or {}).get("nodeName")
+
+    def delete_pod(self, name: str) -> None:
+        try:
+            self.request(
+                "DELETE",
+                f"/api/v1/namespaces/{self.namespace}/pods/{name}",
+                {"gracePeriodSeconds": 0},
+            )
+        except ApiException as exc:
+            if exc.status != 404:
+                raise
+
+    def delete_node(self, name: str) -> None:
+        try:
+            self.request("DELETE", f"/api/v1/nodes/{name}")
+        except ApiException as exc:
+            if exc.status != 404:
+                raise
+
+    def why_pending(self, name: str) -> str:
+        """The scheduler's latest word on a pending pod (its PodScheduled condition)."""
+        pod = self.pod(name) or {}
+        for condition in (pod.get("status") or {}).get("conditions") or ():
+            if condition.get("type") == "PodScheduled" and condition.get("status") == "False":
+                return condition.get("message") or condition.get("reason") or ""
+        return "not tried yet"
+
+    # -- expectations -----------------------------------------------------------------------
+
+    def wait_bound(self, name: str, timeout: float = 30.0) -> str:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            node = self.node_of(name)
+            if node:
+                return node
+            time.sleep(0.2)
+        raise ScenarioError(
+            f"pod {name} was not scheduled within {timeout:g}s: {self.why_pending(name)}"
+        )
+
+    def expect_pending(self, name: str, seconds: float = 3.0) -> str:
+        """Wait ``seconds`` and check the pod is still unscheduled; returns why."""
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            node = self.node_of(name)
+            if node:
+                raise ScenarioError(f"pod {name} was expected to stay pending, but went to {node}")
+            time.sleep(0.2)
+        return self.why_pending(name)
+
+    def wait_gone(self, name: str, timeout: float = 30.0) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.pod(name) is None:
+                return
+            time.sleep(0.2)
+        raise ScenarioError(f"pod {name} still exists after {timeout:g}s")
+
+    def report(self, names: list[str] | None = None) -> dict[str, str | None]:
+        """Print where each pod went and why the others did not fit."""
+        placements: dict[str, str | None] = {}
+        for name in names or self.created_pods:
+            pod = self.pod(name)
+            if pod is None:
+                self.out(f"  {name:<12} deleted")
+                placements[name] = None
+                continue
+            node = (pod.get("spec") or {}).get("nodeName")
+            placements[name] = node
+            if node:
+                self.out(f"  {name:<12} -> {node}")
+            else:
+                self.out(f"  {name:<12} pending: {self.why_pending(name)}")
+        return placements
+
+    def cleanup(self) -> None:
+        for name in self.created_pods:
+            self.delete_pod(name)
+        for name in self.created_nodes:
+            self.delete_node(name)
