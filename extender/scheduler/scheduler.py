@@ -245,9 +245,7 @@ class Scheduler:
             self.queue.done(info.pod_info.key)
             status = fwk.run_pre_bind_plugins(state, assumed, host)
             if status is None:
-                status = fwk.run_bind_plugins(state, assumed, host)
-                if status is not None and status.code == Code.SKIP:
-                    status = Status.error("no bind plugin bound the pod")
+                status = self._bind(fwk, state, assumed, host)
             self.cache.finish_binding(assumed)
             if status is not None:
                 self._binding_failed(fwk, state, info, assumed, host, status, None, start)
@@ -267,6 +265,25 @@ class Scheduler:
         except Exception as exc:  # never lose a pod to a bug in the binding cycle
             log.exception("binding cycle failed")
             self._binding_failed(fwk, state, info, assumed, host, Status.error(exc), None, start)
+
+    def _bind(self, fwk: Framework, state: CycleState, pod: dict, host: str) -> Status | None:
+        """Extenders with a bindVerb first (the first interested one decides, ignorable ones
+        fall through on error), then the Bind plugins."""
+        for extender in self.algorithm.extenders:
+            is_binder = getattr(extender, "is_binder", None)
+            if is_binder is None or not is_binder() or not extender.is_interested(pod):
+                continue
+            try:
+                extender.bind(pod, host)
+                return None
+            except Exception as exc:
+                if extender.ignorable:
+                    continue
+                return Status.error(exc)
+        status = fwk.run_bind_plugins(state, pod, host)
+        if status is not None and status.code == Code.SKIP:
+            return Status.error("no bind plugin bound the pod")
+        return status
 
     def _binding_failed(
         self,
