@@ -1,0 +1,371 @@
+"""A real control plane on loopback: etcd, kube-apiserver and (optionally) kube-scheduler.
+
+The binaries are built by ``hack/build-controlplane.sh`` into ``$KUBE_EXTENDER_CACHE/bin``.
+Without kubelet and controller-manager two admission plugins must be off: ``ServiceAccount``
+(no default service account is ever created) and ``TaintNodesByCondition`` (it taints every
+new node not-ready and nothing would remove the taint).
+
+A cluster lives in one directory: certificates, kubeconfig, data, logs and ``state.json`` with
+the PIDs and ports, so ``kube-extender cluster down`` can stop what ``up`` started.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import ssl
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import yaml
+
+from . import certs
+
+DEFAULT_CACHE = Path(os.environ.get("KUBE_EXTENDER_CACHE", Path.home() / ".cache/kube-extender"))
+DISABLED_ADMISSION = "ServiceAccount,TaintNodesByCondition"
+
+
+class ControlPlaneError(RuntimeError):
+    """A step of starting or stopping the control plane failed; the message says which."""
+
+
+def bin_dir() -> Path:
+    return Path(os.environ.get("KUBE_EXTENDER_BIN", DEFAULT_CACHE / "bin"))
+
+
+def binary(name: str) -> Path:
+    path = bin_dir() / name
+    if not os.access(path, os.X_OK):
+        raise ControlPlaneError(
+            f"{name} not found at {path}; build the control plane with "
+            "`make controlplane` (hack/build-controlplane.sh)"
+        )
+    return path
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    # A zombie child still "exists"; reap it if it is ours.
+    try:
+        done, _ = os.waitpid(pid, os.WNOHANG)
+        return done == 0
+    except ChildProcessError:
+        return True
+
+
+def stop_pid(pid: int, timeout: float = 10.0) -> None:
+    """SIGTERM the process group, then SIGKILL what is left after ``timeout``."""
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(pid, sig)
+        except ProcessLookupError:
+            return
+        except PermissionError:
+            os.kill(pid, sig)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if not pid_alive(pid):
+                return
+            time.sleep(0.05)
+
+
+@dataclass
+class State:
+    directory: str
+    etcd_port: int = 0
+    etcd_peer_port: int = 0
+    apiserver_port: int = 0
+    pids: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def server(self) -> str:
+        return f"https://127.0.0.1:{self.apiserver_port}"
+
+
+class ControlPlane:
+    """Start, inspect and stop one local control plane rooted at ``directory``."""
+
+    def __init__(self, directory: Path | str) -> None:
+        self.directory = Path(directory).resolve()
+        self.state_file = self.directory / "state.json"
+        self.logs = self.directory / "logs"
+        self.state = self._load_state() or State(str(self.directory))
+        self.certs: certs.CertFiles | None = None
+        self._children: dict[str, subprocess.Popen] = {}
+
+    # -- state --------------------------------------------------------------------------------
+
+    def _load_state(self) -> State | None:
+        try:
+            return State(**json.loads(self.state_file.read_text()))
+        except (OSError, ValueError, TypeError):
+            return None
+
+    def _save_state(self) -> None:
+        self.state_file.write_text(json.dumps(asdict(self.state), indent=2))
+
+    @property
+    def kubeconfig(self) -> Path:
+        return self.directory / "kubeconfig"
+
+    @property
+    def server(self) -> str:
+        return self.state.server
+
+    def running(self) -> dict[str, bool]:
+        return {name: pid_alive(pid) for name, pid in self.state.pids.items()}
+
+    # -- processes ----------------------------------------------------------------------------
+
+    def _spawn(self, name: str, argv: list[str]) -> subprocess.Popen:
+        self.logs.mkdir(parents=True, exist_ok=True)
+        log = open(self.logs / f"{name}.log", "ab")  # noqa: SIM115 - owned by the child
+        try:
+            proc = subprocess.Popen(
+                argv,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,  # its own group: `down` stops it and its children
+                cwd=self.directory,
+            )
+        except OSError as exc:
+            raise ControlPlaneError(f"starting {name}: {exc}") from exc
+        finally:
+            log.close()
+        self._children[name] = proc
+        self.state.pids[name] = proc.pid
+        self._save_state()
+        return proc
+
+    def _check_alive(self, name: str) -> None:
+        pid = self.state.pids.get(name)
+        if pid is None or not pid_alive(pid):
+            tail = self.log_tail(name)
+            raise ControlPlaneError(f"{name} exited during start-up; last log lines:\n{tail}")
+
+    def log_tail(self, name: str, lines: int = 25) -> str:
+        try:
+            text = (self.logs / f"{name}.log").read_text(errors="replace")
+        except OSError:
+            return "(no log)"
+        return "\n".join(text.splitlines()[-lines:])
+
+    def stop_component(self, name: str) -> None:
+        pid = self.state.pids.pop(name, None)
+        if pid is not None:
+            stop_pid(pid)
+        proc = self._children.pop(name, None)
+        if proc is not None:
+            proc.wait(timeout=5)
+        self._save_state()
+
+    # -- etcd ---------------------------------------------------------------------------------
+
+    def start_etcd(self) -> None:
+        self.state.etcd_port = self.state.etcd_port or free_port()
+        self.state.etcd_peer_port = self.state.etcd_peer_port or free_port()
+        client = f"http://127.0.0.1:{self.state.etcd_port}"
+        peer = f"http://127.0.0.1:{self.state.etcd_peer_port}"
+        self._spawn(
+            "etcd",
+            [
+                str(binary("etcd")),
+                "--name=default",
+                f"--data-dir={self.directory / 'etcd'}",
+                f"--listen-client-urls={client}",
+                f"--advertise-client-urls={client}",
+                f"--listen-peer-urls={peer}",
+                f"--initial-advertise-peer-urls={peer}",
+                f"--initial-cluster=default={peer}",
+                "--log-level=warn",
+                # Test data: a crash loses nothing we need, and fsync dominates on shared disks.
+                "--quota-backend-bytes=4294967296",
+            ],
+        )
+        self._wait(lambda: _http_ok(f"{client}/health"), "etcd", 30)
+
+    # -- kube-apiserver -----------------------------------------------------------------------
+
+    def start_apiserver(self, extra_args: list[str] | None = None) -> None:
+        assert self.certs is not None
+        self.state.apiserver_port = self.state.apiserver_port or free_port()
+        c = self.certs
+        self._spawn(
+            "kube-apiserver",
+            [
+                str(binary("kube-apiserver")),
+                f"--etcd-servers=http://127.0.0.1:{self.state.etcd_port}",
+                "--bind-address=127.0.0.1",
+                "--advertise-address=127.0.0.1",
+                f"--secure-port={self.state.apiserver_port}",
+                f"--tls-cert-file={c.serving_cert}",
+                f"--tls-private-key-file={c.serving_key}",
+                f"--client-ca-file={c.ca_cert}",
+                f"--service-account-key-file={c.sa_pub}",
+                f"--service-account-signing-key-file={c.sa_key}",
+                "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+                "--api-audiences=https://kubernetes.default.svc.cluster.local",
+                "--authorization-mode=RBAC",
+                f"--disable-admission-plugins={DISABLED_ADMISSION}",
+                "--service-cluster-ip-range=10.0.0.0/24",
+                "--allow-privileged=true",
+                "--profiling=false",
+                f"--cert-dir={self.directory / 'apiserver-certs'}",
+                *(extra_args or ()),
+            ],
+        )
+        self._wait(self._apiserver_ready, "kube-apiserver", 90)
+
+    def _ssl_context(self) -> ssl.SSLContext:
+        assert self.certs is not None
+        ctx = ssl.create_default_context(cafile=str(self.certs.ca_cert))
+        ctx.load_cert_chain(str(self.certs.admin_cert), str(self.certs.admin_key))
+        return ctx
+
+    def _apiserver_ready(self) -> bool:
+        return _http_ok(f"{self.server}/readyz", self._ssl_context())
+
+    def restart_apiserver(self) -> None:
+        """Stop and start kube-apiserver on the same port (for recovery tests)."""
+        self.stop_component("kube-apiserver")
+        self.start_apiserver()
+
+    # -- kube-scheduler -----------------------------------------------------------------------
+
+    def start_scheduler(
+        self, config: dict | Path | str, name: str = "kube-scheduler", wait: bool = True
+    ) -> Path:
+        """Start the real kube-scheduler with a KubeSchedulerConfiguration.
+
+        ``clientConnection.kubeconfig`` is pointed at this cluster (the ``--kubeconfig`` flag is
+        ignored when ``--config`` is given). Returns the config file actually used.
+        """
+        if not isinstance(config, dict):
+            config = yaml.safe_load(Path(config).read_text())
+        config = dict(config)
+        config["clientConnection"] = {
+            **(config.get("clientConnection") or {}),
+            "kubeconfig": str(self.kubeconfig),
+        }
+        path = self.directory / f"{name}-config.yaml"
+        path.write_text(yaml.safe_dump(config, sort_keys=False))
+        port = free_port()
+        self._spawn(
+            name,
+            [
+                str(binary("kube-scheduler")),
+                f"--config={path}",
+                f"--authentication-kubeconfig={self.kubeconfig}",
+                f"--authorization-kubeconfig={self.kubeconfig}",
+                "--bind-address=127.0.0.1",
+                f"--secure-port={port}",
+                "--v=2",
+            ],
+        )
+        if wait:
+            ctx = ssl.create_default_context()
+            ctx.check_hostname = False
+            ctx.verify_mode = ssl.CERT_NONE
+            self._wait(lambda: _http_ok(f"https://127.0.0.1:{port}/healthz", ctx), name, 60)
+        return path
+
+    # -- whole cluster ------------------------------------------------------------------------
+
+    def up(self) -> None:
+        if any(self.running().values()):
+            raise ControlPlaneError(
+                f"a control plane is already running in {self.directory} "
+                f"({self.state.pids}); run `kube-extender cluster down` first"
+            )
+        self.state = State(str(self.directory))
+        self.directory.mkdir(parents=True, exist_ok=True)
+        shutil.rmtree(self.directory / "etcd", ignore_errors=True)
+        self.certs = certs.generate(self.directory / "pki")
+        try:
+            self.start_etcd()
+            self.start_apiserver()
+        except BaseException:
+            self.down()
+            raise
+        self.write_kubeconfig()
+
+    def attach(self) -> None:
+        """Use an already running control plane started from this directory."""
+        self.certs = certs.generate(self.directory / "pki")
+
+    def down(self) -> None:
+        for name in reversed(list(self.state.pids)):
+            self.stop_component(name)
+        self._save_state()
+
+    def write_kubeconfig(self) -> Path:
+        assert self.certs is not None
+        config = {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [
+                {
+                    "name": "kube-extender",
+                    "cluster": {
+                        "server": self.server,
+                        "certificate-authority": str(self.certs.ca_cert),
+                    },
+                }
+            ],
+            "users": [
+                {
+                    "name": "admin",
+                    "user": {
+                        "client-certificate": str(self.certs.admin_cert),
+                        "client-key": str(self.certs.admin_key),
+                    },
+                }
+            ],
+            "contexts": [
+                {"name": "kube-extender", "context": {"cluster": "kube-extender", "user": "admin"}}
+            ],
+            "current-context": "kube-extender",
+        }
+        self.kubeconfig.write_text(yaml.safe_dump(config, sort_keys=False))
+        return self.kubeconfig
+
+    def _wait(self, ready, name: str, timeout: float) -> None:  # noqa: ANN001
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            self._check_alive(name)
+            if ready():
+                return
+            time.sleep(0.2)
+        raise ControlPlaneError(
+            f"{name} not ready after {timeout:.0f} s; last log lines:\n{self.log_tail(name)}"
+        )
+
+
+def _http_ok(url: str, context: ssl.SSLContext | None = None) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=2, context=context) as response:
+            return response.status == 200
+    except (urllib.error.URLError, OSError, ValueError):
+        return False
+
+
+__all__ = ["ControlPlane", "ControlPlaneError", "binary", "bin_dir", "free_port"]
