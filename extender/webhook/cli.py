@@ -1,0 +1,206 @@
+"""``kube-extender serve``: the extender service under gunicorn (gthread workers).
+
+Each gunicorn worker process builds the app once: the config, the framework, and one
+watch-fed cache shared by all of its request threads. Scale out with replicas.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import ssl
+import sys
+from pathlib import Path
+from typing import Any
+
+from extender.config import ConfigError, SchedulerConfig, load
+from gunicorn.app.base import BaseApplication
+
+# Plugins that read the pods on each node: without a cluster connection they would see every
+# node as empty and silently answer wrong, so the service refuses to start with them.
+PLUGINS_NEEDING_PODS = frozenset(
+    {
+        "NodeResourcesFit",
+        "NodeResourcesBalancedAllocation",
+        "NodePorts",
+        "InterPodAffinity",
+        "PodTopologySpread",
+        "DefaultPreemption",
+    }
+)
+
+log = logging.getLogger("extender.webhook")
+
+
+class StartupError(Exception):
+    pass
+
+
+def _profile(config: SchedulerConfig) -> Any:
+    wanted = config.extender.profile
+    if not wanted:
+        return config.profiles[0]
+    for profile in config.profiles:
+        if profile.scheduler_name == wanted:
+            return profile
+    names = ", ".join(p.scheduler_name for p in config.profiles)
+    raise StartupError(
+        f"{config.source}: ExtenderConfiguration.profile: no profile named {wanted!r} "
+        f"(profiles: {names})"
+    )
+
+
+def has_cluster(kubeconfig: str | None) -> bool:
+    return bool(
+        kubeconfig
+        or os.environ.get("KUBECONFIG")
+        or os.environ.get("KUBERNETES_SERVICE_HOST")
+        or Path.home().joinpath(".kube/config").exists()
+    )
+
+
+def build_app(config_path: str, kubeconfig: str | None, offline: bool) -> Any:
+    """The app of one worker process: framework, cache and informers, Flask routes."""
+    from extender.framework.runtime import Framework
+    from extender.plugins import in_tree_registry
+
+    from .app import create_app
+    from .service import ExtenderService
+
+    config = load(config_path)
+    settings = config.extender
+    profile = _profile(config)
+    used = {spec.name for specs in profile.plugins.values() for spec in specs}
+    kubeconfig = kubeconfig or settings.kubeconfig
+    connected = not offline and has_cluster(kubeconfig)
+    if not connected and used & PLUGINS_NEEDING_PODS:
+        need = ", ".join(sorted(used & PLUGINS_NEEDING_PODS))
+        raise StartupError(
+            f"profile {profile.scheduler_name!r} enables {need}, which need the pods on each "
+            "node; the extender reads them from the cluster, but it has no cluster "
+            "connection: give --kubeconfig (or run in a cluster), or disable those plugins"
+        )
+
+    cache = client = None
+    informers: list[Any] = []
+    if connected:
+        from extender.cache import Cache, api_client, wire_informers
+        from extender.kube import KubeClient
+
+        client = KubeClient(api_client(kubeconfig))
+        cache = Cache()
+        watch_pods = settings.watch_pods
+        if watch_pods is None:
+            watch_pods = bool(used & PLUGINS_NEEDING_PODS)
+        informers = wire_informers(
+            client, cache, pods=watch_pods, namespaces="InterPodAffinity" in used
+        )
+        for informer in informers:
+            informer.start()
+
+    fwk = Framework(
+        profile,
+        in_tree_registry(),
+        client=client,
+        pdb_lister=lambda: [],
+        namespace_labels=cache.namespace_labels if cache is not None else None,
+    )
+    service = ExtenderService(
+        fwk,
+        cache=cache,
+        client=client,
+        ready=lambda: all(i.has_synced() for i in informers),
+    )
+    log.info(
+        "serving profile %r (%s) at %s; cluster connection: %s",
+        profile.scheduler_name,
+        ", ".join(sorted(used)),
+        settings.url_prefix,
+        "yes" if connected else "no",
+    )
+    return create_app(
+        service, url_prefix=settings.url_prefix, max_request_bytes=settings.max_request_bytes
+    )
+
+
+class _Server(BaseApplication):
+    def __init__(self, options: dict[str, Any], factory: Any) -> None:
+        self.options = options
+        self.factory = factory
+        super().__init__()
+
+    def load_config(self) -> None:
+        for key, value in self.options.items():
+            self.cfg.set(key, value)
+
+    def load(self) -> Any:
+        try:
+            return self.factory()
+        except (StartupError, ConfigError) as exc:
+            # A worker that cannot boot makes gunicorn exit with "Worker failed to boot".
+            print(f"kube-extender serve: {exc}", file=sys.stderr)
+            sys.exit(4)
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(
+        prog="kube-extender serve", description="Serve the scheduler extender verbs."
+    )
+    parser.add_argument("--config", required=True, help="KubeSchedulerConfiguration file")
+    parser.add_argument("--bind", default="0.0.0.0:8888", help="HOST:PORT (default %(default)s)")
+    parser.add_argument("--workers", type=int, default=1, help="processes (default %(default)s)")
+    parser.add_argument("--threads", type=int, default=8, help="threads per worker")
+    parser.add_argument("--timeout", type=int, default=30, help="worker timeout in seconds")
+    parser.add_argument("--kubeconfig", help="cluster to watch (default: in-cluster/KUBECONFIG)")
+    parser.add_argument(
+        "--offline",
+        action="store_true",
+        help="no cluster connection: only plugins that need no pods, full Nodes mode",
+    )
+    parser.add_argument("--certfile", help="serve HTTPS with this certificate")
+    parser.add_argument("--keyfile", help="private key of --certfile")
+    parser.add_argument("--ca-certs", help="require client certificates signed by this CA")
+    parser.add_argument("--log-level", default="info")
+    args = parser.parse_args(argv)
+
+    if args.workers < 1 or args.threads < 1:
+        parser.error("--workers and --threads must be at least 1")
+    if bool(args.certfile) != bool(args.keyfile):
+        parser.error("--certfile and --keyfile go together")
+    if args.ca_certs and not args.certfile:
+        parser.error("--ca-certs needs --certfile and --keyfile (client certificates need TLS)")
+    for flag in ("config", "certfile", "keyfile", "ca_certs", "kubeconfig"):
+        value = getattr(args, flag)
+        if value and not Path(value).is_file():
+            parser.error(f"--{flag.replace('_', '-')}: no such file: {value}")
+
+    logging.basicConfig(
+        level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    # Fail fast in the parent on a bad config, before gunicorn forks workers.
+    try:
+        config = load(args.config)
+        _profile(config)
+    except (ConfigError, StartupError) as exc:
+        print(f"kube-extender serve: {exc}", file=sys.stderr)
+        return 2
+
+    options: dict[str, Any] = {
+        "bind": args.bind,
+        "workers": args.workers,
+        "threads": args.threads,
+        "worker_class": "gthread",
+        "timeout": args.timeout,
+        "loglevel": args.log_level,
+        "accesslog": None,
+        "errorlog": "-",
+        # Bodies of full-Node requests are large; keep-alive lets kube-scheduler reuse conns.
+        "keepalive": 75,
+    }
+    if args.certfile:
+        options.update(certfile=args.certfile, keyfile=args.keyfile)
+        if args.ca_certs:
+            options.update(ca_certs=args.ca_certs, cert_reqs=ssl.CERT_REQUIRED)
+    _Server(options, lambda: build_app(args.config, args.kubeconfig, args.offline)).run()
+    return 0

@@ -1,0 +1,294 @@
+"""The extender verbs over the plugin core, independent of HTTP.
+
+Each verb is one scheduling-cycle fragment run by the same :class:`Framework` and
+:class:`SchedulingAlgorithm` the standalone scheduler uses, so a decision made here is the
+decision the standalone loop would make for the same pod and cluster state.
+
+Node modes:
+
+* ``NodeNames`` (``nodeCacheCapable: true``): NodeInfos come from the watch-fed cache.
+* ``Nodes`` (``nodeCacheCapable: false``): the Node objects in the request are used as sent
+  (unchanged when the cache holds the same resourceVersion), with the pods the cache knows
+  for each node. Replies echo the input Node objects unchanged.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Protocol
+
+from extender.framework.cycle_state import CycleState
+from extender.framework.runtime import MAX_NODE_SCORE, Framework
+from extender.framework.schedule import SchedulingAlgorithm, SchedulingError
+from extender.framework.status import Code, Status
+from extender.framework.types import NodeInfo, PodInfo, Snapshot
+
+from .wire import (
+    MAX_EXTENDER_PRIORITY,
+    binding_result,
+    filter_result,
+    host_priority_list,
+    preemption_result,
+)
+
+log = logging.getLogger(__name__)
+
+ERR_NODE_NOT_IN_CACHE = "node(s) not found in the extender's node cache"
+ERR_NO_NODE_CACHE = (
+    "this extender has no node cache (no cluster connection): register it with "
+    "nodeCacheCapable: false, or start it with --kubeconfig or in a cluster"
+)
+ERR_NO_CLIENT = "this extender has no cluster connection, so it cannot bind"
+
+
+class ServiceUnavailable(Exception):
+    """The verb cannot be answered now (for example, caches not synced); HTTP 503."""
+
+
+class NodeCache(Protocol):
+    def snapshot(self) -> Snapshot: ...
+
+
+class Binder(Protocol):
+    def bind(self, pod: dict, node_name: str) -> None: ...
+
+
+def _name(node: dict) -> str:
+    return node["metadata"]["name"]
+
+
+class ExtenderService:
+    def __init__(
+        self,
+        fwk: Framework,
+        *,
+        cache: NodeCache | None = None,
+        client: Binder | None = None,
+        algorithm: SchedulingAlgorithm | None = None,
+        ready: Any = None,
+    ) -> None:
+        self.fwk = fwk
+        self.cache = cache
+        self.client = client
+        self.algorithm = algorithm or SchedulingAlgorithm()
+        self._ready = ready or (lambda: True)
+
+    def ready(self) -> bool:
+        return bool(self._ready())
+
+    # -- node views ---------------------------------------------------------------------------
+
+    def _snapshot_for_names(self, names: list[str]) -> tuple[Snapshot, list[NodeInfo], list[str]]:
+        if self.cache is None:
+            raise ServiceUnavailable(ERR_NO_NODE_CACHE)
+        if not self.ready():
+            raise ServiceUnavailable("the extender's caches are not synced yet")
+        snapshot = self.cache.snapshot()
+        candidates, missing = [], []
+        for name in names:
+            info = snapshot.get(name)
+            if info is None:
+                missing.append(name)
+            else:
+                candidates.append(info)
+        return snapshot, candidates, missing
+
+    def _snapshot_for_nodes(self, nodes: list[dict]) -> tuple[Snapshot, list[NodeInfo]]:
+        base = self.cache.snapshot() if self.cache is not None else None
+        candidates: list[NodeInfo] = []
+        for node in nodes:
+            cached = base.get(_name(node)) if base is not None else None
+            if cached is not None and _same_version(cached.node, node):
+                candidates.append(cached)
+            else:
+                candidates.append(NodeInfo(node, cached.pods if cached is not None else ()))
+        if base is None:
+            return Snapshot(candidates), candidates
+        # The plugins that count pods across the cluster (topology spread, inter-pod
+        # affinity) see every cached node, with the request's version of the sent ones.
+        overlay = {info.name: info for info in candidates}
+        merged = [overlay.pop(info.name, info) for info in base.node_info_list]
+        merged.extend(overlay.values())
+        return Snapshot(merged), candidates
+
+    # -- verbs --------------------------------------------------------------------------------
+
+    def filter(self, args: dict) -> dict:
+        pod = args["pod"]
+        node_names = args["node_names"]
+        by_names = args["nodes"] is None
+        failed: dict[str, str] = {}
+        unresolvable: dict[str, str] = {}
+        if by_names:
+            try:
+                snapshot, candidates, missing = self._snapshot_for_names(node_names)
+            except ServiceUnavailable as exc:
+                return filter_result(
+                    node_names=[], nodes=None, failed={}, failed_unresolvable={}, error=str(exc)
+                )
+            for name in missing:
+                failed[name] = ERR_NODE_NOT_IN_CACHE
+        else:
+            snapshot, candidates = self._snapshot_for_nodes(args["nodes"])
+
+        state = CycleState()
+        try:
+            feasible, diagnosis = self.algorithm.find_nodes_that_fit(
+                self.fwk, state, pod, snapshot, candidates, evaluate_all=True
+            )
+        except SchedulingError as exc:
+            return filter_result(
+                node_names=[] if by_names else None,
+                nodes=None if by_names else [],
+                failed={},
+                failed_unresolvable={},
+                error=exc.status.message,
+            )
+        passed = {info.name for info in feasible}
+        for info in candidates:
+            if info.name in passed:
+                continue
+            status = diagnosis.node_to_status.get(info.name) or diagnosis.absent_status
+            _record(status, info.name, failed, unresolvable)
+
+        if by_names:
+            return filter_result(
+                node_names=[n for n in node_names if n in passed],
+                nodes=None,
+                failed=failed,
+                failed_unresolvable=unresolvable,
+            )
+        return filter_result(
+            node_names=None,
+            nodes=[node for node in args["nodes"] if _name(node) in passed],
+            failed=failed,
+            failed_unresolvable=unresolvable,
+        )
+
+    def prioritize(self, args: dict) -> list[dict]:
+        pod = args["pod"]
+        if args["nodes"] is None:
+            snapshot, candidates, _ = self._snapshot_for_names(args["node_names"])
+        else:
+            snapshot, candidates = self._snapshot_for_nodes(args["nodes"])
+        if not candidates:
+            return []
+        if not self.fwk.has_score_plugins():
+            return host_priority_list([(info.name, 0) for info in candidates])
+        state = CycleState()
+        state.snapshot = snapshot
+        scores = self.algorithm.prioritize_nodes(self.fwk, state, pod, candidates)
+        total_weight = sum(self.fwk.score_weights.values()) or 1
+        # The weighted mean of 0..100 plugin scores, scaled to the extender range 0..10;
+        # kube-scheduler multiplies it back by weight x 10.
+        scale = MAX_NODE_SCORE * total_weight
+        return host_priority_list(
+            [(entry.name, entry.total_score * MAX_EXTENDER_PRIORITY // scale) for entry in scores]
+        )
+
+    def preempt(self, args: dict) -> dict:
+        """Keep the candidate nodes where, with their victims gone, the pod passes our filters.
+
+        Victims are returned as proposed (same order, same PDB count): the scheduler's own
+        filters needed all of them removed, so dropping one here could nominate a node the
+        pod still does not fit.
+        """
+        pod = args["pod"]
+        if self.cache is None:
+            raise ServiceUnavailable(ERR_NO_NODE_CACHE)
+        if not self.ready():
+            raise ServiceUnavailable("the extender's caches are not synced yet")
+        snapshot = self.cache.snapshot()
+        candidates: dict[str, tuple[list[str], list[PodInfo | None], int]] = {}
+        if args["node_name_to_meta_victims"] is not None:
+            for node, victims in args["node_name_to_meta_victims"].items():
+                uids = [p["uid"] for p in victims.get("pods") or ()]
+                candidates[node] = (uids, [None] * len(uids), victims["num_pdb_violations"])
+        else:
+            for node, victims in args["node_name_to_victims"].items():
+                infos = [PodInfo(p) for p in victims.get("pods") or ()]
+                uids = [info.uid for info in infos]
+                candidates[node] = (uids, list(infos), victims["num_pdb_violations"])
+
+        state = CycleState()
+        state.snapshot = snapshot
+        result, status, _ = self.fwk.run_pre_filter_plugins(state, pod, snapshot.node_info_list)
+        if status is not None:
+            if status.code == Code.ERROR:
+                raise SchedulingError(status)
+            return preemption_result({})
+        allowed = None if result is None else result.node_names
+
+        kept: dict[str, tuple[list[str], int]] = {}
+        for node_name, (uids, infos, violations) in candidates.items():
+            info = snapshot.get(node_name)
+            if info is None or (allowed is not None and node_name not in allowed):
+                continue
+            if self._fits_without(state, pod, info, uids, infos):
+                kept[node_name] = (uids, violations)
+        return preemption_result(kept)
+
+    def _fits_without(
+        self,
+        state: CycleState,
+        pod: dict,
+        node_info: NodeInfo,
+        uids: list[str],
+        infos: list[PodInfo | None],
+    ) -> bool:
+        trial = node_info.clone()
+        trial_state = state.clone()
+        on_node = {p.uid: p for p in node_info.pods}
+        for uid, given in zip(uids, infos, strict=True):
+            victim = on_node.get(uid) or given
+            if victim is None:
+                continue  # a pod our cache does not know yet: nothing of it to remove
+            if trial.remove_pod(victim.key) is None:
+                continue
+            status = self.fwk.run_pre_filter_extension_remove_pod(trial_state, pod, victim, trial)
+            if status is not None:
+                return False
+        return self.fwk.run_filter_plugins(trial_state, pod, trial) is None
+
+    def bind(self, args: dict) -> dict:
+        if self.client is None:
+            return binding_result(ERR_NO_CLIENT)
+        pod = {
+            "metadata": {
+                "name": args["pod_name"],
+                "namespace": args["pod_namespace"],
+                "uid": args["pod_uid"],
+            }
+        }
+        try:
+            self.client.bind(pod, args["node"])
+        except Exception as exc:  # the cause goes back to the scheduler in band
+            log.info(
+                "bind %s/%s -> %s failed: %s",
+                args["pod_namespace"],
+                args["pod_name"],
+                args["node"],
+                exc,
+            )
+            return binding_result(
+                f"binding pod {args['pod_namespace']}/{args['pod_name']} "
+                f"to node {args['node']}: {exc}"
+            )
+        return binding_result("")
+
+
+def _record(
+    status: Status | None, name: str, failed: dict[str, str], unresolvable: dict[str, str]
+) -> None:
+    message = status.message if status is not None else "node(s) were rejected"
+    if status is not None and status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
+        unresolvable[name] = message
+    else:
+        failed[name] = message
+
+
+def _same_version(cached: dict | None, sent: dict) -> bool:
+    if cached is None:
+        return False
+    version = (sent.get("metadata") or {}).get("resourceVersion")
+    return bool(version) and (cached.get("metadata") or {}).get("resourceVersion") == version

@@ -1,0 +1,235 @@
+"""The extender wire types, exactly as kube-scheduler sends and reads them.
+
+The Go types (``k8s.io/kube-scheduler/extender/v1``) have no JSON tags, so keys are the Go
+field names in PascalCase and every field is always present, ``null`` when nil. kube-scheduler
+decodes case-insensitively, so we accept any casing of the envelope keys too (old clients send
+``nodenames``), but always answer in exact PascalCase.
+
+marshmallow validates the *envelopes* only. Embedded Pods and Nodes are Kubernetes JSON and
+are checked just enough for the core to read them (a dict with ``metadata.name``): a full
+Node is 14-17 KB and 5000 of them must parse in well under the scheduler's timeout.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from marshmallow import Schema, ValidationError, fields, validates_schema
+
+MIN_EXTENDER_PRIORITY = 0
+MAX_EXTENDER_PRIORITY = 10
+
+
+def _canonical_keys(data: Any, names: tuple[str, ...]) -> Any:
+    """Rename keys that match ``names`` case-insensitively to their PascalCase spelling."""
+    if not isinstance(data, dict):
+        return data
+    lookup = {name.lower(): name for name in names}
+    out: dict[str, Any] = {}
+    for key, value in data.items():
+        canonical = lookup.get(key.lower(), key) if isinstance(key, str) else key
+        if canonical in out and canonical != key:
+            continue  # the exact spelling wins, as in Go's encoding/json
+        out[canonical] = value
+    return out
+
+
+class KubeObject(fields.Dict):
+    """A Kubernetes object: a JSON object whose ``metadata.name`` is a non-empty string."""
+
+    def __init__(self, what: str, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.what = what
+
+    def _deserialize(self, value: Any, attr: Any, data: Any, **kwargs: Any) -> dict:
+        if not isinstance(value, dict):
+            raise ValidationError(f"must be a {self.what} object")
+        check_object(value, self.what)
+        return value
+
+
+def check_object(value: Any, what: str) -> None:
+    if not isinstance(value, dict):
+        raise ValidationError(f"must be a {what} object")
+    meta = value.get("metadata")
+    if not isinstance(meta, dict) or not isinstance(meta.get("name"), str) or not meta["name"]:
+        raise ValidationError(f"{what} must have a non-empty metadata.name")
+    for part in ("spec", "status"):
+        if value.get(part) is not None and not isinstance(value[part], dict):
+            raise ValidationError(f"{what} {part} must be an object")
+
+
+class NodeList(fields.Field):
+    """A v1.NodeList: ``{"metadata": {}, "items": [Node, ...]}``."""
+
+    def _deserialize(self, value: Any, attr: Any, data: Any, **kwargs: Any) -> list[dict]:
+        if not isinstance(value, dict):
+            raise ValidationError("must be a NodeList object with items")
+        items = value.get("items")
+        if items is None:
+            return []
+        if not isinstance(items, list):
+            raise ValidationError("items must be an array of Node objects")
+        errors: dict[int, list[str]] = {}
+        for i, node in enumerate(items):
+            try:
+                check_object(node, "Node")
+            except ValidationError as exc:
+                errors[i] = exc.messages  # type: ignore[assignment]
+        if errors:
+            raise ValidationError({"items": errors})
+        return items
+
+
+class ExtenderArgsSchema(Schema):
+    """Request body of filter and prioritize (ExtenderArgs)."""
+
+    pod = KubeObject("Pod", data_key="Pod", required=True)
+    nodes = NodeList(data_key="Nodes", allow_none=True, load_default=None)
+    node_names = fields.List(
+        fields.String(), data_key="NodeNames", allow_none=True, load_default=None
+    )
+
+    @validates_schema
+    def _one_of(self, data: dict, **kwargs: Any) -> None:
+        if data.get("nodes") is None and data.get("node_names") is None:
+            raise ValidationError("one of Nodes or NodeNames must be set", "NodeNames")
+
+
+class MetaPodSchema(Schema):
+    uid = fields.String(data_key="UID", required=True)
+
+
+class MetaVictimsSchema(Schema):
+    pods = fields.List(fields.Nested(MetaPodSchema), data_key="Pods", allow_none=True)
+    num_pdb_violations = fields.Integer(data_key="NumPDBViolations", load_default=0, strict=True)
+
+
+class VictimsSchema(Schema):
+    pods = fields.List(KubeObject("Pod"), data_key="Pods", allow_none=True)
+    num_pdb_violations = fields.Integer(data_key="NumPDBViolations", load_default=0, strict=True)
+
+
+class ExtenderPreemptionArgsSchema(Schema):
+    pod = KubeObject("Pod", data_key="Pod", required=True)
+    node_name_to_victims = fields.Dict(
+        keys=fields.String(),
+        values=fields.Nested(VictimsSchema),
+        data_key="NodeNameToVictims",
+        allow_none=True,
+        load_default=None,
+    )
+    node_name_to_meta_victims = fields.Dict(
+        keys=fields.String(),
+        values=fields.Nested(MetaVictimsSchema),
+        data_key="NodeNameToMetaVictims",
+        allow_none=True,
+        load_default=None,
+    )
+
+    @validates_schema
+    def _one_of(self, data: dict, **kwargs: Any) -> None:
+        if (
+            data.get("node_name_to_victims") is None
+            and data.get("node_name_to_meta_victims") is None
+        ):
+            raise ValidationError(
+                "one of NodeNameToVictims or NodeNameToMetaVictims must be set",
+                "NodeNameToMetaVictims",
+            )
+
+
+class ExtenderBindingArgsSchema(Schema):
+    pod_name = fields.String(data_key="PodName", required=True)
+    pod_namespace = fields.String(data_key="PodNamespace", required=True)
+    pod_uid = fields.String(data_key="PodUID", required=True)
+    node = fields.String(data_key="Node", required=True)
+
+    @validates_schema
+    def _non_empty(self, data: dict, **kwargs: Any) -> None:
+        for attr, key in (
+            ("pod_name", "PodName"),
+            ("pod_namespace", "PodNamespace"),
+            ("node", "Node"),
+        ):
+            if not data.get(attr):
+                raise ValidationError("must not be empty", key)
+
+
+ARGS_KEYS = ("Pod", "Nodes", "NodeNames")
+PREEMPT_KEYS = ("Pod", "NodeNameToVictims", "NodeNameToMetaVictims")
+BIND_KEYS = ("PodName", "PodNamespace", "PodUID", "Node")
+VICTIM_KEYS = ("Pods", "NumPDBViolations")
+
+_args_schema = ExtenderArgsSchema()
+_preempt_schema = ExtenderPreemptionArgsSchema()
+_bind_schema = ExtenderBindingArgsSchema()
+
+
+def load_args(data: Any) -> dict:
+    """Validate an ExtenderArgs body; raises :class:`ValidationError`."""
+    _require_object(data)
+    return _args_schema.load(_canonical_keys(data, ARGS_KEYS))
+
+
+def load_preemption_args(data: Any) -> dict:
+    _require_object(data)
+    data = _canonical_keys(data, PREEMPT_KEYS)
+    for key in ("NodeNameToVictims", "NodeNameToMetaVictims"):
+        victims = data.get(key)
+        if isinstance(victims, dict):
+            data[key] = {node: _canonical_keys(v, VICTIM_KEYS) for node, v in victims.items()}
+            for v in data[key].values():
+                if isinstance(v, dict) and isinstance(v.get("Pods"), list):
+                    v["Pods"] = [_canonical_keys(p, ("UID",)) for p in v["Pods"]]
+    return _preempt_schema.load(data)
+
+
+def load_binding_args(data: Any) -> dict:
+    _require_object(data)
+    return _bind_schema.load(_canonical_keys(data, BIND_KEYS))
+
+
+def _require_object(data: Any) -> None:
+    if not isinstance(data, dict):
+        raise ValidationError("the request body must be a JSON object", "_schema")
+
+
+# -- replies -----------------------------------------------------------------------------------
+
+
+def filter_result(
+    *,
+    node_names: list[str] | None,
+    nodes: list[dict] | None,
+    failed: dict[str, str],
+    failed_unresolvable: dict[str, str],
+    error: str = "",
+) -> dict:
+    """ExtenderFilterResult. Exactly one of ``node_names`` / ``nodes`` is a list: a null in
+    the field the scheduler reads means "no node fits", so it is never sent by accident."""
+    return {
+        "Nodes": None if nodes is None else {"metadata": {}, "items": nodes},
+        "NodeNames": node_names,
+        "FailedNodes": failed,
+        "FailedAndUnresolvableNodes": failed_unresolvable,
+        "Error": error,
+    }
+
+
+def host_priority_list(scores: list[tuple[str, int]]) -> list[dict]:
+    return [{"Host": host, "Score": int(score)} for host, score in scores]
+
+
+def preemption_result(meta_victims: dict[str, tuple[list[str], int]]) -> dict:
+    """ExtenderPreemptionResult: always MetaVictims (UIDs), whatever nodeCacheCapable is."""
+    return {
+        "NodeNameToMetaVictims": {
+            node: {"Pods": [{"UID": uid} for uid in uids], "NumPDBViolations": int(violations)}
+            for node, (uids, violations) in meta_victims.items()
+        }
+    }
+
+
+def binding_result(error: str = "") -> dict:
+    return {"Error": error}
