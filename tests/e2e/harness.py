@@ -1,0 +1,168 @@
+"""Processes for the end-to-end tests: our extender under real gunicorn, and helpers to run the
+real kube-scheduler and our standalone scheduler against the real control plane."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import orjson
+
+from extender.controlplane import ControlPlane, free_port, stop_pid
+
+
+def wait_until(predicate, timeout: float, what: str, interval: float = 0.2):  # noqa: ANN001, ANN201
+    deadline = time.monotonic() + timeout
+    last = None
+    while time.monotonic() < deadline:
+        last = predicate()
+        if last:
+            return last
+        time.sleep(interval)
+    raise AssertionError(f"timed out after {timeout:g}s waiting for {what} (last: {last!r})")
+
+
+class Process:
+    """A child process in its own process group, logging to a file."""
+
+    def __init__(self, name: str, argv: list[str], log_dir: Path, env: dict | None = None) -> None:
+        self.name = name
+        self.log_path = log_dir / f"{name}.log"
+        log_dir.mkdir(parents=True, exist_ok=True)
+        with open(self.log_path, "ab") as log:
+            self.proc = subprocess.Popen(
+                argv,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+                env={**os.environ, **(env or {})},
+            )
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def log(self, lines: int = 40) -> str:
+        try:
+            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return ""
+
+    def stop(self) -> None:
+        if self.alive():
+            stop_pid(self.proc.pid, timeout=5)
+        try:
+            self.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            pass
+
+    def kill(self) -> None:
+        """SIGKILL, as a crash would."""
+        stop_pid(self.proc.pid, timeout=0)
+
+
+class Extender(Process):
+    """``kube-extender serve`` under gunicorn on a free port."""
+
+    def __init__(
+        self,
+        cp: ControlPlane,
+        config_text: str,
+        name: str = "extender",
+        extra: list[str] | None = None,
+        scheme: str = "http",
+    ) -> None:
+        self.port = free_port()
+        self.scheme = scheme
+        config = cp.directory / f"{name}-config.yaml"
+        config.write_text(config_text)
+        argv = [
+            sys.executable,
+            "-m",
+            "extender",
+            "serve",
+            "--config",
+            str(config),
+            "--bind",
+            f"127.0.0.1:{self.port}",
+            "--kubeconfig",
+            str(cp.kubeconfig),
+            "--log-level",
+            "debug",
+            *(extra or ()),
+        ]
+        super().__init__(name, argv, cp.directory / "logs")
+
+    @property
+    def url(self) -> str:
+        return f"{self.scheme}://127.0.0.1:{self.port}"
+
+    def get(self, path: str, context=None) -> tuple[int, bytes]:  # noqa: ANN001
+        try:
+            with urllib.request.urlopen(self.url + path, timeout=5, context=context) as r:
+                return r.status, r.read()
+        except urllib.error.HTTPError as exc:
+            return exc.code, exc.read()
+        except (urllib.error.URLError, OSError):
+            return 0, b""
+
+    def wait_ready(self, timeout: float = 30, context=None) -> None:  # noqa: ANN001
+        def ready() -> bool:
+            if not self.alive():
+                raise AssertionError(f"the extender exited:\n{self.log()}")
+            return self.get("/readyz", context)[0] == 200
+
+        wait_until(ready, timeout, "the extender's /readyz")
+
+    def metric(self, name: str, **labels: str) -> float:
+        """Sum of a Prometheus sample over the series matching ``labels``."""
+        status, body = self.get("/metrics")
+        assert status == 200, body
+        total = 0.0
+        for line in body.decode().splitlines():
+            if not line.startswith(name + "{") and not line.startswith(name + " "):
+                continue
+            if all(f'{k}="{v}"' in line for k, v in labels.items()):
+                total += float(line.rsplit(" ", 1)[1])
+        return total
+
+    def post(self, verb: str, body: object) -> tuple[int, object]:
+        request = urllib.request.Request(
+            f"{self.url}/{verb}",
+            data=orjson.dumps(body),
+            headers={"Content-Type": "application/json"},
+            method="POST",
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=10) as r:
+                return r.status, orjson.loads(r.read())
+        except urllib.error.HTTPError as exc:
+            return exc.code, orjson.loads(exc.read() or b"null")
+
+
+def scheduler_config(extender: Extender | None, **extender_fields: object) -> dict:
+    """A KubeSchedulerConfiguration for the real kube-scheduler registering ``extender``."""
+    config: dict = {
+        "apiVersion": "kubescheduler.config.k8s.io/v1",
+        "kind": "KubeSchedulerConfiguration",
+        "leaderElection": {"leaderElect": False},
+        "profiles": [{"schedulerName": "default-scheduler"}],
+    }
+    if extender is not None or extender_fields:
+        entry = {
+            "filterVerb": "filter",
+            "prioritizeVerb": "prioritize",
+            "weight": 5,
+            "nodeCacheCapable": True,
+            "httpTimeout": "5s",
+        }
+        if extender is not None:
+            entry["urlPrefix"] = extender.url
+        entry.update(extender_fields)
+        config["extenders"] = [entry]
+    return config
