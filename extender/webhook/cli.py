@@ -14,8 +14,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from extender.config import ConfigError, SchedulerConfig, load
 from gunicorn.app.base import BaseApplication
+
+from extender.config import ConfigError, SchedulerConfig, load
 
 # Plugins that read the pods on each node: without a cluster connection they would see every
 # node as empty and silently answer wrong, so the service refuses to start with them.

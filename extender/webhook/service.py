@@ -15,6 +15,7 @@ Node modes:
 from __future__ import annotations
 
 import logging
+import time
 from typing import Any, Protocol
 
 from extender.framework.cycle_state import CycleState
@@ -33,6 +34,7 @@ from .wire import (
 
 log = logging.getLogger(__name__)
 
+MISSING_NODE_GRACE_SECONDS = 1.0
 ERR_NODE_NOT_IN_CACHE = "node(s) not found in the extender's node cache"
 ERR_NO_NODE_CACHE = (
     "this extender has no node cache (no cluster connection): register it with "
@@ -83,15 +85,21 @@ class ExtenderService:
             raise ServiceUnavailable(ERR_NO_NODE_CACHE)
         if not self.ready():
             raise ServiceUnavailable("the extender's caches are not synced yet")
-        snapshot = self.cache.snapshot()
-        candidates, missing = [], []
-        for name in names:
-            info = snapshot.get(name)
-            if info is None:
-                missing.append(name)
-            else:
-                candidates.append(info)
-        return snapshot, candidates, missing
+        # kube-scheduler's informer may have seen a new node a moment before ours: give the
+        # watch a short while to deliver it, rather than failing a node that exists.
+        deadline = time.monotonic() + MISSING_NODE_GRACE_SECONDS
+        while True:
+            snapshot = self.cache.snapshot()
+            candidates, missing = [], []
+            for name in names:
+                info = snapshot.get(name)
+                if info is None:
+                    missing.append(name)
+                else:
+                    candidates.append(info)
+            if not missing or time.monotonic() >= deadline:
+                return snapshot, candidates, missing
+            time.sleep(0.02)
 
     def _snapshot_for_nodes(self, nodes: list[dict]) -> tuple[Snapshot, list[NodeInfo]]:
         base = self.cache.snapshot() if self.cache is not None else None
