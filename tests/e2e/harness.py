@@ -166,3 +166,105 @@ def scheduler_config(extender: Extender | None, **extender_fields: object) -> di
         entry.update(extender_fields)
         config["extenders"] = [entry]
     return config
+
+
+class Standalone(Process):
+    """``kube-extender run``: our standalone scheduler against the control plane."""
+
+    def __init__(
+        self,
+        cp: ControlPlane,
+        config: dict,
+        name: str = "standalone",
+        identity: str | None = None,
+    ) -> None:
+        import yaml
+
+        self.port = free_port()
+        path = cp.directory / f"{name}-config.yaml"
+        path.write_text(yaml.safe_dump(config, sort_keys=False))
+        argv = [
+            sys.executable,
+            "-m",
+            "extender",
+            "run",
+            "--config",
+            str(path),
+            "--kubeconfig",
+            str(cp.kubeconfig),
+            "--metrics-bind",
+            f"127.0.0.1:{self.port}",
+            "--log-level",
+            "debug",
+        ]
+        if identity:
+            argv += ["--identity", identity]
+        super().__init__(name, argv, cp.directory / "logs")
+
+    def get(self, path: str) -> tuple[int, bytes]:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{self.port}{path}", timeout=5) as r:
+                return r.status, r.read()
+        except urllib.error.HTTPError as exc:
+            return exc.code, exc.read()
+        except (urllib.error.URLError, OSError):
+            return 0, b""
+
+    def wait_ready(self, timeout: float = 30) -> None:
+        def ready() -> bool:
+            if not self.alive():
+                raise AssertionError(f"{self.name} exited:\n{self.log()}")
+            return self.get("/readyz")[0] == 200
+
+        wait_until(ready, timeout, f"{self.name} /readyz")
+
+    def metric(self, name: str, **labels: str) -> float:
+        status, body = self.get("/metrics")
+        assert status == 200, body
+        total = 0.0
+        for line in body.decode().splitlines():
+            if line.startswith(name + "{") or line.startswith(name + " "):
+                if all(f'{k}="{v}"' in line for k, v in labels.items()):
+                    total += float(line.rsplit(" ", 1)[1])
+        return total
+
+
+def standalone_config(
+    profile: str = "kube-extender",
+    *,
+    plugins: dict | None = None,
+    plugin_config: list | None = None,
+    leader_elect: bool = False,
+    lease: str = "kube-extender-e2e",
+) -> dict:
+    entry: dict = {"schedulerName": profile}
+    if plugins:
+        entry["plugins"] = plugins
+    if plugin_config:
+        entry["pluginConfig"] = plugin_config
+    election: dict = {"leaderElect": leader_elect}
+    if leader_elect:
+        election.update(
+            leaseDuration="4s",
+            renewDeadline="3s",
+            retryPeriod="1s",
+            resourceNamespace="kube-system",
+            resourceName=lease,
+        )
+    return {
+        "apiVersion": "kubescheduler.config.k8s.io/v1",
+        "kind": "KubeSchedulerConfiguration",
+        "leaderElection": election,
+        "profiles": [entry],
+    }
+
+
+def events_for(kube, pod: str, reason: str | None = None) -> list[dict]:  # noqa: ANN001
+    """events.k8s.io/v1 Events about ``pod`` in the client's namespace."""
+    items = kube.get(f"/apis/events.k8s.io/v1/namespaces/{kube.namespace}/events")["items"]
+    found = []
+    for event in items:
+        regarding = event.get("regarding") or {}
+        if regarding.get("name") == pod and (reason is None or event.get("reason") == reason):
+            found.append(event)
+    return found
