@@ -72,7 +72,11 @@ class Metrics:
 
 
 def _json(body: Any, status: int = 200) -> Response:
-    return Response(orjson.dumps(body), status=status, mimetype="application/json")
+    return Response(
+        orjson.dumps(body, option=orjson.OPT_NON_STR_KEYS),
+        status=status,
+        mimetype="application/json",
+    )
 
 
 def _problem(status: int, message: str, **details: Any) -> Response:
