@@ -1,0 +1,192 @@
+"""Shared harness for the benchmarks that run on the real control plane.
+
+Throughput is measured the same way for every scheduler: pods are created first (with a
+schedulerName nobody serves yet), then the scheduler under test starts, and a watch records
+when each pod gets its node. pods/s = (bound - 1) / (last bind - first bind), so start-up and
+cache sync are not counted for anyone.
+"""
+
+from __future__ import annotations
+
+import random
+import sys
+import tempfile
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import orjson
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.workload import make_node  # noqa: E402
+from extender.cache.kubeconfig import api_client  # noqa: E402
+from extender.controlplane import ControlPlane  # noqa: E402
+from extender.scenario.kube import Kube  # noqa: E402
+
+BENCH_NAMESPACE = "bench"
+
+
+def start_control_plane() -> ControlPlane:
+    cp = ControlPlane(Path(tempfile.mkdtemp(prefix="kube-extender-bench-")))
+    cp.up()
+    return cp
+
+
+def kube_for(cp: ControlPlane) -> Kube:
+    return Kube(api_client(str(cp.kubeconfig)), namespace=BENCH_NAMESPACE, out=lambda *a: None)
+
+
+def ensure_namespace(kube: Kube) -> None:
+    try:
+        kube.request("POST", "/api/v1/namespaces", {"metadata": {"name": BENCH_NAMESPACE}})
+    except Exception:  # noqa: BLE001 - already there
+        pass
+
+
+def create_nodes(kube: Kube, count: int, seed: int = 1) -> None:
+    """``count`` realistic nodes (labels, taints, images), status patched as a kubelet would."""
+    rng = random.Random(seed)
+    nodes = [make_node(i, rng) for i in range(count)]
+
+    def create(node: dict) -> None:
+        body = {"apiVersion": "v1", "kind": "Node", "metadata": dict(node["metadata"])}
+        body["metadata"].pop("uid", None)
+        body["spec"] = node["spec"]
+        kube.request("POST", "/api/v1/nodes", body)
+        kube.request(
+            "PATCH",
+            f"/api/v1/nodes/{node['metadata']['name']}/status",
+            {"status": node["status"]},
+            content_type="application/merge-patch+json",
+        )
+
+    with ThreadPoolExecutor(16) as pool:
+        list(pool.map(create, nodes))
+
+
+def delete_all_nodes(kube: Kube) -> None:
+    kube.request("DELETE", "/api/v1/nodes")
+
+
+def create_pods(kube: Kube, count: int, scheduler_name: str, prefix: str) -> list[str]:
+    names = [f"{prefix}-{i:05d}" for i in range(count)]
+
+    def create(name: str) -> None:
+        pod = {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": name, "namespace": BENCH_NAMESPACE, "labels": {"app": prefix}},
+            "spec": {
+                "schedulerName": scheduler_name,
+                "terminationGracePeriodSeconds": 0,
+                "containers": [
+                    {
+                        "name": "c",
+                        "image": "registry.k8s.io/pause:3.10",
+                        "resources": {"requests": {"cpu": "10m", "memory": "16Mi"}},
+                    }
+                ],
+            },
+        }
+        kube.request("POST", f"/api/v1/namespaces/{BENCH_NAMESPACE}/pods", pod)
+
+    with ThreadPoolExecutor(16) as pool:
+        list(pool.map(create, names))
+    return names
+
+
+def delete_all_pods(kube: Kube) -> None:
+    kube.request(
+        "DELETE", f"/api/v1/namespaces/{BENCH_NAMESPACE}/pods", query={"gracePeriodSeconds": "0"}
+    )
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        if not kube.get(f"/api/v1/namespaces/{BENCH_NAMESPACE}/pods", limit="1")["items"]:
+            return
+        time.sleep(0.5)
+
+
+class BindRecorder:
+    """Watches pods in the bench namespace and records when each one first has a node."""
+
+    def __init__(self, kube: Kube, prefix: str, expected: int) -> None:
+        self.kube = kube
+        self.prefix = prefix
+        self.expected = expected
+        self.bound: dict[str, float] = {}
+        self.done = threading.Event()
+        listing = kube.get(f"/api/v1/namespaces/{BENCH_NAMESPACE}/pods")
+        self.resource_version = listing["metadata"]["resourceVersion"]
+        self._thread = threading.Thread(target=self._watch, daemon=True)
+        self._thread.start()
+
+    def _watch(self) -> None:
+        while not self.done.is_set():
+            response = self.kube.api.call_api(
+                f"/api/v1/namespaces/{BENCH_NAMESPACE}/pods",
+                "GET",
+                query_params=[
+                    ("watch", "true"),
+                    ("resourceVersion", self.resource_version),
+                    ("timeoutSeconds", "60"),
+                ],
+                header_params={"Accept": "application/json"},
+                auth_settings=["BearerToken"],
+                _preload_content=False,
+                _return_http_data_only=True,
+            )
+            buffer = b""
+            for chunk in response.stream(65536):
+                buffer += chunk
+                while b"\n" in buffer:
+                    line, buffer = buffer.split(b"\n", 1)
+                    if line.strip():
+                        self._event(orjson.loads(line))
+                if self.done.is_set():
+                    break
+            response.release_conn()
+
+    def _event(self, event: dict) -> None:
+        obj = event.get("object") or {}
+        meta = obj.get("metadata") or {}
+        if meta.get("resourceVersion"):
+            self.resource_version = meta["resourceVersion"]
+        name = meta.get("name", "")
+        if not name.startswith(self.prefix) or name in self.bound:
+            return
+        if (obj.get("spec") or {}).get("nodeName"):
+            self.bound[name] = time.monotonic()
+            if len(self.bound) >= self.expected:
+                self.done.set()
+
+    def wait(self, timeout: float) -> float:
+        """pods/s between the first and the last bind; raises if not all bound in time."""
+        if not self.done.wait(timeout):
+            raise TimeoutError(f"only {len(self.bound)}/{self.expected} pods bound in {timeout} s")
+        times = sorted(self.bound.values())
+        return (len(times) - 1) / max(times[-1] - times[0], 1e-9)
+
+
+def kube_scheduler_config(scheduler_name: str, extender_url: str | None = None) -> dict:
+    config: dict = {
+        "apiVersion": "kubescheduler.config.k8s.io/v1",
+        "kind": "KubeSchedulerConfiguration",
+        "leaderElection": {"leaderElect": False},
+        # The default 50/100 caps kube-scheduler near 50 pods/s; raise it for a fair figure.
+        "clientConnection": {"qps": 5000, "burst": 5000},
+        "profiles": [{"schedulerName": scheduler_name}],
+    }
+    if extender_url:
+        config["extenders"] = [
+            {
+                "urlPrefix": extender_url,
+                "filterVerb": "filter",
+                "prioritizeVerb": "prioritize",
+                "weight": 1,
+                "nodeCacheCapable": True,
+                "httpTimeout": "5s",
+            }
+        ]
+    return config

@@ -1,0 +1,150 @@
+"""The cost of our extender to a real kube-scheduler: with and without it, in one run.
+
+kube-scheduler (qps/burst 5000) schedules 2000 pods over N nodes, once alone and once with our
+extender registered (filter + prioritize, nodeCacheCapable: true, served by gunicorn with a
+watch-fed node cache). Prints pods/s for both and the ratio with/without.
+
+The extender's profile is printed: a typical policy extender (node affinity and taints as
+filters, the seed's NodeNumber as the score), not a second copy of kube-scheduler.
+
+    python bench/extender_overhead.py [--nodes 500,5000] [--pods 2000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.cluster import (  # noqa: E402
+    BindRecorder,
+    create_nodes,
+    create_pods,
+    delete_all_nodes,
+    delete_all_pods,
+    ensure_namespace,
+    kube_for,
+    kube_scheduler_config,
+    start_control_plane,
+)
+from extender.controlplane import free_port, stop_pid  # noqa: E402
+
+EXTENDER_CONFIG = """\
+apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+profiles:
+  - schedulerName: bench-extender
+    plugins:
+      multiPoint:
+        disabled: [{name: "*"}]
+      queueSort: {enabled: [{name: PrioritySort}]}
+      preFilter: {enabled: [{name: NodeAffinity}]}
+      filter: {enabled: [{name: NodeAffinity}, {name: TaintToleration}]}
+      preScore: {enabled: [{name: NodeNumber}]}
+      score: {enabled: [{name: NodeNumber, weight: 1}]}
+      bind: {enabled: [{name: DefaultBinder}]}
+---
+apiVersion: kube-extender.io/v1alpha1
+kind: ExtenderConfiguration
+profile: bench-extender
+"""
+
+
+def measure(cp, kube, pods: int, name: str, extender_url: str | None) -> float:  # noqa: ANN001
+    create_pods(kube, pods, name, name)
+    recorder = BindRecorder(kube, name, pods)
+    cp.start_scheduler(kube_scheduler_config(name, extender_url), name=name)
+    try:
+        return recorder.wait(900)
+    finally:
+        cp.stop_component(name)
+        delete_all_pods(kube)
+
+
+def start_extender(cp, workers: int, threads: int) -> tuple[subprocess.Popen, str]:  # noqa: ANN001
+    config = cp.directory / "bench-extender.yaml"
+    config.write_text(EXTENDER_CONFIG)
+    port = free_port()
+    log = open(cp.logs / "bench-extender.log", "wb")  # noqa: SIM115
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "extender",
+            "serve",
+            "--config",
+            str(config),
+            "--kubeconfig",
+            str(cp.kubeconfig),
+            "--bind",
+            f"127.0.0.1:{port}",
+            "--workers",
+            str(workers),
+            "--threads",
+            str(threads),
+            "--log-level",
+            "warning",
+        ],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(url + "/readyz", timeout=1) as response:
+                if response.status == 200:
+                    return proc, url
+        except OSError:
+            time.sleep(0.3)
+    stop_pid(proc.pid)
+    raise RuntimeError("the extender did not become ready; see its log")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--nodes", default="500,5000")
+    parser.add_argument("--pods", type=int, default=2000)
+    parser.add_argument("--workers", type=int, default=1)
+    parser.add_argument("--threads", type=int, default=4)
+    args = parser.parse_args()
+    print(
+        "extender profile: filter NodeAffinity + TaintToleration, score NodeNumber;"
+        f" gunicorn {args.workers} worker(s) x {args.threads} threads"
+    )
+    cp = start_control_plane()
+    rows = []
+    try:
+        kube = kube_for(cp)
+        ensure_namespace(kube)
+        for count in (int(n) for n in args.nodes.split(",")):
+            create_nodes(kube, count)
+            alone = measure(cp, kube, args.pods, f"alone-{count}", None)
+            print(f"{count} nodes: kube-scheduler alone {alone:.1f} pods/s", flush=True)
+            proc, url = start_extender(cp, args.workers, args.threads)
+            try:
+                with_ext = measure(cp, kube, args.pods, f"with-{count}", url)
+            finally:
+                stop_pid(proc.pid)
+            print(f"{count} nodes: with kube-extender {with_ext:.1f} pods/s", flush=True)
+            rows.append((count, alone, with_ext))
+            delete_all_nodes(kube)
+    finally:
+        cp.down()
+    print(f"\n{'nodes':>6} {'pods':>6} {'alone':>12} {'with extender':>14} {'ratio':>6}")
+    for count, alone, with_ext in rows:
+        print(
+            f"{count:>6} {args.pods:>6} {alone:>8.1f} p/s {with_ext:>10.1f} p/s "
+            f"{with_ext / alone:>6.2f}"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
