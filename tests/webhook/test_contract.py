@@ -23,7 +23,7 @@ from extender.webhook.app import create_app
 from extender.webhook.service import ERR_NODE_NOT_IN_CACHE, ExtenderService
 from tests.unit.builders import make_node, make_pod
 
-SAMPLES = Path(__file__).resolve().parent / "samples"
+SAMPLES = Path(__file__).resolve().parents[2] / "examples" / "requests"
 
 
 class OnePodPerNode:

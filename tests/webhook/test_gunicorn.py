@@ -17,7 +17,7 @@ import pytest
 
 from extender.controlplane import free_port
 
-SAMPLES = Path(__file__).resolve().parent / "samples"
+SAMPLES = Path(__file__).resolve().parents[2] / "examples" / "requests"
 
 CONFIG = """
 apiVersion: kubescheduler.config.k8s.io/v1
