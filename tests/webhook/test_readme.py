@@ -1,0 +1,77 @@
+"""The README's curl walkthrough, run as printed (only the port is changed to a free one)."""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+from extender.controlplane import free_port
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def readme_block() -> list[str]:
+    text = (REPO / "README.md").read_text()
+    section = text.split("## Try the extender with curl", 1)[1]
+    block = re.search(r"```sh\n(.*?)```", section, re.S)
+    assert block, "the README lost its curl block"
+    return [line for line in block.group(1).splitlines() if line.strip()]
+
+
+def test_readme_curl_walkthrough(tmp_path: Path) -> None:
+    lines = readme_block()
+    serve = lines[0].removesuffix("&").strip()
+    assert serve.startswith("kube-extender serve ")
+    port = free_port()
+    argv = shlex.split(serve.replace("127.0.0.1:8888", f"127.0.0.1:{port}"))
+    log = open(tmp_path / "serve.log", "wb")  # noqa: SIM115
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "extender", *argv[1:]],
+        cwd=REPO,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            assert proc.poll() is None, (tmp_path / "serve.log").read_text()
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=1)
+                break
+            except OSError:
+                assert time.monotonic() < deadline
+                time.sleep(0.2)
+        outputs = []
+        for line in lines[1:]:
+            assert line.startswith("curl ")
+            command = line.replace("127.0.0.1:8888", f"127.0.0.1:{port}")
+            out = subprocess.run(
+                command,
+                shell=True,
+                cwd=REPO,
+                capture_output=True,
+                text=True,
+                check=True,
+                timeout=30,
+            ).stdout
+            outputs.append(json.loads(out))
+    finally:
+        proc.terminate()
+        proc.wait(10)
+        log.close()
+    filtered, prioritized, bad, ready = outputs
+    assert [n["metadata"]["name"] for n in filtered["Nodes"]["items"]] == [
+        "ext-node-0",
+        "ext-node-1",
+        "ext-node-2",
+    ]
+    assert filtered["NodeNames"] is None and filtered["Error"] == ""
+    assert sorted(e["Host"] for e in prioritized) == ["ext-node-0", "ext-node-1", "ext-node-2"]
+    assert bad["error"] == "invalid request body" and "Pod" in bad["fields"]
+    assert ready == {"status": "ready"}
