@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 export KUBE_EXTENDER_CACHE ?= $(HOME)/.cache/kube-extender
 
-.PHONY: start test unit lint setup controlplane bench clean
+.PHONY: start test unit lint setup controlplane bench bench-cluster conformance cluster-up cluster-down clean
 
 ## The README's first command: build the control plane once, run the seed scenario on it.
 start: setup controlplane
@@ -15,10 +15,11 @@ test: setup controlplane lint
 	$(BIN)/python -m pytest -q -p no:cacheprovider tests
 
 unit: setup
-	$(BIN)/python -m pytest -q tests/unit tests/webhook
+	$(BIN)/python -m pytest -q -p no:cacheprovider tests/unit tests/webhook
 
 lint: setup
 	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
 
 setup: $(VENV)/.installed
 
@@ -31,8 +32,25 @@ $(VENV)/.installed: pyproject.toml
 controlplane:
 	bash hack/build-controlplane.sh
 
+## Benchmarks: figures and ratios against a peer measured in the same run (never timed tests).
 bench: setup
 	$(BIN)/python bench/core.py
+
+bench-cluster: setup controlplane
+	$(BIN)/python bench/webhook.py
+	$(BIN)/python bench/extender_overhead.py
+	$(BIN)/python bench/throughput.py
+
+## Differential tests against the real kube-scheduler: make conformance SEEDS=50
+SEEDS ?= 20
+conformance: setup controlplane
+	$(BIN)/python -m tests.conformance --seeds $(SEEDS)
+
+cluster-up: setup controlplane
+	$(BIN)/kube-extender cluster up
+
+cluster-down: setup
+	$(BIN)/kube-extender cluster down
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache
