@@ -76,7 +76,7 @@ class WeightedAffinityTerm:
         self.weight = weight
 
 
-def _host_ports(spec: dict) -> tuple[tuple[str, str, int], ...]:
+def host_ports_of(spec: dict) -> tuple[tuple[str, str, int], ...]:
     ports = []
     containers = list(spec.get("containers") or ())
     containers += [
@@ -135,7 +135,7 @@ class PodInfo:
         non_zero = pod_requests(pod, non_zero=True)
         self.non_zero_milli_cpu = non_zero.milli_cpu
         self.non_zero_memory = non_zero.memory
-        self.host_ports = _host_ports(spec)
+        self.host_ports = host_ports_of(spec)
 
         affinity = spec.get("affinity") or {}
         pod_aff = affinity.get("podAffinity") or {}

@@ -1,0 +1,31 @@
+"""DefaultBinder (Bind): binds the pod through the API's ``pods/binding`` subresource (spec §7.14).
+
+Reads only the pod's name, namespace and UID; the client (``handle.client``) raises on any
+failure, which becomes an Error status (the binding cycle then unreserves and requeues).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from extender.framework.cycle_state import CycleState
+from extender.framework.status import Status
+
+NAME = "DefaultBinder"
+
+
+class DefaultBinder:
+    name = NAME
+
+    def __init__(self, args: dict, handle: Any) -> None:
+        self.handle = handle
+
+    def bind(self, state: CycleState, pod: dict, node_name: str) -> Status | None:
+        client = getattr(self.handle, "client", None)
+        if client is None:
+            return Status.error("no API client to bind with", plugin=NAME)
+        try:
+            client.bind(pod, node_name)
+        except Exception as exc:  # the API said no: that is the status, not a crash
+            return Status.error(exc, plugin=NAME)
+        return None
