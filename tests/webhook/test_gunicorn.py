@@ -82,9 +82,10 @@ def server(tmp_path_factory: pytest.TempPathFactory):  # noqa: ANN201
     log.close()
 
 
-def curl(url: str, *args: str) -> tuple[int, str]:
+def curl(url: str, *args: str, stdin: str | None = None) -> tuple[int, str]:
     out = subprocess.run(
         ["curl", "-s", "-w", "\n%{http_code}", *args, url],
+        input=stdin,
         capture_output=True,
         text=True,
         check=True,
@@ -157,7 +158,7 @@ def test_bad_bodies(server: str) -> None:
     )
     assert code == 400 and "metadata.name" in body
     big = json.dumps({"Pod": {"metadata": {"name": "p"}}, "NodeNames": ["n" * 200_000]})
-    code, body = curl(server + "/scheduler/filter", "-X", "POST", "--data-binary", big)
+    code, body = curl(server + "/scheduler/filter", "-X", "POST", "--data-binary", "@-", stdin=big)
     assert code == 413 and "100000 bytes" in json.loads(body)["error"]
 
 
