@@ -1,0 +1,495 @@
+"""InterPodAffinity: required and preferred pod (anti-)affinity (spec §7.11).
+
+Contract
+* Reads the incoming pod's ``spec.affinity.podAffinity`` / ``podAntiAffinity``, the parsed
+  affinity terms of the pods already on the snapshot's nodes, node labels and — for terms with
+  a non-empty ``namespaceSelector`` — namespace labels through ``handle.namespace_labels(ns)``
+  (no handle, or an unknown namespace, means no labels). Mutates nothing but its CycleState keys
+  ``"PreFilterInterPodAffinity"`` and ``"PreScoreInterPodAffinity"``.
+* PreFilter counts, per topology pair ``(key, value)``: existing pods whose required
+  anti-affinity terms match the incoming pod; existing pods matching *all* the incoming pod's
+  required affinity terms; existing pods matching each incoming required anti-affinity term.
+  It answers Skip when the pod has no required terms and no existing pod's anti-affinity
+  matches it. The counts are cloned for simulations and updated by ``add_pod``/``remove_pod``.
+* Filter, in order: incoming required affinity (UnschedulableAndUnresolvable
+  ``node(s) didn't match pod affinity rules``; a pod matching its own terms passes when no pod
+  anywhere matches them — the first pod of a group); incoming required anti-affinity
+  (Unschedulable ``node(s) didn't match pod anti-affinity rules``); existing pods' required
+  anti-affinity (Unschedulable ``node(s) didn't satisfy existing pods anti-affinity rules``).
+* Score: per topology pair, ``+weight`` / ``-weight`` for the incoming pod's preferred
+  affinity / anti-affinity terms matching an existing pod, ``+hardPodAffinityWeight`` for each
+  existing pod's required affinity term matching the incoming pod, ``±weight`` for existing pods'
+  preferred terms matching it. A node's raw score is the sum over its pairs; NormalizeScore maps
+  min..max to 0..100 (all 0 when min == max). PreScore answers Skip when nothing matched, or —
+  with ``ignorePreferredTermsOfExistingPods`` — when the incoming pod has no preferred terms (as
+  upstream, that flag only enables this early Skip).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from extender.framework.cycle_state import CycleState, StateNotFound
+from extender.framework.events import (
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
+    QueueingHint,
+    Resource,
+)
+from extender.framework.runtime import MAX_NODE_SCORE
+from extender.framework.status import SKIP, Status, unresolvable, unschedulable
+from extender.framework.types import (
+    AffinityTerm,
+    NodeInfo,
+    NodeScore,
+    PodInfo,
+    WeightedAffinityTerm,
+)
+
+NAME = "InterPodAffinity"
+PRE_FILTER_STATE_KEY = "PreFilter" + NAME
+PRE_SCORE_STATE_KEY = "PreScore" + NAME
+
+ERR_REASON_EXISTING_ANTI_AFFINITY_RULES_NOT_MATCH = (
+    "node(s) didn't satisfy existing pods anti-affinity rules"
+)
+ERR_REASON_AFFINITY_RULES_NOT_MATCH = "node(s) didn't match pod affinity rules"
+ERR_REASON_ANTI_AFFINITY_RULES_NOT_MATCH = "node(s) didn't match pod anti-affinity rules"
+
+DEFAULT_HARD_POD_AFFINITY_WEIGHT = 1
+MIN_HARD_POD_AFFINITY_WEIGHT = 0
+MAX_HARD_POD_AFFINITY_WEIGHT = 100
+
+TopologyPair = tuple[str, str]
+
+
+class NamespaceLabels:
+    """Namespace labels looked up once per namespace and cycle (a snapshot, like upstream's)."""
+
+    __slots__ = ("_lookup", "_cache")
+
+    def __init__(self, handle: Any) -> None:
+        lookup = getattr(handle, "namespace_labels", None) if handle is not None else None
+        self._lookup: Callable[[str], dict | None] | None = lookup if callable(lookup) else None
+        self._cache: dict[str, dict | None] = {}
+
+    def get(self, namespace: str) -> dict | None:
+        if namespace not in self._cache:
+            self._cache[namespace] = (
+                self._lookup(namespace) if self._lookup is not None else None
+            ) or None
+        return self._cache[namespace]
+
+
+def term_matches(term: AffinityTerm, pod: PodInfo, ns_labels: NamespaceLabels) -> bool:
+    """``term.matches`` fetching the pod's namespace labels only when the term needs them."""
+    if (
+        pod.namespace in term.namespaces
+        or term.namespace_selector is None
+        or term.namespace_selector.empty
+    ):
+        return term.matches(pod)
+    return term.matches(pod, ns_labels.get(pod.namespace))
+
+
+def matches_all_terms(
+    terms: Iterable[AffinityTerm], pod: PodInfo, ns_labels: NamespaceLabels
+) -> bool:
+    """True iff there is at least one term and ``pod`` matches every one."""
+    terms = tuple(terms)
+    return bool(terms) and all(term_matches(t, pod, ns_labels) for t in terms)
+
+
+def _bump(counts: dict[TopologyPair, int], labels: dict[str, str], key: str, delta: int) -> None:
+    value = labels.get(key)
+    if value is None:
+        return
+    pair = (key, value)
+    total = counts.get(pair, 0) + delta
+    # Removals can bring a pair back to zero; drop it so "no pair" keeps meaning "no match".
+    if total == 0:
+        counts.pop(pair, None)
+    else:
+        counts[pair] = total
+
+
+class PreFilterState:
+    __slots__ = (
+        "existing_anti_affinity_counts",
+        "affinity_counts",
+        "anti_affinity_counts",
+        "pod_info",
+        "ns_labels",
+    )
+
+    def __init__(self, pod_info: PodInfo, ns_labels: NamespaceLabels) -> None:
+        # pair -> number of existing pods whose required anti-affinity matches the pod
+        self.existing_anti_affinity_counts: dict[TopologyPair, int] = {}
+        # pair -> number of existing pods matching all the pod's required affinity terms
+        self.affinity_counts: dict[TopologyPair, int] = {}
+        # pair -> number of existing pods matching the pod's required anti-affinity terms
+        self.anti_affinity_counts: dict[TopologyPair, int] = {}
+        self.pod_info = pod_info
+        self.ns_labels = ns_labels
+
+    def clone(self) -> PreFilterState:
+        copy = PreFilterState(self.pod_info, self.ns_labels)
+        copy.existing_anti_affinity_counts = dict(self.existing_anti_affinity_counts)
+        copy.affinity_counts = dict(self.affinity_counts)
+        copy.anti_affinity_counts = dict(self.anti_affinity_counts)
+        return copy
+
+    def update_with_pod(self, other: PodInfo, node_labels: dict[str, str], delta: int) -> None:
+        incoming = self.pod_info
+        for term in other.required_anti_affinity_terms:
+            if term_matches(term, incoming, self.ns_labels):
+                _bump(self.existing_anti_affinity_counts, node_labels, term.topology_key, delta)
+        if matches_all_terms(incoming.required_affinity_terms, other, self.ns_labels):
+            for term in incoming.required_affinity_terms:
+                _bump(self.affinity_counts, node_labels, term.topology_key, delta)
+        for term in incoming.required_anti_affinity_terms:
+            if term_matches(term, other, self.ns_labels):
+                _bump(self.anti_affinity_counts, node_labels, term.topology_key, delta)
+
+
+class PreScoreState:
+    """Pair scores for Score/NormalizeScore; read-only after PreScore, so clone shares it."""
+
+    __slots__ = ("topology_score",)
+
+    def __init__(self) -> None:
+        # topology key -> value -> score
+        self.topology_score: dict[str, dict[str, int]] = {}
+
+    def clone(self) -> PreScoreState:
+        return self
+
+
+class InterPodAffinity:
+    name = NAME
+
+    def __init__(self, args: dict, handle: Any) -> None:
+        self.handle = handle
+        args = args or {}
+        weight = args.get("hardPodAffinityWeight", DEFAULT_HARD_POD_AFFINITY_WEIGHT)
+        if weight is None:
+            weight = DEFAULT_HARD_POD_AFFINITY_WEIGHT
+        if (
+            not isinstance(weight, int)
+            or isinstance(weight, bool)
+            or not MIN_HARD_POD_AFFINITY_WEIGHT <= weight <= MAX_HARD_POD_AFFINITY_WEIGHT
+        ):
+            raise ValueError(
+                f"hardPodAffinityWeight: Invalid value: {weight!r}: not in valid range "
+                f"[{MIN_HARD_POD_AFFINITY_WEIGHT}, {MAX_HARD_POD_AFFINITY_WEIGHT}]"
+            )
+        ignore = args.get("ignorePreferredTermsOfExistingPods", False)
+        if not isinstance(ignore, bool):
+            raise ValueError(
+                f"ignorePreferredTermsOfExistingPods: Invalid value: {ignore!r}: must be a boolean"
+            )
+        self.hard_pod_affinity_weight: int = weight
+        self.ignore_preferred_terms_of_existing_pods: bool = ignore
+
+    # -- PreFilter / Filter -----------------------------------------------------------
+
+    def pre_filter(
+        self, state: CycleState, pod: dict, nodes: list[NodeInfo]
+    ) -> tuple[None, Status | None]:
+        try:
+            pod_info = PodInfo(pod)
+        except ValueError as exc:
+            return None, unresolvable(f"parsing pod: {exc}")
+        snapshot = state.snapshot
+        if snapshot is not None:
+            with_anti = snapshot.have_pods_with_required_anti_affinity_list
+        else:
+            with_anti = [n for n in nodes if n.pods_with_required_anti_affinity]
+        s = PreFilterState(pod_info, NamespaceLabels(self.handle))
+
+        for node_info in with_anti:
+            for existing in node_info.pods_with_required_anti_affinity:
+                for term in existing.required_anti_affinity_terms:
+                    if term_matches(term, pod_info, s.ns_labels):
+                        _bump(
+                            s.existing_anti_affinity_counts,
+                            node_info.labels,
+                            term.topology_key,
+                            1,
+                        )
+
+        affinity_terms = pod_info.required_affinity_terms
+        anti_terms = pod_info.required_anti_affinity_terms
+        if affinity_terms or anti_terms:
+            for node_info in nodes:
+                labels = node_info.labels
+                for existing in node_info.pods:
+                    if matches_all_terms(affinity_terms, existing, s.ns_labels):
+                        for term in affinity_terms:
+                            _bump(s.affinity_counts, labels, term.topology_key, 1)
+                    for term in anti_terms:
+                        if term_matches(term, existing, s.ns_labels):
+                            _bump(s.anti_affinity_counts, labels, term.topology_key, 1)
+
+        if not s.existing_anti_affinity_counts and not affinity_terms and not anti_terms:
+            return None, SKIP
+        state.write(PRE_FILTER_STATE_KEY, s)
+        return None, None
+
+    def pre_filter_extensions(self) -> InterPodAffinity:
+        return self
+
+    def add_pod(
+        self, state: CycleState, pod: dict, pod_to_add: PodInfo, node_info: NodeInfo
+    ) -> Status | None:
+        return self._update(state, pod_to_add, node_info, 1)
+
+    def remove_pod(
+        self, state: CycleState, pod: dict, pod_to_remove: PodInfo, node_info: NodeInfo
+    ) -> Status | None:
+        return self._update(state, pod_to_remove, node_info, -1)
+
+    def _update(
+        self, state: CycleState, other: PodInfo, node_info: NodeInfo, delta: int
+    ) -> Status | None:
+        try:
+            s: PreFilterState = state.read(PRE_FILTER_STATE_KEY)
+        except StateNotFound:
+            return Status.error(f'error reading "{PRE_FILTER_STATE_KEY}" from cycleState')
+        s.update_with_pod(other, node_info.labels, delta)
+        return None
+
+    def filter(self, state: CycleState, pod: dict, node_info: NodeInfo) -> Status | None:
+        try:
+            s: PreFilterState = state.read(PRE_FILTER_STATE_KEY)
+        except StateNotFound:
+            return Status.error(f'error reading "{PRE_FILTER_STATE_KEY}" from cycleState')
+        if not _satisfies_pod_affinity(s, node_info):
+            return unresolvable(ERR_REASON_AFFINITY_RULES_NOT_MATCH)
+        if not _satisfies_pod_anti_affinity(s, node_info):
+            return unschedulable(ERR_REASON_ANTI_AFFINITY_RULES_NOT_MATCH)
+        if not _satisfies_existing_pods_anti_affinity(s, node_info):
+            return unschedulable(ERR_REASON_EXISTING_ANTI_AFFINITY_RULES_NOT_MATCH)
+        return None
+
+    # -- PreScore / Score / NormalizeScore --------------------------------------------
+
+    def pre_score(self, state: CycleState, pod: dict, nodes: list[NodeInfo]) -> Status | None:
+        try:
+            pod_info = PodInfo(pod)
+        except ValueError as exc:
+            return Status.error(f"failed to parse pod: {exc}")
+        has_constraints = bool(
+            pod_info.preferred_affinity_terms or pod_info.preferred_anti_affinity_terms
+        )
+        if self.ignore_preferred_terms_of_existing_pods and not has_constraints:
+            return SKIP
+        snapshot = state.snapshot
+        if snapshot is None:
+            all_nodes = nodes if has_constraints else [n for n in nodes if n.pods_with_affinity]
+        elif has_constraints:
+            all_nodes = snapshot.node_info_list
+        else:
+            # Without preferred terms of its own, only pods with affinity terms can score.
+            all_nodes = snapshot.have_pods_with_affinity_list
+
+        ns_labels = NamespaceLabels(self.handle)
+        s = PreScoreState()
+        for node_info in all_nodes:
+            pods = node_info.pods if has_constraints else node_info.pods_with_affinity
+            for existing in pods:
+                self._process_existing_pod(s, pod_info, existing, node_info.labels, ns_labels)
+        if not s.topology_score:
+            return SKIP
+        state.write(PRE_SCORE_STATE_KEY, s)
+        return None
+
+    def _process_existing_pod(
+        self,
+        s: PreScoreState,
+        incoming: PodInfo,
+        existing: PodInfo,
+        node_labels: dict[str, str],
+        ns_labels: NamespaceLabels,
+    ) -> None:
+        if not node_labels:
+            return
+        score = s.topology_score
+
+        def add(term: AffinityTerm, weight: int, target: PodInfo) -> None:
+            if term_matches(term, target, ns_labels):
+                value = node_labels.get(term.topology_key)
+                if value is not None:
+                    values = score.setdefault(term.topology_key, {})
+                    values[value] = values.get(value, 0) + weight
+
+        def add_weighted(terms: Iterable[WeightedAffinityTerm], sign: int, target: PodInfo) -> None:
+            for wt in terms:
+                add(wt.term, wt.weight * sign, target)
+
+        # The incoming pod's preferred terms, matched against the existing pod.
+        add_weighted(incoming.preferred_affinity_terms, 1, existing)
+        add_weighted(incoming.preferred_anti_affinity_terms, -1, existing)
+        # The existing pod's terms, matched against the incoming pod (symmetry).
+        if self.hard_pod_affinity_weight > 0:
+            for term in existing.required_affinity_terms:
+                add(term, self.hard_pod_affinity_weight, incoming)
+        add_weighted(existing.preferred_affinity_terms, 1, incoming)
+        add_weighted(existing.preferred_anti_affinity_terms, -1, incoming)
+
+    def score(self, state: CycleState, pod: dict, node_info: NodeInfo) -> tuple[int, Status | None]:
+        try:
+            s: PreScoreState = state.read(PRE_SCORE_STATE_KEY)
+        except StateNotFound:
+            return 0, Status.error(f'failed to read "{PRE_SCORE_STATE_KEY}" from cycleState')
+        total = 0
+        for key, values in s.topology_score.items():
+            value = node_info.labels.get(key)
+            if value is not None:
+                total += values.get(value, 0)
+        return total, None
+
+    def score_extensions(self) -> InterPodAffinity:
+        return self
+
+    def normalize_score(
+        self, state: CycleState, pod: dict, scores: list[NodeScore]
+    ) -> Status | None:
+        try:
+            s: PreScoreState = state.read(PRE_SCORE_STATE_KEY)
+        except StateNotFound:
+            return Status.error(f'failed to read "{PRE_SCORE_STATE_KEY}" from cycleState')
+        if not s.topology_score or not scores:
+            return None
+        lowest = min(ns.score for ns in scores)
+        spread = max(ns.score for ns in scores) - lowest
+        for ns in scores:
+            # Float then truncation, as upstream computes it.
+            ns.score = int(MAX_NODE_SCORE * ((ns.score - lowest) / spread)) if spread > 0 else 0
+        return None
+
+    # -- events -----------------------------------------------------------------------
+
+    def events_to_register(self) -> list[ClusterEventWithHint]:
+        return [
+            ClusterEventWithHint(
+                ClusterEvent(
+                    Resource.POD,
+                    ActionType.ADD | ActionType.UPDATE_POD_LABEL | ActionType.DELETE,
+                ),
+                self.is_schedulable_after_pod_change,
+            ),
+            # UpdateNodeTaint stands in for node additions that were filtered out while the
+            # node was not ready (upstream keeps it for the same reason).
+            ClusterEventWithHint(
+                ClusterEvent(
+                    Resource.NODE,
+                    ActionType.ADD | ActionType.UPDATE_NODE_LABEL | ActionType.UPDATE_NODE_TAINT,
+                ),
+                self.is_schedulable_after_node_change,
+            ),
+        ]
+
+    def is_schedulable_after_pod_change(
+        self, pod: dict, old: dict | None, new: dict | None
+    ) -> QueueingHint:
+        if (new is not None and not _node_name(new)) or (old is not None and not _node_name(old)):
+            return QueueingHint.QUEUE_SKIP
+        target = PodInfo(pod)
+        ns_labels = NamespaceLabels(self.handle)
+        terms = target.required_affinity_terms
+        anti_terms = target.required_anti_affinity_terms
+
+        def matches_any_anti(changed: PodInfo) -> bool:
+            return any(term_matches(t, changed, ns_labels) for t in anti_terms)
+
+        if old is not None and new is not None:
+            old_info, new_info = PodInfo(old), PodInfo(new)
+            if not matches_all_terms(terms, old_info, ns_labels) and matches_all_terms(
+                terms, new_info, ns_labels
+            ):
+                return QueueingHint.QUEUE
+            if matches_any_anti(old_info) and not matches_any_anti(new_info):
+                return QueueingHint.QUEUE
+            return QueueingHint.QUEUE_SKIP
+        if new is not None:
+            added = PodInfo(new)
+            if matches_all_terms(terms, added, ns_labels):
+                return QueueingHint.QUEUE
+            return QueueingHint.QUEUE_SKIP
+        if old is None:
+            return QueueingHint.QUEUE
+        deleted = PodInfo(old)
+        if matches_any_anti(deleted):
+            return QueueingHint.QUEUE
+        # The deleted pod's own anti-affinity may have been what kept the pod away.
+        if any(term_matches(t, target, ns_labels) for t in deleted.required_anti_affinity_terms):
+            return QueueingHint.QUEUE
+        return QueueingHint.QUEUE_SKIP
+
+    def is_schedulable_after_node_change(
+        self, pod: dict, old: dict | None, new: dict | None
+    ) -> QueueingHint:
+        if new is None:
+            return QueueingHint.QUEUE_SKIP
+        target = PodInfo(pod)
+        new_labels = (new.get("metadata") or {}).get("labels") or {}
+        old_labels = ((old or {}).get("metadata") or {}).get("labels") or {}
+        for term in target.required_affinity_terms:
+            key = term.topology_key
+            if old is None:
+                if key in new_labels:
+                    return QueueingHint.QUEUE
+            elif key in new_labels and (
+                key not in old_labels or old_labels[key] != new_labels[key]
+            ):
+                # The node gained the key, or moved to another domain.
+                return QueueingHint.QUEUE
+        for term in target.required_anti_affinity_terms:
+            key = term.topology_key
+            if old is None:
+                return QueueingHint.QUEUE
+            if key in old_labels and (key not in new_labels or old_labels[key] != new_labels[key]):
+                # The node left the domain that held the conflicting pod.
+                return QueueingHint.QUEUE
+        return QueueingHint.QUEUE_SKIP
+
+
+def _node_name(pod: dict) -> str:
+    return (pod.get("spec") or {}).get("nodeName") or ""
+
+
+def _satisfies_pod_affinity(s: PreFilterState, node_info: NodeInfo) -> bool:
+    terms = s.pod_info.required_affinity_terms
+    pods_exist = True
+    for term in terms:
+        value = node_info.labels.get(term.topology_key)
+        if value is None:
+            # Every topology key of the pod's affinity terms must be on the node.
+            return False
+        if s.affinity_counts.get((term.topology_key, value), 0) <= 0:
+            pods_exist = False
+    if pods_exist:
+        return True
+    # The first pod of a group with affinity to itself: allowed when no pod anywhere matches
+    # the terms and the pod matches them itself, or it would stay pending forever.
+    return not s.affinity_counts and matches_all_terms(terms, s.pod_info, s.ns_labels)
+
+
+def _satisfies_pod_anti_affinity(s: PreFilterState, node_info: NodeInfo) -> bool:
+    if not s.anti_affinity_counts:
+        return True
+    for term in s.pod_info.required_anti_affinity_terms:
+        value = node_info.labels.get(term.topology_key)
+        if value is not None and s.anti_affinity_counts.get((term.topology_key, value), 0) > 0:
+            return False
+    return True
+
+
+def _satisfies_existing_pods_anti_affinity(s: PreFilterState, node_info: NodeInfo) -> bool:
+    counts = s.existing_anti_affinity_counts
+    if not counts:
+        return True
+    return not any(counts.get(pair, 0) > 0 for pair in node_info.labels.items())

@@ -1,0 +1,600 @@
+"""PodTopologySpread: spread matching pods evenly over topology domains (spec §7.10).
+
+Contract
+* Reads the incoming pod's ``spec.topologySpreadConstraints`` (or the profile's default
+  constraints, see below), node labels/taints and the pods already on the nodes of the cycle's
+  snapshot. Mutates nothing but its own CycleState keys ``"PreFilterPodTopologySpread"`` and
+  ``"PreScorePodTopologySpread"``.
+* Hard constraints (``whenUnsatisfiable: DoNotSchedule``) are checked in PreFilter/Filter; soft
+  ones (``ScheduleAnyway``) are scored in PreScore/Score/NormalizeScore. A pod without
+  constraints of the relevant kind makes PreFilter/PreScore answer Skip.
+* Counting: a node is *eligible* for a constraint when it has every constraint's topology key
+  and passes the constraint's inclusion policies (``nodeAffinityPolicy`` Honor (default): the
+  pod's nodeSelector/required node affinity must match; ``nodeTaintsPolicy`` Honor (default
+  Ignore): the node's NoSchedule/NoExecute taints must be tolerated). A domain's count is the
+  number of pods on eligible nodes of that domain that are in the incoming pod's namespace, match
+  the constraint's selector (``labelSelector`` plus ``matchLabelKeys`` values taken from the
+  incoming pod) and are not terminating (``metadata.deletionTimestamp`` unset). As upstream, an
+  empty selector (``labelSelector: {}``) counts no pods, while a missing one matches nothing.
+* Filter: ``skew = count(node's domain) + (1 if the pod matches the selector) - global min``,
+  where the global minimum is 0 while fewer than ``minDomains`` domains exist. ``skew >
+  maxSkew`` → Unschedulable; a node lacking a topology key → UnschedulableAndUnresolvable.
+  Upstream keeps only the two smallest domains ("critical paths") and can overestimate the
+  minimum after simulated pod additions; here the exact minimum is recomputed, which equals
+  upstream whenever upstream's answer does not depend on map iteration order.
+* Score: per node ``round(Σ count × ln(size + 2) + (maxSkew − 1))``; nodes lacking a key are
+  ignored (final score 0); normalisation is reversed min/max so fewer matching pods score higher.
+
+Default constraints (``defaultingType``): ``System`` (the default) uses hostname maxSkew 3 and
+zone maxSkew 5, both ScheduleAnyway; ``List`` uses ``defaultConstraints``. They apply only to a
+pod without any constraints, and only with the selector upstream derives from the Services
+selecting the pod and the pod's controlling ReplicationController/ReplicaSet/StatefulSet
+(``helper.DefaultSelector``). An empty derived selector means *no* default constraints. This
+plugin finds those objects through two optional handle hooks: ``handle.service_lister() ->
+list[service dict]`` and ``handle.controller_lookup(kind, namespace, name) -> dict | None``. The
+current framework provides neither, so a pod without constraints gets no default spreading
+(PreScore Skip) — the same answer upstream gives a bare pod that no Service or controller
+selects. With System defaulting, nodes missing a default key are not ignored (hostname spreading
+still works on nodes without a zone label).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from extender.framework.cycle_state import CycleState, StateNotFound
+from extender.framework.events import (
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
+    QueueingHint,
+    Resource,
+)
+from extender.framework.labels import LabelSelector, RequiredNodeAffinity, find_untolerated_taint
+from extender.framework.runtime import MAX_NODE_SCORE
+from extender.framework.status import SKIP, Status, unresolvable, unschedulable
+from extender.framework.types import NodeInfo, NodeScore, PodInfo, pod_key
+
+NAME = "PodTopologySpread"
+PRE_FILTER_STATE_KEY = "PreFilter" + NAME
+PRE_SCORE_STATE_KEY = "PreScore" + NAME
+
+ERR_REASON_CONSTRAINTS_NOT_MATCH = "node(s) didn't match pod topology spread constraints"
+ERR_REASON_NODE_LABEL_NOT_MATCH = ERR_REASON_CONSTRAINTS_NOT_MATCH + " (missing required label)"
+
+DO_NOT_SCHEDULE = "DoNotSchedule"
+SCHEDULE_ANYWAY = "ScheduleAnyway"
+HONOR = "Honor"
+IGNORE = "Ignore"
+SYSTEM_DEFAULTING = "System"
+LIST_DEFAULTING = "List"
+
+LABEL_HOSTNAME = "kubernetes.io/hostname"
+LABEL_ZONE = "topology.kubernetes.io/zone"
+
+SYSTEM_DEFAULT_CONSTRAINTS: tuple[dict, ...] = (
+    {"topologyKey": LABEL_HOSTNAME, "whenUnsatisfiable": SCHEDULE_ANYWAY, "maxSkew": 3},
+    {"topologyKey": LABEL_ZONE, "whenUnsatisfiable": SCHEDULE_ANYWAY, "maxSkew": 5},
+)
+
+# Taint effects that keep a pod off a node (upstream DoNotScheduleTaintsFilterFunc).
+_DO_NOT_SCHEDULE_EFFECTS = ("NoSchedule", "NoExecute")
+# The minimum of an empty domain map, as upstream's critical paths start at MaxInt32.
+_NO_DOMAIN_MIN = 2**31 - 1
+
+
+@dataclass(slots=True)
+class Constraint:
+    """A topology spread constraint with its selector compiled and defaults applied."""
+
+    max_skew: int
+    topology_key: str
+    selector: LabelSelector
+    min_domains: int = 1
+    node_affinity_policy: str = HONOR
+    node_taints_policy: str = IGNORE
+
+    def matches_inclusion_policies(
+        self, pod: dict, node_info: NodeInfo, required: RequiredNodeAffinity
+    ) -> bool:
+        if self.node_affinity_policy == HONOR and not required.matches(
+            node_info.name, node_info.labels
+        ):
+            return False
+        if self.node_taints_policy == HONOR:
+            tolerations = (pod.get("spec") or {}).get("tolerations") or []
+            if find_untolerated_taint(node_info.taints, tolerations, _DO_NOT_SCHEDULE_EFFECTS):
+                return False
+        return True
+
+
+def _parse_constraints(
+    constraints: Iterable[dict], pod_labels: dict[str, str], action: str
+) -> list[Constraint]:
+    """The constraints with ``whenUnsatisfiable == action``, selectors compiled."""
+    result = []
+    for c in constraints:
+        if c.get("whenUnsatisfiable") != action:
+            continue
+        selector = LabelSelector(c.get("labelSelector"))
+        # matchLabelKeys: the incoming pod's values for these keys narrow the selector.
+        for key in c.get("matchLabelKeys") or ():
+            if key in pod_labels:
+                selector.add_equals(key, pod_labels[key])
+        min_domains = c.get("minDomains")
+        result.append(
+            Constraint(
+                max_skew=int(c.get("maxSkew") or 0),
+                topology_key=c.get("topologyKey") or "",
+                selector=selector,
+                min_domains=1 if min_domains is None else int(min_domains),
+                node_affinity_policy=c.get("nodeAffinityPolicy") or HONOR,
+                node_taints_policy=c.get("nodeTaintsPolicy") or IGNORE,
+            )
+        )
+    return result
+
+
+def node_has_all_keys(labels: dict[str, str], constraints: Iterable[Constraint]) -> bool:
+    return all(c.topology_key in labels for c in constraints)
+
+
+def count_pods_matching(pods: Iterable[PodInfo], selector: LabelSelector, namespace: str) -> int:
+    """Pods in ``namespace`` matching ``selector``, terminating pods excluded."""
+    if selector.empty:
+        return 0
+    return sum(
+        1
+        for p in pods
+        if not p.deleting and p.namespace == namespace and selector.matches(p.labels)
+    )
+
+
+def _round_half_away(value: float) -> int:
+    """Go's ``math.Round`` (half away from zero); Python's ``round`` rounds half to even."""
+    return int(math.floor(value + 0.5)) if value >= 0 else -int(math.floor(-value + 0.5))
+
+
+class PreFilterState:
+    """Per-constraint domain counts for the hard constraints; cloned for simulations."""
+
+    __slots__ = ("constraints", "tp_counts")
+
+    def __init__(self, constraints: list[Constraint], tp_counts: list[dict[str, int]]) -> None:
+        self.constraints = constraints  # shared: never mutated
+        self.tp_counts = tp_counts
+
+    def clone(self) -> PreFilterState:
+        return PreFilterState(self.constraints, [dict(m) for m in self.tp_counts])
+
+    def min_match(self, index: int) -> int:
+        counts = self.tp_counts[index]
+        if len(counts) < self.constraints[index].min_domains:
+            # Fewer eligible domains than minDomains: the global minimum is treated as 0.
+            return 0
+        return min(counts.values(), default=_NO_DOMAIN_MIN)
+
+
+class PreScoreState:
+    """Soft-constraint counts for scoring; read-only after PreScore, so clone shares it."""
+
+    __slots__ = ("constraints", "ignored_nodes", "tp_counts", "weights")
+
+    def __init__(self) -> None:
+        self.constraints: list[Constraint] = []
+        self.ignored_nodes: set[str] = set()
+        self.tp_counts: list[dict[str, int]] = []
+        self.weights: list[float] = []
+
+    def clone(self) -> PreScoreState:
+        return self
+
+
+class PodTopologySpread:
+    name = NAME
+
+    def __init__(self, args: dict, handle: Any) -> None:
+        self.handle = handle
+        args = args or {}
+        defaulting = args.get("defaultingType") or SYSTEM_DEFAULTING
+        defaults = list(args.get("defaultConstraints") or [])
+        _validate_args(defaulting, defaults)
+        self.system_defaulted = defaulting == SYSTEM_DEFAULTING
+        self.default_constraints: list[dict] = (
+            [dict(c) for c in SYSTEM_DEFAULT_CONSTRAINTS] if self.system_defaulted else defaults
+        )
+
+    # -- constraints ------------------------------------------------------------------
+
+    def _constraints(self, pod: dict, action: str) -> list[Constraint]:
+        """The pod's constraints for ``action``, or the default ones if it has none at all."""
+        spec = pod.get("spec") or {}
+        labels = (pod.get("metadata") or {}).get("labels") or {}
+        own = spec.get("topologySpreadConstraints") or []
+        if own:
+            return _parse_constraints(own, labels, action)
+        return self._default_constraints(pod, action)
+
+    def _default_constraints(self, pod: dict, action: str) -> list[Constraint]:
+        labels = (pod.get("metadata") or {}).get("labels") or {}
+        constraints = _parse_constraints(self.default_constraints, labels, action)
+        if not constraints:
+            return []
+        selector = self._default_selector(pod)
+        if selector is None or selector.empty:
+            return []
+        for c in constraints:
+            c.selector = selector
+        return constraints
+
+    def _default_selector(self, pod: dict) -> LabelSelector | None:
+        service_lister: Callable[[], list[dict]] | None = getattr(
+            self.handle, "service_lister", None
+        )
+        controller_lookup: Callable[[str, str, str], dict | None] | None = getattr(
+            self.handle, "controller_lookup", None
+        )
+        services = service_lister() if callable(service_lister) else []
+        return default_selector(
+            pod, services, controller_lookup if callable(controller_lookup) else None
+        )
+
+    # -- PreFilter / Filter -----------------------------------------------------------
+
+    def pre_filter(
+        self, state: CycleState, pod: dict, nodes: list[NodeInfo]
+    ) -> tuple[None, Status | None]:
+        try:
+            constraints = self._constraints(pod, DO_NOT_SCHEDULE)
+        except ValueError as exc:
+            return None, Status.error(f"get constraints from pod: {exc}")
+        if not constraints:
+            return None, SKIP
+        namespace = (pod.get("metadata") or {}).get("namespace") or "default"
+        required = RequiredNodeAffinity(pod)
+        tp_counts: list[dict[str, int]] = [{} for _ in constraints]
+        for node_info in nodes:
+            if node_info.node is None or not node_has_all_keys(node_info.labels, constraints):
+                continue
+            for i, c in enumerate(constraints):
+                if not c.matches_inclusion_policies(pod, node_info, required):
+                    continue
+                value = node_info.labels[c.topology_key]
+                count = count_pods_matching(node_info.pods, c.selector, namespace)
+                tp_counts[i][value] = tp_counts[i].get(value, 0) + count
+        state.write(PRE_FILTER_STATE_KEY, PreFilterState(constraints, tp_counts))
+        return None, None
+
+    def pre_filter_extensions(self) -> PodTopologySpread:
+        return self
+
+    def add_pod(
+        self, state: CycleState, pod: dict, pod_to_add: PodInfo, node_info: NodeInfo
+    ) -> Status | None:
+        return self._update_with_pod(state, pod, pod_to_add, node_info, 1)
+
+    def remove_pod(
+        self, state: CycleState, pod: dict, pod_to_remove: PodInfo, node_info: NodeInfo
+    ) -> Status | None:
+        return self._update_with_pod(state, pod, pod_to_remove, node_info, -1)
+
+    def _update_with_pod(
+        self, state: CycleState, pod: dict, other: PodInfo, node_info: NodeInfo, delta: int
+    ) -> Status | None:
+        try:
+            s: PreFilterState = state.read(PRE_FILTER_STATE_KEY)
+        except StateNotFound:
+            return Status.error(f'reading "{PRE_FILTER_STATE_KEY}" from cycleState: not found')
+        namespace = (pod.get("metadata") or {}).get("namespace") or "default"
+        if other.namespace != namespace or node_info.node is None:
+            return None
+        if not node_has_all_keys(node_info.labels, s.constraints):
+            return None
+        required = RequiredNodeAffinity(pod)
+        for i, c in enumerate(s.constraints):
+            if not c.selector.matches(other.labels):
+                continue
+            if not c.matches_inclusion_policies(pod, node_info, required):
+                continue
+            value = node_info.labels[c.topology_key]
+            s.tp_counts[i][value] = s.tp_counts[i].get(value, 0) + delta
+        return None
+
+    def filter(self, state: CycleState, pod: dict, node_info: NodeInfo) -> Status | None:
+        try:
+            s: PreFilterState = state.read(PRE_FILTER_STATE_KEY)
+        except StateNotFound:
+            return Status.error(f'reading "{PRE_FILTER_STATE_KEY}" from cycleState: not found')
+        if not s.constraints:
+            return None
+        pod_labels = (pod.get("metadata") or {}).get("labels") or {}
+        for i, c in enumerate(s.constraints):
+            value = node_info.labels.get(c.topology_key)
+            if value is None:
+                return unresolvable(ERR_REASON_NODE_LABEL_NOT_MATCH)
+            self_match = 1 if c.selector.matches(pod_labels) else 0
+            skew = s.tp_counts[i].get(value, 0) + self_match - s.min_match(i)
+            if skew > c.max_skew:
+                return unschedulable(ERR_REASON_CONSTRAINTS_NOT_MATCH)
+        return None
+
+    # -- PreScore / Score / NormalizeScore --------------------------------------------
+
+    def pre_score(self, state: CycleState, pod: dict, nodes: list[NodeInfo]) -> Status | None:
+        snapshot = state.snapshot
+        all_nodes: list[NodeInfo] = snapshot.node_info_list if snapshot is not None else nodes
+        if not all_nodes:
+            return SKIP
+        spec = pod.get("spec") or {}
+        # Nodes must carry every topology key unless the constraints are the system defaults,
+        # so that nodes without a zone label still get hostname spreading.
+        require_all = bool(spec.get("topologySpreadConstraints")) or not self.system_defaulted
+        try:
+            constraints = self._constraints(pod, SCHEDULE_ANYWAY)
+        except ValueError as exc:
+            return Status.error(f"calculating preScoreState: {exc}")
+        if not constraints:
+            return SKIP
+
+        s = PreScoreState()
+        s.constraints = constraints
+        s.tp_counts = [{} for _ in constraints]
+        sizes = [0] * len(constraints)
+        for node_info in nodes:
+            if require_all and not node_has_all_keys(node_info.labels, constraints):
+                s.ignored_nodes.add(node_info.name)
+                continue
+            for i, c in enumerate(constraints):
+                if c.topology_key == LABEL_HOSTNAME:
+                    continue  # per-node counts are taken in Score
+                value = node_info.labels.get(c.topology_key, "")
+                if value not in s.tp_counts[i]:
+                    s.tp_counts[i][value] = 0
+                    sizes[i] += 1
+        for i, c in enumerate(constraints):
+            size = sizes[i]
+            if c.topology_key == LABEL_HOSTNAME:
+                size = len(nodes) - len(s.ignored_nodes)
+            s.weights.append(math.log(size + 2))
+
+        namespace = (pod.get("metadata") or {}).get("namespace") or "default"
+        required = RequiredNodeAffinity(pod)
+        for node_info in all_nodes:
+            if require_all and not node_has_all_keys(node_info.labels, constraints):
+                continue
+            for i, c in enumerate(constraints):
+                if not c.matches_inclusion_policies(pod, node_info, required):
+                    continue
+                value = node_info.labels.get(c.topology_key, "")
+                # Only domains of the feasible nodes are counted (never the hostname key).
+                if value not in s.tp_counts[i]:
+                    continue
+                s.tp_counts[i][value] += count_pods_matching(node_info.pods, c.selector, namespace)
+        state.write(PRE_SCORE_STATE_KEY, s)
+        return None
+
+    def score(self, state: CycleState, pod: dict, node_info: NodeInfo) -> tuple[int, Status | None]:
+        try:
+            s: PreScoreState = state.read(PRE_SCORE_STATE_KEY)
+        except StateNotFound:
+            return 0, Status.error(f'error reading "{PRE_SCORE_STATE_KEY}" from cycleState')
+        if node_info.name in s.ignored_nodes:
+            return 0, None
+        namespace = (pod.get("metadata") or {}).get("namespace") or "default"
+        total = 0.0
+        for i, c in enumerate(s.constraints):
+            value = node_info.labels.get(c.topology_key)
+            if value is None:
+                continue
+            if c.topology_key == LABEL_HOSTNAME:
+                count = count_pods_matching(node_info.pods, c.selector, namespace)
+            else:
+                count = s.tp_counts[i].get(value, 0)
+            # maxSkew - 1 waters down small differences between domains.
+            total += count * s.weights[i] + (c.max_skew - 1)
+        return _round_half_away(total), None
+
+    def score_extensions(self) -> PodTopologySpread:
+        return self
+
+    def normalize_score(
+        self, state: CycleState, pod: dict, scores: list[NodeScore]
+    ) -> Status | None:
+        try:
+            s: PreScoreState = state.read(PRE_SCORE_STATE_KEY)
+        except StateNotFound:
+            return Status.error(f'error reading "{PRE_SCORE_STATE_KEY}" from cycleState')
+        counted = [ns.score for ns in scores if ns.name not in s.ignored_nodes]
+        lowest = min(counted, default=0)
+        highest = max(max(counted, default=0), 0)
+        for ns in scores:
+            if ns.name in s.ignored_nodes:
+                ns.score = 0
+            elif highest == 0:
+                ns.score = MAX_NODE_SCORE
+            else:
+                ns.score = MAX_NODE_SCORE * (highest + lowest - ns.score) // highest
+        return None
+
+    # -- events -----------------------------------------------------------------------
+
+    def events_to_register(self) -> list[ClusterEventWithHint]:
+        pod_actions = (
+            ActionType.ADD
+            | ActionType.UPDATE_POD_LABEL
+            | ActionType.UPDATE_POD_TOLERATION
+            | ActionType.DELETE
+        )
+        node_actions = (
+            ActionType.ADD
+            | ActionType.DELETE
+            | ActionType.UPDATE_NODE_LABEL
+            | ActionType.UPDATE_NODE_TAINT
+        )
+        return [
+            ClusterEventWithHint(
+                ClusterEvent(Resource.POD, pod_actions), self.is_schedulable_after_pod_change
+            ),
+            ClusterEventWithHint(
+                ClusterEvent(Resource.NODE, node_actions), self.is_schedulable_after_node_change
+            ),
+        ]
+
+    def is_schedulable_after_pod_change(
+        self, pod: dict, old: dict | None, new: dict | None
+    ) -> QueueingHint:
+        if (new is not None and not _involved(new, pod)) or (
+            old is not None and not _involved(old, pod)
+        ):
+            return QueueingHint.QUEUE_SKIP
+        constraints = self._constraints(pod, DO_NOT_SCHEDULE)
+        if old is not None and new is not None:
+            if (
+                pod_key(new) == pod_key(pod)
+                and _tolerations(old) != _tolerations(new)
+                and any(c.node_taints_policy == HONOR for c in constraints)
+            ):
+                return QueueingHint.QUEUE
+            old_labels, new_labels = _labels(old), _labels(new)
+            if old_labels == new_labels:
+                return QueueingHint.QUEUE_SKIP
+            for c in constraints:
+                if c.selector.matches(old_labels) != c.selector.matches(new_labels):
+                    return QueueingHint.QUEUE
+            return QueueingHint.QUEUE_SKIP
+        changed = new if new is not None else old
+        if changed is not None and any(c.selector.matches(_labels(changed)) for c in constraints):
+            return QueueingHint.QUEUE
+        return QueueingHint.QUEUE_SKIP
+
+    def is_schedulable_after_node_change(
+        self, pod: dict, old: dict | None, new: dict | None
+    ) -> QueueingHint:
+        constraints = self._constraints(pod, DO_NOT_SCHEDULE)
+        old_match = old is not None and node_has_all_keys(_labels(old), constraints)
+        new_match = new is not None and node_has_all_keys(_labels(new), constraints)
+        if old is not None and new is not None:
+            if old_match != new_match:
+                return QueueingHint.QUEUE
+            if new_match:
+                old_labels, new_labels = _labels(old), _labels(new)
+                if any(
+                    old_labels.get(c.topology_key) != new_labels.get(c.topology_key)
+                    for c in constraints
+                ) or _taints(old) != _taints(new):
+                    return QueueingHint.QUEUE
+            return QueueingHint.QUEUE_SKIP
+        if new is not None:
+            return QueueingHint.QUEUE if new_match else QueueingHint.QUEUE_SKIP
+        return QueueingHint.QUEUE if old_match else QueueingHint.QUEUE_SKIP
+
+
+def _labels(obj: dict) -> dict[str, str]:
+    return (obj.get("metadata") or {}).get("labels") or {}
+
+
+def _tolerations(pod: dict) -> list[dict]:
+    return (pod.get("spec") or {}).get("tolerations") or []
+
+
+def _taints(node: dict) -> list[dict]:
+    return (node.get("spec") or {}).get("taints") or []
+
+
+def _involved(changed: dict, pod: dict) -> bool:
+    """Whether ``changed`` is the pod itself or an assigned pod of the pod's namespace."""
+    if pod_key(changed) == pod_key(pod):
+        return True
+    assigned = bool((changed.get("spec") or {}).get("nodeName"))
+    same_ns = ((changed.get("metadata") or {}).get("namespace") or "default") == (
+        (pod.get("metadata") or {}).get("namespace") or "default"
+    )
+    return assigned and same_ns
+
+
+def default_selector(
+    pod: dict,
+    services: Iterable[dict],
+    controller_lookup: Callable[[str, str, str], dict | None] | None,
+) -> LabelSelector:
+    """The selector upstream derives for default constraints (``helper.DefaultSelector``).
+
+    Merges the selectors of the Services in the pod's namespace that select the pod, and the
+    selector of the pod's controlling ReplicationController, ReplicaSet or StatefulSet.
+    """
+    meta = pod.get("metadata") or {}
+    namespace = meta.get("namespace") or "default"
+    pod_labels = meta.get("labels") or {}
+    match_labels: dict[str, str] = {}
+    for service in services:
+        if ((service.get("metadata") or {}).get("namespace") or "default") != namespace:
+            continue
+        selector = (service.get("spec") or {}).get("selector")
+        # A Service without a selector selects nothing (not everything).
+        if not selector:
+            continue
+        if all(pod_labels.get(k) == v for k, v in selector.items()):
+            match_labels.update(selector)
+    expressions: list[dict] = []
+    owner = next((r for r in meta.get("ownerReferences") or () if r.get("controller")), None)
+    if owner is not None and controller_lookup is not None:
+        api_version, kind = owner.get("apiVersion", ""), owner.get("kind", "")
+        controller = None
+        if (api_version, kind) in (
+            ("v1", "ReplicationController"),
+            ("apps/v1", "ReplicaSet"),
+            ("apps/v1", "StatefulSet"),
+        ):
+            controller = controller_lookup(kind, namespace, owner.get("name", ""))
+        if controller is not None:
+            selector = (controller.get("spec") or {}).get("selector") or {}
+            if kind == "ReplicationController":
+                match_labels.update(selector)
+            else:
+                match_labels.update(selector.get("matchLabels") or {})
+                expressions.extend(selector.get("matchExpressions") or ())
+    return LabelSelector({"matchLabels": match_labels, "matchExpressions": expressions})
+
+
+def _validate_args(defaulting: str, defaults: list[dict]) -> None:
+    if defaulting not in (SYSTEM_DEFAULTING, LIST_DEFAULTING):
+        raise ValueError(
+            f"defaultingType: Unsupported value: {defaulting!r}: supported values: "
+            f'"{LIST_DEFAULTING}", "{SYSTEM_DEFAULTING}"'
+        )
+    if defaulting == SYSTEM_DEFAULTING and defaults:
+        raise ValueError(
+            f"defaultingType: Invalid value: {defaulting!r}: when .defaultConstraints are not empty"
+        )
+    seen: set[tuple[str, str]] = set()
+    for i, c in enumerate(defaults):
+        path = f"defaultConstraints[{i}]"
+        if not isinstance(c, dict):
+            raise ValueError(f"{path}: must be an object")
+        max_skew = c.get("maxSkew")
+        if not isinstance(max_skew, int) or isinstance(max_skew, bool) or max_skew <= 0:
+            raise ValueError(
+                f"{path}.maxSkew: Invalid value: {max_skew!r}: not in valid range (0, inf)"
+            )
+        if not c.get("topologyKey"):
+            raise ValueError(f"{path}.topologyKey: Required value: can not be empty")
+        when = c.get("whenUnsatisfiable")
+        if not when:
+            raise ValueError(f"{path}.whenUnsatisfiable: Required value: can not be empty")
+        if when not in (DO_NOT_SCHEDULE, SCHEDULE_ANYWAY):
+            raise ValueError(
+                f"{path}.whenUnsatisfiable: Unsupported value: {when!r}: supported values: "
+                f'"{DO_NOT_SCHEDULE}", "{SCHEDULE_ANYWAY}"'
+            )
+        if c.get("labelSelector") is not None:
+            raise ValueError(
+                f"{path}.labelSelector: Forbidden: constraint must not define a selector, "
+                "as they deduced for each pod"
+            )
+        key = (c["topologyKey"], when)
+        if key in seen:
+            raise ValueError(f"{path}: Duplicate value: {{{key[0]}, {key[1]}}}")
+        seen.add(key)
