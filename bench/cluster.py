@@ -23,6 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.workload import make_node  # noqa: E402
 from extender.cache.kubeconfig import api_client  # noqa: E402
 from extender.controlplane import ControlPlane  # noqa: E402
+from extender.kube import raw_request  # noqa: E402
 from extender.scenario.kube import Kube  # noqa: E402
 
 BENCH_NAMESPACE = "bench"
@@ -124,18 +125,16 @@ class BindRecorder:
 
     def _watch(self) -> None:
         while not self.done.is_set():
-            response = self.kube.api.call_api(
-                f"/api/v1/namespaces/{BENCH_NAMESPACE}/pods",
+            response = raw_request(
+                self.kube.api,
                 "GET",
-                query_params=[
-                    ("watch", "true"),
-                    ("resourceVersion", self.resource_version),
-                    ("timeoutSeconds", "60"),
-                ],
-                header_params={"Accept": "application/json"},
-                auth_settings=["BearerToken"],
-                _preload_content=False,
-                _return_http_data_only=True,
+                f"/api/v1/namespaces/{BENCH_NAMESPACE}/pods",
+                query={
+                    "watch": "true",
+                    "resourceVersion": self.resource_version,
+                    "timeoutSeconds": "60",
+                },
+                timeout=(5, 90),
             )
             buffer = b""
             for chunk in response.stream(65536):

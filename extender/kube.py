@@ -16,8 +16,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 import orjson
+import urllib3
 from kubernetes.client import ApiClient
-from kubernetes.client.rest import ApiException
 
 log = logging.getLogger(__name__)
 
@@ -35,19 +35,58 @@ class ApiError(Exception):
         self.message = message
 
     @classmethod
-    def from_exception(cls, exc: ApiException) -> ApiError:
-        reason, message = exc.reason or "", str(exc.reason or exc)
-        if exc.body:
-            try:
-                body = orjson.loads(exc.body)
-                reason = body.get("reason") or reason
-                message = body.get("message") or message
-            except (orjson.JSONDecodeError, TypeError, AttributeError):
-                message = exc.body if isinstance(exc.body, str) else message
-        return cls(exc.status or 0, reason, message)
+    def from_response(cls, status: int, payload: bytes) -> ApiError:
+        """From the apiserver's Status JSON (or whatever text came back)."""
+        reason, message = "", f"HTTP {status}"
+        try:
+            body = orjson.loads(payload)
+            reason = body.get("reason") or ""
+            message = body.get("message") or message
+        except (orjson.JSONDecodeError, TypeError, AttributeError):
+            message = payload.decode(errors="replace")[:500] or message
+        return cls(status, reason, message)
 
     def __str__(self) -> str:
         return self.message
+
+
+def raw_request(
+    api: ApiClient,
+    method: str,
+    path: str,
+    body: Any = None,
+    query: dict | list | None = None,
+    content_type: str = "application/json",
+    timeout: float | tuple[float, float] | None = None,
+) -> urllib3.BaseHTTPResponse:
+    """One request through the ApiClient's connection pool and auth; the raw, unread response.
+
+    Raises :class:`ApiError` for any status outside 2xx.
+    """
+    params = list(query.items()) if isinstance(query, dict) else list(query or ())
+    _, url, headers, _, _ = api.param_serialize(
+        method=method,
+        resource_path=path,
+        query_params=params or None,
+        header_params={"Accept": "application/json", "Content-Type": content_type},
+        auth_settings=["BearerToken"],
+    )
+    data = body if body is None or isinstance(body, bytes) else orjson.dumps(body)
+    if isinstance(timeout, tuple):
+        limit = urllib3.Timeout(connect=timeout[0], read=timeout[1])
+    else:
+        limit = urllib3.Timeout(total=timeout) if timeout else urllib3.Timeout(connect=5, read=60)
+    try:
+        response = api.rest_client.pool_manager.request(
+            method, url, body=data, headers=headers, timeout=limit, preload_content=False
+        )
+    except urllib3.exceptions.HTTPError as exc:
+        raise ApiError(0, "ConnectionError", f"{method} {path}: {exc}") from exc
+    if not 200 <= response.status < 300:
+        payload = response.data
+        response.release_conn()
+        raise ApiError.from_response(response.status, payload)
+    return response
 
 
 def micro_time(ts: float | None = None) -> str:
@@ -80,21 +119,7 @@ class KubeClient:
         stream: bool = False,
         timeout: float | tuple[float, float] | None = None,
     ) -> Any:
-        params = list(query.items()) if isinstance(query, dict) else list(query or ())
-        try:
-            return self.api.call_api(
-                path,
-                method,
-                query_params=params,
-                header_params={"Accept": "application/json", "Content-Type": content_type},
-                body=body,
-                auth_settings=["BearerToken"],
-                _preload_content=False,
-                _return_http_data_only=True,
-                _request_timeout=timeout,
-            )
-        except ApiException as exc:
-            raise ApiError.from_exception(exc) from None
+        return raw_request(self.api, method, path, body, query, content_type, timeout)
 
     def request(
         self,
@@ -105,7 +130,10 @@ class KubeClient:
         content_type: str = "application/json",
     ) -> Any:
         response = self._call(method, path, body, query, content_type, timeout=(5, 60))
-        data = response.data
+        try:
+            data = response.data
+        finally:
+            response.release_conn()
         return orjson.loads(data) if data else None
 
     def get(self, path: str, **query: Any) -> dict | None:

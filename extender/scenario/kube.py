@@ -11,7 +11,8 @@ from typing import Any
 
 import orjson
 from kubernetes.client import ApiClient
-from kubernetes.client.rest import ApiException
+
+from extender.kube import ApiError, raw_request
 
 
 class ScenarioError(AssertionError):
@@ -44,24 +45,17 @@ class Kube:
         query: dict | None = None,
         content_type: str = "application/json",
     ) -> Any:
-        headers = {"Accept": "application/json", "Content-Type": content_type}
-        response = self.api.call_api(
-            path,
-            method,
-            query_params=list((query or {}).items()),
-            header_params=headers,
-            body=body,
-            auth_settings=["BearerToken"],
-            _preload_content=False,
-            _return_http_data_only=True,
-        )
-        data = response.data
+        response = raw_request(self.api, method, path, body, query, content_type)
+        try:
+            data = response.data
+        finally:
+            response.release_conn()
         return orjson.loads(data) if data else None
 
     def get(self, path: str, **query: Any) -> Any:
         try:
             return self.request("GET", path, query=query)
-        except ApiException as exc:
+        except ApiError as exc:
             if exc.status == 404:
                 return None
             raise
@@ -161,7 +155,7 @@ class Kube:
         }
         try:
             self.request("POST", "/apis/scheduling.k8s.io/v1/priorityclasses", body)
-        except ApiException as exc:
+        except ApiError as exc:
             if exc.status != 409:
                 raise
 
@@ -179,14 +173,14 @@ class Kube:
                 f"/api/v1/namespaces/{self.namespace}/pods/{name}",
                 {"gracePeriodSeconds": 0},
             )
-        except ApiException as exc:
+        except ApiError as exc:
             if exc.status != 404:
                 raise
 
     def delete_node(self, name: str) -> None:
         try:
             self.request("DELETE", f"/api/v1/nodes/{name}")
-        except ApiException as exc:
+        except ApiError as exc:
             if exc.status != 404:
                 raise
 
