@@ -87,7 +87,12 @@ def test_filter_reason_reaches_the_pod(kube, extender, kube_scheduler):  # noqa:
     kube.create_pod("nowhere-1")
     wait_until(lambda: "affinity" in kube.why_pending("nowhere-1"), 20, "FailedScheduling")
     message = kube.why_pending("nowhere-1")
-    assert message.startswith("0/2 nodes are available: 2 node(s) didn't match Pod's node"), message
+    # Our reasons reach the pod's condition; UnschedulableAndUnresolvable stops preemption.
+    assert message == (
+        "0/2 nodes are available: 2 node(s) didn't match scheduler-enforced node affinity. "
+        "no new claims to deallocate, preemption: 0/2 nodes are available: "
+        "2 Preemption is not helpful for scheduling."
+    ), message
 
 
 def test_bind_verb(kube, extender, kube_scheduler):  # noqa: ANN001
