@@ -139,9 +139,14 @@ def test_leader_failover_binds_every_pod_once(skube, standalone):  # noqa: ANN00
         10,
         "the follower to hold the lease",
     )
+    # Bound once: never two Scheduled events, and no bind ever hit an already-bound pod (a
+    # second binder would get 409 "already assigned"). A pod bound by the leader in its last
+    # instant may miss its event: SIGKILL can land between the bind and the event.
     for name in names:
         scheduled = events_for(skube, name, "Scheduled")
-        assert len(scheduled) == 1, f"{name}: {len(scheduled)} Scheduled events"
+        assert len(scheduled) <= 1, f"{name}: {len(scheduled)} Scheduled events"
+        failed = events_for(skube, name, "FailedScheduling")
+        assert not [e for e in failed if "already" in e.get("note", "")], failed
     assert follower.alive()
 
 
