@@ -120,6 +120,7 @@ class ControlPlane:
             return None
 
     def _save_state(self) -> None:
+        self.directory.mkdir(parents=True, exist_ok=True)
         self.state_file.write_text(json.dumps(asdict(self.state), indent=2))
 
     @property
