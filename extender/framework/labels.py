@@ -33,11 +33,20 @@ class LabelSelector:
     as ``metav1.LabelSelectorAsSelector`` does.
     """
 
-    __slots__ = ("match_labels", "requirements", "matches_nothing", "empty")
+    __slots__ = ("match_labels", "requirements", "matches_nothing", "empty", "key")
 
     def __init__(self, selector: dict | None) -> None:
         self.matches_nothing = selector is None
         selector = selector or {}
+        # A hashable identity of what the selector selects (for memoized counts).
+        self.key: tuple = (
+            self.matches_nothing,
+            tuple(sorted((selector.get("matchLabels") or {}).items())),
+            tuple(
+                (r.get("key"), r.get("operator"), tuple(r.get("values") or ()))
+                for r in selector.get("matchExpressions") or ()
+            ),
+        )
         self.match_labels: tuple[tuple[str, str], ...] = tuple(
             (selector.get("matchLabels") or {}).items()
         )
@@ -63,6 +72,7 @@ class LabelSelector:
         if not self.matches_nothing:
             self.match_labels = (*self.match_labels, (key, value))
             self.empty = False
+            self.key = (*self.key, ("=", key, value))
 
     def add_not_equals(self, key: str, value: str) -> None:
         """Add ``key != value`` (mismatchLabelKeys)."""
@@ -72,6 +82,7 @@ class LabelSelector:
                 _selector_requirement({"key": key, "operator": "NotIn", "values": [value]}),
             )
             self.empty = False
+            self.key = (*self.key, ("!=", key, value))
 
 
 def _int_or_none(value: str) -> int | None:

@@ -142,6 +142,36 @@ def node_has_all_keys(labels: dict[str, str], constraints: Iterable[Constraint])
     return all(c.topology_key in labels for c in constraints)
 
 
+class MatchCounts:
+    """Memoized :func:`count_pods_matching` per node, keyed by the NodeInfo's generation.
+
+    Consecutive pods of one workload share their selector, and between two of them only the
+    node the last one landed on changed: every other node's count is reused. Safe across
+    threads (a race only recomputes a count) and across simulated NodeInfos (each mutation
+    gives a NodeInfo a new generation).
+    """
+
+    def __init__(self, max_selectors: int = 256) -> None:
+        self.max_selectors = max_selectors
+        self._counts: dict[tuple, dict[str, tuple[int, int]]] = {}
+
+    def count(self, node_info: NodeInfo, selector: LabelSelector, namespace: str) -> int:
+        if selector.empty or selector.matches_nothing:
+            return 0
+        key = (selector.key, namespace)
+        per_node = self._counts.get(key)
+        if per_node is None:
+            if len(self._counts) >= self.max_selectors:
+                self._counts.clear()
+            per_node = self._counts[key] = {}
+        cached = per_node.get(node_info.name)
+        if cached is not None and cached[0] == node_info.generation:
+            return cached[1]
+        value = count_pods_matching(node_info.pods, selector, namespace)
+        per_node[node_info.name] = (node_info.generation, value)
+        return value
+
+
 def count_pods_matching(pods: Iterable[PodInfo], selector: LabelSelector, namespace: str) -> int:
     """Pods in ``namespace`` matching ``selector``, terminating pods excluded."""
     if selector.empty:
@@ -198,6 +228,7 @@ class PodTopologySpread:
 
     def __init__(self, args: dict, handle: Any) -> None:
         self.handle = handle
+        self.match_counts = MatchCounts()
         args = args or {}
         defaulting = args.get("defaultingType") or SYSTEM_DEFAULTING
         defaults = list(args.get("defaultConstraints") or [])
@@ -372,7 +403,7 @@ class PodTopologySpread:
                 # Only domains of the feasible nodes are counted (never the hostname key).
                 if value not in s.tp_counts[i]:
                     continue
-                s.tp_counts[i][value] += count_pods_matching(node_info.pods, c.selector, namespace)
+                s.tp_counts[i][value] += self.match_counts.count(node_info, c.selector, namespace)
         state.write(PRE_SCORE_STATE_KEY, s)
         return None
 
