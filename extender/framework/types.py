@@ -374,6 +374,34 @@ class Snapshot:
                 infos[node_name].add_pod(pod)
         return cls(infos.values())
 
+    def overlay(self, infos: Iterable[NodeInfo]) -> Snapshot:
+        """This snapshot with ``infos`` replacing (or added to) the nodes of the same name.
+
+        Cheaper than a new snapshot: unchanged NodeInfos keep their image summaries, and the
+        replacements are summarized against this snapshot's counts.
+        """
+        replacing = {info.name: info for info in infos}
+        snap = Snapshot.__new__(Snapshot)
+        nodes = [replacing.get(info.name, info) for info in self.node_info_list]
+        nodes += [info for name, info in replacing.items() if name not in self.node_info_map]
+        snap.node_info_list = nodes
+        snap.node_info_map = {**self.node_info_map, **replacing}
+        snap.have_pods_with_affinity_list = [i for i in nodes if i.pods_with_affinity]
+        snap.have_pods_with_required_anti_affinity_list = [
+            i for i in nodes if i.pods_with_required_anti_affinity
+        ]
+        snap.generation = self.generation
+        for info in replacing.values():
+            states = {}
+            for name, size in info.images.items():
+                base = self.node_info_map.get(info.name)
+                known = next(
+                    (i.image_states[name] for i in (base,) if i and name in i.image_states), None
+                )
+                states[name] = known or ImageStateSummary(size, 1)
+            info.image_states = states
+        return snap
+
     def _summarize_images(self) -> None:
         counts: dict[str, int] = {}
         sizes: dict[str, int] = {}

@@ -114,10 +114,8 @@ class ExtenderService:
             return Snapshot(candidates), candidates
         # The plugins that count pods across the cluster (topology spread, inter-pod
         # affinity) see every cached node, with the request's version of the sent ones.
-        overlay = {info.name: info for info in candidates}
-        merged = [overlay.pop(info.name, info) for info in base.node_info_list]
-        merged.extend(overlay.values())
-        return Snapshot(merged), candidates
+        changed = [info for info in candidates if base.get(info.name) is not info]
+        return (base.overlay(changed) if changed else base), candidates
 
     # -- verbs --------------------------------------------------------------------------------
 
