@@ -7,7 +7,7 @@ generator keeps C connections alive and posts the same pre-encoded body again an
 Floors printed beside each figure: a trivial endpoint (GET /healthz) on the same server, and
 for full-node mode the time to ``orjson.loads`` the same body in this process.
 
-    python bench/webhook.py [--nodes 100,1000,5000] [--seconds 3] [--connections 4]
+    python bench/webhook.py [--nodes 100,1000,5000] [--seconds 3] [--connections 1]
 """
 
 from __future__ import annotations
@@ -86,7 +86,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--nodes", default="100,1000,5000")
     parser.add_argument("--seconds", type=float, default=3.0)
-    parser.add_argument("--connections", type=int, default=4)
+    parser.add_argument("--connections", type=int, default=1)
     parser.add_argument("--workers", type=int, default=1)
     parser.add_argument("--threads", type=int, default=4)
     args = parser.parse_args()

@@ -62,6 +62,9 @@ class Nominator:
     def nominated_pods_for_node(self, node_name: str) -> list[PodInfo]:
         return []
 
+    def has_nominated_pods(self) -> bool:
+        return False
+
 
 def _pod_uid(pod: dict) -> str:
     return (pod.get("metadata") or {}).get("uid", "")

@@ -12,6 +12,7 @@ Mutates nothing but its own CycleState key and its timers.
 
 from __future__ import annotations
 
+import functools
 import threading
 from typing import Any
 
@@ -26,6 +27,7 @@ STATE_KEY = "PreScore" + NAME
 DEFAULT_PERMIT_TIMEOUT_SECONDS = 10.0
 
 
+@functools.lru_cache(maxsize=65536)
 def last_digit(name: str) -> int | None:
     return int(name[-1]) if name and name[-1].isdigit() else None
 
