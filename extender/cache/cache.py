@@ -1,26 +1,53 @@
 """The cluster cache: NodeInfos with their pods, assumed pods, and per-cycle snapshots.
 
-One per process, shared by every thread (informer handlers, scheduling cycle, binding
-workers, webhook request threads); all access goes through one lock.
+One per process, shared by every thread (informer handlers, the scheduling cycle, binding
+workers, webhook request threads); every method takes one lock. Pods and nodes are the API's
+dicts and are never mutated here.
 
-Pod state machine (spec §5.2): ``assume_pod`` (at Reserve) -> ``finish_binding`` (bind sent)
--> ``add_pod`` from the watch confirms it; ``forget_pod`` undoes an assumption when binding
-fails. With a TTL > 0 a bound pod the watch never confirms expires after ``ttl`` seconds
-(upstream's TTL is 0, never: see kubernetes#106361 for why expiry can over-commit a node).
+Pod state machine (spec §5.2), keyed by pod UID (``pod_key``)::
+
+    assume_pod ──▶ Assumed ── add_pod (the watch confirms it) ──▶ Added ── remove_pod ──▶ gone
+                     ├── forget_pod (binding failed) ──▶ gone
+                     └── expiry (only with ttl > 0, counted from finish_binding) ──▶ gone
+
+``ttl`` defaults to 0, upstream's ``durationToExpireAssumedPod``: assumed pods never expire,
+because expiring one before the watch confirms it frees its resources in the cache too early
+and lets another pod be placed on top (kubernetes#106361).
+
+Where upstream returns an error for an impossible informer transition (adding a pod twice,
+updating or removing an unknown pod; it even exits when a pod's node changes) this cache
+repairs itself instead: an informer-fed cache converges on what the API says. Errors remain
+for the scheduler's own calls: assuming a pod that is already cached, forgetting an added pod
+or one assumed on another node (:class:`CacheError`).
+
+Pods whose node is not known (yet, or any more) are kept on a placeholder NodeInfo (``node``
+is ``None``) that snapshots leave out; it turns into the real NodeInfo when the node arrives
+and disappears with its last pod.
+
+Snapshots are incremental: the clone of a NodeInfo is reused while the NodeInfo's generation
+is unchanged, so an unchanged node is the same object in consecutive snapshots. Snapshots are
+read-only for their users; ``Snapshot`` fills each clone's ``image_states``, which is derived
+data and the same for any snapshot of the same node set.
 """
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from extender.framework.types import NodeInfo, PodInfo, Snapshot, pod_key
+from extender.framework.types import NodeInfo, PodInfo, Snapshot, next_generation, pod_key
+
+log = logging.getLogger(__name__)
+
+DEFAULT_ASSUMED_POD_TTL = 0.0  # seconds; 0 = never expire (upstream default)
+CLEANUP_PERIOD = 1.0  # seconds between expiry sweeps, as upstream
 
 
 class CacheError(ValueError):
-    """An impossible transition (assuming a pod twice, forgetting an unknown pod, ...)."""
+    """An impossible transition (assuming a pod twice, forgetting an added pod, ...)."""
 
 
 @dataclass(slots=True)
@@ -41,17 +68,24 @@ def _name(obj: dict) -> str:
 
 
 class Cache:
-    def __init__(self, ttl: float = 0.0, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        ttl: float = DEFAULT_ASSUMED_POD_TTL,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.ttl = ttl
         self.clock = clock
         self._lock = threading.RLock()
+        # Insertion order = node arrival order, which the snapshot's zone interleaving keeps.
         self._nodes: dict[str, NodeInfo] = {}
         self._pods: dict[str, _PodState] = {}
         self._namespaces: dict[str, dict] = {}
-        # The last snapshot's clones, reused while a node's generation is unchanged.
+        # The last snapshot's clones, reused while their NodeInfo's generation is unchanged.
         self._clones: dict[str, NodeInfo] = {}
         self._snapshot: Snapshot | None = None
         self._dirty = True
+        self._cleanup_stop = threading.Event()
+        self._cleanup_thread: threading.Thread | None = None
 
     # -- nodes ----------------------------------------------------------------------------------
 
@@ -62,7 +96,7 @@ class Cache:
             if info is None:
                 self._nodes[name] = NodeInfo(node)
             else:
-                info.set_node(node)  # a placeholder (pods arrived first) gets its node
+                info.set_node(node)  # an update, or a placeholder whose node arrived
             self._dirty = True
 
     def update_node(self, old: dict | None, new: dict) -> None:
@@ -75,9 +109,10 @@ class Cache:
             if info is None:
                 return
             if info.pods:
-                # Pods still reference it: keep a node-less NodeInfo until they go.
+                # Pods still reference it (their deletions may not have arrived yet): keep a
+                # node-less NodeInfo until they go, so their accounting stays right.
                 info.node = None
-                info.generation += 1
+                info.generation = next_generation()
             else:
                 del self._nodes[name]
             self._dirty = True
@@ -92,9 +127,11 @@ class Cache:
             return [name for name, info in self._nodes.items() if info.node is not None]
 
     def node_count(self) -> int:
-        return len(self.node_names())
+        with self._lock:
+            return sum(1 for info in self._nodes.values() if info.node is not None)
 
     def pod_count(self) -> int:
+        """Pods in the cache, assumed ones included."""
         with self._lock:
             return len(self._pods)
 
@@ -103,7 +140,7 @@ class Cache:
     def _node_info(self, name: str) -> NodeInfo:
         info = self._nodes.get(name)
         if info is None:
-            info = self._nodes[name] = NodeInfo()
+            info = self._nodes[name] = NodeInfo()  # placeholder until the node arrives
             info.name = name
         return info
 
@@ -122,56 +159,84 @@ class Cache:
         self._dirty = True
 
     def assume_pod(self, pod: dict) -> None:
+        """Account ``pod`` (with ``spec.nodeName`` set) on its node before it is bound."""
         key, node = pod_key(pod), _node_name(pod)
         if not node:
-            raise CacheError(f"assume_pod: pod {key} has no spec.nodeName")
+            raise CacheError(f"pod {key} has no spec.nodeName, so it can't be assumed")
         with self._lock:
             if key in self._pods:
-                raise CacheError(f"assume_pod: pod {key} is already in the cache")
+                raise CacheError(f"pod {key} is in the cache, so it can't be assumed")
             self._pods[key] = _PodState(self._place(pod, node), node, assumed=True)
 
-    def finish_binding(self, pod: dict) -> None:
+    def finish_binding(self, pod: dict, now: float | None = None) -> None:
+        """The bind request was sent: with a TTL, the assumed pod may expire from now on."""
         with self._lock:
             state = self._pods.get(pod_key(pod))
-            if state is not None and state.assumed:
-                state.binding_finished = True
-                state.deadline = self.clock() + self.ttl if self.ttl > 0 else None
+            if state is None or not state.assumed:
+                return  # already confirmed by the watch (or forgotten)
+            state.binding_finished = True
+            if self.ttl > 0:
+                state.deadline = (self.clock() if now is None else now) + self.ttl
 
     def forget_pod(self, pod: dict) -> None:
+        """Undo ``assume_pod`` (binding failed). Unknown pods are ignored."""
         key = pod_key(pod)
         with self._lock:
             state = self._pods.get(key)
             if state is None:
                 return
-            if not state.assumed:
-                raise CacheError(f"forget_pod: pod {key} was added, not assumed")
             node = _node_name(pod)
             if node and node != state.node:
-                raise CacheError(f"forget_pod: pod {key} was assumed on {state.node}, not {node}")
+                raise CacheError(f"pod {key} was assumed on {state.node} but assigned to {node}")
+            if not state.assumed:
+                raise CacheError(f"pod {key} wasn't assumed so cannot be forgotten")
             self._unplace(key, state.node)
             del self._pods[key]
 
-    def is_assumed(self, uid_or_key: str) -> bool:
+    def is_assumed(self, uid: str) -> bool:
         with self._lock:
-            state = self._pods.get(uid_or_key)
+            state = self._pods.get(uid) if uid else None
             return state is not None and state.assumed
 
+    def assumed_pods(self) -> list[str]:
+        with self._lock:
+            return [key for key, state in self._pods.items() if state.assumed]
+
+    def get_pod(self, key: str) -> dict | None:
+        """The cached pod (assumed or added) with this UID, else ``None``."""
+        with self._lock:
+            state = self._pods.get(key)
+            return state.info.pod if state is not None else None
+
     def add_pod(self, pod: dict) -> None:
+        """A pod with ``spec.nodeName`` arrived from the watch (unassigned ones are ignored).
+
+        An assumed pod is confirmed: the real pod replaces the assumed copy, on the node it
+        really landed on. An already added pod is updated (see the module docstring).
+        """
         key, node = pod_key(pod), _node_name(pod)
         if not node:
             return
         with self._lock:
             state = self._pods.get(key)
             if state is not None:
-                # Assumed: the watch confirms it (on whatever node it really landed). Added
-                # twice (a re-list): treat as an update.
+                if not state.assumed:
+                    log.debug("add_pod: pod %s was already added; updating it", key)
+                elif state.node != node:
+                    log.info("pod %s was assumed on %s but bound to %s", key, state.node, node)
                 self._unplace(key, state.node)
             self._pods[key] = _PodState(self._place(pod, node), node)
 
     def update_pod(self, old: dict | None, new: dict) -> None:
+        """An added pod changed (labels, requests after resize, ...). An unknown or assumed
+        pod is added/confirmed instead; a pod that lost its node is removed."""
+        if not _node_name(new):
+            self.remove_pod(new)
+            return
         self.add_pod(new)
 
     def remove_pod(self, pod: dict) -> None:
+        """The pod is gone (deleted, or finished): remove it from the node it is cached on."""
         key = pod_key(pod)
         with self._lock:
             state = self._pods.pop(key, None)
@@ -179,24 +244,47 @@ class Cache:
                 self._unplace(key, state.node)
 
     def cleanup_assumed_pods(self, now: float | None = None) -> list[str]:
-        """Expire bound-but-unconfirmed pods past their deadline; returns their keys."""
-        now = self.clock() if now is None else now
+        """Expire assumed pods whose binding finished more than ``ttl`` ago (only with a TTL);
+        returns their keys."""
+        if self.ttl <= 0:
+            return []
         expired = []
         with self._lock:
+            now = self.clock() if now is None else now
             for key, state in list(self._pods.items()):
-                if state.assumed and state.deadline is not None and now >= state.deadline:
+                if (
+                    state.assumed
+                    and state.binding_finished
+                    and state.deadline is not None
+                    and now >= state.deadline
+                ):
+                    log.warning("assumed pod %s expired before the watch confirmed it", key)
                     self._unplace(key, state.node)
                     del self._pods[key]
                     expired.append(key)
         return expired
 
+    def start_cleanup(self, period: float = CLEANUP_PERIOD) -> None:
+        """Sweep expired assumed pods every ``period`` seconds (a no-op without a TTL)."""
+        if self.ttl <= 0 or self._cleanup_thread is not None:
+            return
+
+        def loop() -> None:
+            while not self._cleanup_stop.wait(period):
+                self.cleanup_assumed_pods()
+
+        self._cleanup_thread = threading.Thread(target=loop, daemon=True, name="cache-cleanup")
+        self._cleanup_thread.start()
+
+    def stop(self) -> None:
+        self._cleanup_stop.set()
+
     # -- namespaces (for namespaceSelector in pod affinity terms) -------------------------------
 
     def add_namespace(self, namespace: dict) -> None:
+        labels = (namespace.get("metadata") or {}).get("labels") or {}
         with self._lock:
-            self._namespaces[_name(namespace)] = (namespace.get("metadata") or {}).get(
-                "labels"
-            ) or {}
+            self._namespaces[_name(namespace)] = labels
 
     def update_namespace(self, old: dict | None, new: dict) -> None:
         self.add_namespace(new)
@@ -206,17 +294,23 @@ class Cache:
             self._namespaces.pop(_name(namespace), None)
 
     def namespace_labels(self, namespace: str) -> dict | None:
+        """The labels of a namespace, ``None`` if unknown (no namespace informer, or gone)."""
         with self._lock:
             return self._namespaces.get(namespace)
 
     # -- snapshot -------------------------------------------------------------------------------
 
     def snapshot(self) -> Snapshot:
-        """A consistent view for one cycle; NodeInfos unchanged since the last one are reused."""
+        """A consistent, read-only view for one cycle (nodes that exist, with their pods).
+
+        Nothing changed since the last call: the same Snapshot. Otherwise only NodeInfos whose
+        generation moved are cloned again; the others are the previous snapshot's objects.
+        """
         with self._lock:
             if not self._dirty and self._snapshot is not None:
                 return self._snapshot
             clones: dict[str, NodeInfo] = {}
+            generation = 0
             for name, info in self._nodes.items():
                 if info.node is None:
                     continue
@@ -225,21 +319,40 @@ class Cache:
                     clones[name] = previous
                 else:
                     clones[name] = info.clone()
+                generation = max(generation, info.generation)
             self._clones = clones
-            self._snapshot = Snapshot(clones.values())
+            self._snapshot = Snapshot(clones.values(), generation)
             self._dirty = False
             return self._snapshot
 
     def dump(self) -> dict:
+        """The cache's content for debugging (JSON-able)."""
         with self._lock:
             return {
                 "nodes": {
                     name: {
-                        "pods": [p.key for p in info.pods],
-                        "requested": repr(info.requested),
                         "placeholder": info.node is None,
+                        "generation": info.generation,
+                        "pods": [p.key for p in info.pods],
+                        "requested": {
+                            "milliCPU": info.requested.milli_cpu,
+                            "memory": info.requested.memory,
+                        },
+                        "allocatable": {
+                            "milliCPU": info.allocatable.milli_cpu,
+                            "memory": info.allocatable.memory,
+                        },
                     }
                     for name, info in self._nodes.items()
                 },
-                "assumed": [key for key, s in self._pods.items() if s.assumed],
+                "assumed": {
+                    key: {"node": s.node, "bindingFinished": s.binding_finished}
+                    for key, s in self._pods.items()
+                    if s.assumed
+                },
+                "pods": len(self._pods),
+                "namespaces": len(self._namespaces),
             }
+
+
+__all__ = ["Cache", "CacheError", "DEFAULT_ASSUMED_POD_TTL"]

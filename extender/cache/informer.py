@@ -1,12 +1,25 @@
 """List+watch of one resource, raw JSON, feeding handlers (a small client-go informer).
 
-It lists, then watches from the list's resourceVersion (bookmarks keep it fresh), reconnects
-with exponential backoff after errors, and on ``410 Gone`` re-lists and reconciles its store:
-objects that changed are updates, new ones adds, vanished ones deletes. Handlers run in the
-informer's thread; an exception in a handler is logged and never stops the informer.
+Contract:
 
-(``kubernetes.informer`` in the client 37.x builds model objects for every event, which costs
-milliseconds per node; the hot path here stays on dicts.)
+* ``start()`` runs a daemon thread: list (paginated, consistent), then watch from the list's
+  resourceVersion with bookmarks; the last resourceVersion seen (bookmarks included) is
+  where the next watch resumes after the server ends one (its ``timeoutSeconds``).
+* Errors (connection lost, apiserver restarting, 5xx) back off exponentially, 0.5 s doubling
+  to 30 s with jitter, and resume the watch from the last resourceVersion; a failed list is
+  retried the same way.
+* ``410 Gone`` (on the watch request or as an ERROR event) re-lists and reconciles the store:
+  an object whose resourceVersion changed is an update, a new one an add, one that vanished
+  a delete (with its last known state), so handlers never miss a transition's end state.
+* Handlers run in the informer's thread, in event order: ``on_add(obj)``,
+  ``on_update(old, new)``, ``on_delete(obj)``. An exception in a handler is logged and never
+  stops the informer. Objects are the API's dicts; handlers must not mutate them (the store
+  holds the same dicts).
+* ``store`` maps ``namespace/name`` (or ``name`` for cluster-scoped objects) to the object. It
+  is written only by the informer's thread; other threads read it through ``list()``/``get()``.
+
+(``kubernetes.watch``/``informer`` in the client build model objects for every event, which
+costs milliseconds per node; the hot path here stays on dicts.)
 """
 
 from __future__ import annotations
@@ -14,24 +27,39 @@ from __future__ import annotations
 import logging
 import random
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
+
+from extender.kube import ApiError, Gone
 
 log = logging.getLogger(__name__)
 
 Handler = Callable[..., None]
+# client-go picks each watch's timeout at random in [5, 10) minutes, spreading reconnects.
 WATCH_TIMEOUT_SECONDS = 300
 MIN_BACKOFF, MAX_BACKOFF = 0.5, 30.0
-
-
-class Gone(Exception):
-    """The watch's resourceVersion is too old (HTTP 410): re-list."""
+JITTER = 0.2
+# A watch that ends cleanly this fast without events is treated as a failure (backed off),
+# so a misbehaving server or proxy cannot make the informer spin.
+MIN_HEALTHY_WATCH_SECONDS = 1.0
 
 
 def object_key(obj: dict) -> str:
     meta = obj.get("metadata") or {}
     namespace = meta.get("namespace")
     return f"{namespace}/{meta.get('name', '')}" if namespace else meta.get("name", "")
+
+
+def _version(obj: dict) -> str:
+    return (obj.get("metadata") or {}).get("resourceVersion", "")
+
+
+def _changed(old: dict, new: dict) -> bool:
+    old_version, new_version = _version(old), _version(new)
+    if old_version or new_version:
+        return old_version != new_version
+    return old != new
 
 
 def _noop(*args: Any) -> None:
@@ -49,7 +77,10 @@ class Informer:
         on_add: Handler | None = None,
         on_update: Handler | None = None,
         on_delete: Handler | None = None,
-        watch_timeout: int = WATCH_TIMEOUT_SECONDS,
+        watch_timeout: int | None = None,
+        min_backoff: float = MIN_BACKOFF,
+        max_backoff: float = MAX_BACKOFF,
+        page_size: int = 500,
     ) -> None:
         self.client = client
         self.path = path
@@ -62,116 +93,183 @@ class Informer:
         self.on_update = on_update or _noop
         self.on_delete = on_delete or _noop
         self.watch_timeout = watch_timeout
+        self.min_backoff = min_backoff
+        self.max_backoff = max_backoff
+        self.page_size = page_size
         self.store: dict[str, dict] = {}
         self.resource_version = ""
-        self.relists = 0
+        self.relists = 0  # lists done (the first one included)
+        self.watches = 0  # watch requests opened
+        self._lock = threading.Lock()
         self._synced = threading.Event()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._stream: Any = None
+
+    def __repr__(self) -> str:
+        selector = self.query.get("fieldSelector") or self.query.get("labelSelector") or ""
+        return f"Informer({self.path}{' ' + selector if selector else ''})"
 
     # -- lifecycle ------------------------------------------------------------------------------
 
     def start(self) -> Informer:
-        self._thread = threading.Thread(target=self.run, daemon=True, name=f"informer {self.path}")
-        self._thread.start()
+        if self._thread is None:
+            self._thread = threading.Thread(
+                target=self.run, daemon=True, name=f"informer {self.path}"
+            )
+            self._thread.start()
         return self
 
-    def stop(self) -> None:
+    def stop(self, timeout: float | None = 5.0) -> None:
+        """Stop the thread, interrupting a watch blocked on the network."""
         self._stop.set()
+        stream = self._stream
+        if stream is not None and hasattr(stream, "close"):
+            stream.close()
+        thread = self._thread
+        if thread is not None and thread is not threading.current_thread() and timeout:
+            thread.join(timeout)
 
     def has_synced(self) -> bool:
+        """True once the first list was delivered to the handlers."""
         return self._synced.is_set()
 
     def wait_for_sync(self, timeout: float | None = None) -> bool:
         return self._synced.wait(timeout)
 
+    # -- reading the store from other threads ---------------------------------------------------
+
+    def list(self) -> list[dict]:
+        with self._lock:
+            return list(self.store.values())
+
+    def get(self, key: str) -> dict | None:
+        with self._lock:
+            return self.store.get(key)
+
+    def keys(self) -> list[str]:
+        with self._lock:
+            return list(self.store)
+
     # -- the loop -------------------------------------------------------------------------------
 
     def run(self) -> None:
-        backoff = MIN_BACKOFF
+        backoff = self.min_backoff
         need_list = True
         while not self._stop.is_set():
             try:
                 if need_list:
                     self._relist()
                     need_list = False
-                self._watch()
-                backoff = MIN_BACKOFF  # a watch that ended normally (timeout): just resume
-            except Gone:
+                    backoff = self.min_backoff
+                if self._stop.is_set():
+                    return
+                started = time.monotonic()
+                delivered = self._watch()
+                if delivered or time.monotonic() - started >= MIN_HEALTHY_WATCH_SECONDS:
+                    backoff = self.min_backoff  # a watch that ended normally: just resume
+                    continue
+                raise ApiError(0, "WatchClosed", "watch ended at once without events")
+            except Gone as exc:
+                if self._stop.is_set():
+                    return
                 log.info(
-                    "%s: resourceVersion %s is gone; re-listing", self.path, self.resource_version
+                    "%r: resourceVersion %s is too old (%s); re-listing",
+                    self,
+                    self.resource_version,
+                    exc,
                 )
                 need_list = True
             except Exception as exc:  # network, apiserver restart, decode: back off, resume
                 if self._stop.is_set():
                     return
-                log.warning("%s: %s; retrying in %.1fs", self.path, exc, backoff)
-                self._stop.wait(backoff * (1 + random.random() * 0.2))
-                backoff = min(backoff * 2, MAX_BACKOFF)
-                status = getattr(exc, "status", None)
-                if status == 410:
-                    need_list = True
+                delay = backoff * (1 + random.random() * JITTER)
+                log.warning(
+                    "%r: %s failed: %s; retrying in %.1fs",
+                    self,
+                    "list" if need_list else "watch",
+                    exc,
+                    delay,
+                )
+                self._stop.wait(delay)
+                backoff = min(backoff * 2, self.max_backoff)
 
     def _relist(self) -> None:
-        items, version = self.client.list(self.path, self.query)
+        items, version = self.client.list(self.path, self.query, page_size=self.page_size)
+        if self._stop.is_set():
+            return
         fresh = {object_key(obj): obj for obj in items}
-        old_store = self.store
-        self.store = fresh
-        self.relists += 1
+        with self._lock:
+            old_store = self.store
+            self.store = fresh
+            self.resource_version = version
+            self.relists += 1
         for key, obj in fresh.items():
             previous = old_store.get(key)
             if previous is None:
                 self._call(self.on_add, obj)
-            elif _version(previous) != _version(obj):
+            elif _changed(previous, obj):
                 self._call(self.on_update, previous, obj)
         for key, obj in old_store.items():
             if key not in fresh:
                 self._call(self.on_delete, obj)
-        self.resource_version = version
         self._synced.set()
 
-    def _watch(self) -> None:
-        events = self.client.watch(
-            self.path, self.resource_version, self.watch_timeout, query=self.query
-        )
-        for kind, obj in events:
+    def _watch(self) -> int:
+        """One watch request, until the server ends it; returns how many events it brought."""
+        timeout = self.watch_timeout or int(WATCH_TIMEOUT_SECONDS * (1 + random.random()))
+        stream = self.client.watch(self.path, self.resource_version, timeout, query=self.query)
+        self._stream = stream
+        self.watches += 1
+        delivered = 0
+        try:
             if self._stop.is_set():
-                return
-            if kind == "ERROR":
-                if obj.get("code") == 410:
-                    raise Gone(obj.get("message", "gone"))
-                raise RuntimeError(f"watch error: {obj.get('message', obj)}")
-            version = _version(obj)
-            if kind == "BOOKMARK":
-                self.resource_version = version or self.resource_version
-                continue
-            key = object_key(obj)
-            if kind == "ADDED":
-                previous = self.store.get(key)
-                self.store[key] = obj
-                if previous is None:
-                    self._call(self.on_add, obj)
-                else:
-                    self._call(self.on_update, previous, obj)
-            elif kind == "MODIFIED":
-                previous = self.store.get(key)
-                self.store[key] = obj
-                if previous is None:
-                    self._call(self.on_add, obj)
-                else:
-                    self._call(self.on_update, previous, obj)
-            elif kind == "DELETED":
-                previous = self.store.pop(key, None)
-                self._call(self.on_delete, previous or obj)
+                return delivered
+            for kind, obj in stream:
+                if self._stop.is_set():
+                    return delivered
+                delivered += 1
+                self._apply(kind, obj)
+        finally:
+            self._stream = None
+            close = getattr(stream, "close", None)
+            if close is not None:
+                close()
+        return delivered
+
+    def _apply(self, kind: str, obj: dict) -> None:
+        if kind == "ERROR":  # a client that passes ERROR events through instead of raising
+            raise ApiError.from_status(obj)
+        version = _version(obj)
+        if kind == "BOOKMARK":
             if version:
                 self.resource_version = version
+            return
+        key = object_key(obj)
+        if kind in ("ADDED", "MODIFIED"):
+            with self._lock:
+                previous = self.store.get(key)
+                self.store[key] = obj
+                if version:
+                    self.resource_version = version
+            if previous is None:
+                self._call(self.on_add, obj)
+            else:
+                self._call(self.on_update, previous, obj)
+        elif kind == "DELETED":
+            with self._lock:
+                previous = self.store.pop(key, None)
+                if version:
+                    self.resource_version = version
+            self._call(self.on_delete, obj)  # the watch carries the final state
+        else:
+            log.debug("%r: ignoring event type %r", self, kind)
 
     def _call(self, handler: Handler, *args: dict) -> None:
         try:
             handler(*args)
         except Exception:
-            log.exception("%s: handler %s failed", self.path, getattr(handler, "__name__", handler))
+            log.exception("%r: handler %s failed", self, getattr(handler, "__name__", handler))
 
 
-def _version(obj: dict) -> str:
-    return (obj.get("metadata") or {}).get("resourceVersion", "")
+__all__ = ["Gone", "Informer", "object_key"]

@@ -1,4 +1,11 @@
-"""Connect to a cluster: an explicit kubeconfig, ``$KUBECONFIG``, in-cluster, or ~/.kube/config."""
+"""Connect to a cluster: one ``ApiClient`` that every thread of the process shares.
+
+Where the connection comes from, first match wins (as ``kubectl`` and client-go): an explicit
+kubeconfig file, else ``$KUBECONFIG`` (may list several files, merged), else the in-cluster
+service account when ``KUBERNETES_SERVICE_HOST`` is set, else ``~/.kube/config``. Nothing is
+read from or written to the ``kubernetes`` package's process-global default configuration.
+Failures raise :class:`KubeconfigError`, both a ``ConfigException`` and a ``ValueError``.
+"""
 
 from __future__ import annotations
 
@@ -8,28 +15,73 @@ from pathlib import Path
 from kubernetes import client, config
 from kubernetes.config.config_exception import ConfigException
 
-# Request threads, informers and binding workers share one pool.
+# Request threads, informers (one long watch each), binding workers and the event recorder
+# share one urllib3 pool: it must hold that many connections, or requests queue behind
+# watches (urllib3 would open and throw away extra connections, logging a warning).
 CONNECTION_POOL_SIZE = 64
+DEFAULT_KUBECONFIG = "~/.kube/config"
 
 
-def api_client(kubeconfig: str | None = None) -> client.ApiClient:
-    configuration = client.Configuration()
-    path = kubeconfig or os.environ.get("KUBECONFIG")
+class KubeconfigError(ConfigException, ValueError):
+    """No usable cluster configuration."""
+
+
+def _load_file(source: str, context: str | None, configuration: client.Configuration) -> None:
+    paths = [p for p in source.split(os.pathsep) if p]
+    if not any(Path(p).expanduser().is_file() for p in paths):
+        raise KubeconfigError(f"kubeconfig {source}: no such file")
     try:
-        if path:
-            if not Path(path).is_file():
-                raise ValueError(f"kubeconfig {path}: no such file")
-            config.load_kube_config(config_file=path, client_configuration=configuration)
-        elif os.environ.get("KUBERNETES_SERVICE_HOST"):
+        config.load_kube_config(
+            config_file=source,
+            context=context,
+            client_configuration=configuration,
+            persist_config=False,
+        )
+    except (ConfigException, OSError, ValueError, KeyError, TypeError) as exc:
+        raise KubeconfigError(f"kubeconfig {source}: {exc}") from exc
+
+
+def load_configuration(
+    kubeconfig: str | None = None, context: str | None = None
+) -> client.Configuration:
+    """A fresh ``Configuration`` from the first source that applies (module docstring)."""
+    configuration = client.Configuration()
+    source = kubeconfig or os.environ.get("KUBECONFIG")
+    if source:
+        _load_file(source, context, configuration)
+    elif os.environ.get("KUBERNETES_SERVICE_HOST"):
+        try:
             config.load_incluster_config(client_configuration=configuration)
-        else:
-            default = Path.home() / ".kube" / "config"
-            if not default.is_file():
-                raise ValueError(
-                    "no cluster configured: give --kubeconfig, set KUBECONFIG, or run in a cluster"
-                )
-            config.load_kube_config(config_file=str(default), client_configuration=configuration)
-    except ConfigException as exc:
-        raise ValueError(f"kubeconfig {path or '(in-cluster)'}: {exc}") from exc
-    configuration.connection_pool_maxsize = CONNECTION_POOL_SIZE
+        except ConfigException as exc:
+            raise KubeconfigError(f"in-cluster configuration: {exc}") from exc
+    else:
+        default = Path(DEFAULT_KUBECONFIG).expanduser()
+        if not default.is_file():
+            raise KubeconfigError(
+                "no cluster configured: give --kubeconfig, set KUBECONFIG, run in a cluster, "
+                f"or create {DEFAULT_KUBECONFIG}"
+            )
+        _load_file(str(default), context, configuration)
+    return configuration
+
+
+def api_client(
+    kubeconfig: str | None = None,
+    *,
+    context: str | None = None,
+    pool_size: int = CONNECTION_POOL_SIZE,
+) -> client.ApiClient:
+    """An ``ApiClient`` for the cluster, safe to share between threads."""
+    configuration = load_configuration(kubeconfig, context)
+    # The REST client reads the pool size when the ApiClient is built: set it before.
+    configuration.connection_pool_maxsize = pool_size
     return client.ApiClient(configuration)
+
+
+__all__ = [
+    "CONNECTION_POOL_SIZE",
+    "ConfigException",
+    "KubeconfigError",
+    "api_client",
+    "load_configuration",
+]

@@ -1,19 +1,31 @@
 """Upstream v1.36 defaults for what we implement (spec §6.1-§6.3).
 
-The default profile is upstream's MultiPoint list restricted to the plugins in
-:data:`extender.plugins.IN_TREE_PLUGINS`. Absent, because they need objects or nodes we do not
-model: VolumeRestrictions, NodeVolumeLimits, VolumeBinding, VolumeZone, DynamicResources and
-NodeDeclaredFeatures. NodeNumber (the seed's teaching plugin) is opt-in.
+The default profile is upstream's MultiPoint list (spec §6.2) restricted to the plugins in
+:data:`extender.plugins.IN_TREE_PLUGINS`, in upstream order and with upstream score weights.
+
+Upstream defaults that are absent here, because they need objects we do not model (volumes,
+CSI drivers, ResourceClaims, node feature declarations, workloads): VolumeRestrictions,
+NodeVolumeLimits, VolumeBinding, VolumeZone, DynamicResources, and the feature-gated
+NodeDeclaredFeatures and GangScheduling. A config may still *disable* them (a file shared with a
+real kube-scheduler often does); enabling them is an error. NodeNumber (the teaching plugin)
+is in the registry but opt-in, so it is not in the default profile.
 """
 
 from __future__ import annotations
 
+import copy
+from typing import Any
+
 from extender.framework.profile import PluginSpec
 
+# Upstream's name for the profile created when a config names none.
 DEFAULT_SCHEDULER_NAME = "default-scheduler"
+# Our own default when code asks for a profile without a config (the extender's profile).
+OWN_SCHEDULER_NAME = "kube-extender"
 
-# (name, score weight), in upstream's MultiPoint order.
-DEFAULT_MULTI_POINT: list[PluginSpec] = [
+# Upstream's MultiPoint defaults that we implement, in upstream order, with score weights
+# (0: the plugin does not score).
+DEFAULT_MULTI_POINT: tuple[PluginSpec, ...] = (
     PluginSpec("SchedulingGates"),
     PluginSpec("PrioritySort"),
     PluginSpec("NodeUnschedulable"),
@@ -28,25 +40,48 @@ DEFAULT_MULTI_POINT: list[PluginSpec] = [
     PluginSpec("NodeResourcesBalancedAllocation", 1),
     PluginSpec("ImageLocality", 1),
     PluginSpec("DefaultBinder"),
-]
+)
 
-_RESOURCES = [{"name": "cpu", "weight": 1}, {"name": "memory", "weight": 1}]
+# Upstream plugins we do not implement: a config may disable them (no-op), not enable them.
+UPSTREAM_ONLY_PLUGINS: frozenset[str] = frozenset(
+    {
+        "VolumeRestrictions",
+        "NodeVolumeLimits",
+        "VolumeBinding",
+        "VolumeZone",
+        "DynamicResources",
+        "NodeDeclaredFeatures",
+        "GangScheduling",
+    }
+)
 
-DEFAULT_ARGS: dict[str, dict] = {
-    "DefaultPreemption": {"minCandidateNodesPercentage": 10, "minCandidateNodesAbsolute": 100},
-    "InterPodAffinity": {"hardPodAffinityWeight": 1, "ignorePreferredTermsOfExistingPods": False},
-    "NodeResourcesFit": {
-        "ignoredResources": [],
-        "ignoredResourceGroups": [],
-        "scoringStrategy": {"type": "LeastAllocated", "resources": _RESOURCES},
-    },
-    "NodeResourcesBalancedAllocation": {"resources": _RESOURCES},
-    "PodTopologySpread": {"defaultingType": "System", "defaultConstraints": []},
-    "NodeAffinity": {},
-    "NodeNumber": {"permitTimeoutSeconds": 10},
+# The points each in-tree plugin implements (spec §6.2). Only used when a plugin module cannot
+# be imported; otherwise the loader asks the class itself (isinstance on the protocols).
+KNOWN_POINTS: dict[str, frozenset[str]] = {
+    "SchedulingGates": frozenset({"preEnqueue"}),
+    "PrioritySort": frozenset({"queueSort"}),
+    "NodeUnschedulable": frozenset({"filter"}),
+    "NodeName": frozenset({"filter"}),
+    "TaintToleration": frozenset({"filter", "preScore", "score"}),
+    "NodeAffinity": frozenset({"preFilter", "filter", "preScore", "score"}),
+    "NodePorts": frozenset({"preFilter", "filter"}),
+    "NodeResourcesFit": frozenset({"preFilter", "filter", "preScore", "score"}),
+    "PodTopologySpread": frozenset({"preFilter", "filter", "preScore", "score"}),
+    "InterPodAffinity": frozenset({"preFilter", "filter", "preScore", "score"}),
+    "DefaultPreemption": frozenset({"postFilter"}),
+    "NodeResourcesBalancedAllocation": frozenset({"preScore", "score"}),
+    "ImageLocality": frozenset({"score"}),
+    "DefaultBinder": frozenset({"bind"}),
+    "NodeNumber": frozenset({"preScore", "score", "permit"}),
 }
 
-# The keys each plugin's args accept (decoding is strict, as upstream's).
+DEFAULT_RESOURCES: tuple[dict, ...] = (
+    {"name": "cpu", "weight": 1},
+    {"name": "memory", "weight": 1},
+)
+
+# The keys each plugin's args accept (upstream decodes args strictly). A plugin missing here
+# takes no args.
 ARG_KEYS: dict[str, frozenset[str]] = {
     "DefaultPreemption": frozenset({"minCandidateNodesPercentage", "minCandidateNodesAbsolute"}),
     "InterPodAffinity": frozenset({"hardPodAffinityWeight", "ignorePreferredTermsOfExistingPods"}),
@@ -57,15 +92,108 @@ ARG_KEYS: dict[str, frozenset[str]] = {
     "NodeNumber": frozenset({"permitTimeoutSeconds"}),
 }
 
-DEFAULT_LEADER_ELECTION = {
+
+def _default_resources(resources: Any) -> Any:
+    """An empty list means the default set; a weight of 0 means 1 (upstream SetDefaults)."""
+    if resources is None or resources == []:
+        return [dict(r) for r in DEFAULT_RESOURCES]
+    if not isinstance(resources, list):
+        return resources  # the plugin rejects it with a precise message
+    out = []
+    for item in resources:
+        if isinstance(item, dict) and item.get("weight", 0) == 0:
+            item = {**item, "weight": 1}
+        out.append(item)
+    return out
+
+
+def _fit(args: dict) -> dict:
+    args.setdefault("ignoredResources", [])
+    args.setdefault("ignoredResourceGroups", [])
+    strategy = args.get("scoringStrategy")
+    if strategy is None:
+        args["scoringStrategy"] = {
+            "type": "LeastAllocated",
+            "resources": [dict(r) for r in DEFAULT_RESOURCES],
+        }
+    elif isinstance(strategy, dict):
+        # Upstream defaults only the resources of a given strategy, not its type.
+        args["scoringStrategy"] = {
+            **strategy,
+            "resources": _default_resources(strategy.get("resources")),
+        }
+    return args
+
+
+def _balanced(args: dict) -> dict:
+    args["resources"] = _default_resources(args.get("resources"))
+    return args
+
+
+def _spread(args: dict) -> dict:
+    if not args.get("defaultingType"):
+        args["defaultingType"] = "System"
+    args.setdefault("defaultConstraints", [])
+    return args
+
+
+def _inter_pod_affinity(args: dict) -> dict:
+    args.setdefault("hardPodAffinityWeight", 1)
+    args.setdefault("ignorePreferredTermsOfExistingPods", False)
+    return args
+
+
+def _preemption(args: dict) -> dict:
+    args.setdefault("minCandidateNodesPercentage", 10)
+    args.setdefault("minCandidateNodesAbsolute", 100)
+    return args
+
+
+def _node_number(args: dict) -> dict:
+    args.setdefault("permitTimeoutSeconds", 10)
+    return args
+
+
+_DEFAULTERS = {
+    "NodeResourcesFit": _fit,
+    "NodeResourcesBalancedAllocation": _balanced,
+    "PodTopologySpread": _spread,
+    "InterPodAffinity": _inter_pod_affinity,
+    "DefaultPreemption": _preemption,
+    "NodeAffinity": lambda args: args,
+    "NodeNumber": _node_number,
+}
+
+
+def has_args(name: str) -> bool:
+    """Whether the plugin has an args type (and so a default pluginConfig entry)."""
+    return name in _DEFAULTERS
+
+
+def default_args(name: str, args: dict | None = None) -> dict:
+    """``args`` (not mutated) with upstream's defaults filled in, as SetDefaults_<Plugin>Args."""
+    result = copy.deepcopy(args) if args else {}
+    defaulter = _DEFAULTERS.get(name)
+    return defaulter(result) if defaulter is not None else result
+
+
+DEFAULT_LEADER_ELECTION: dict[str, Any] = {
     "leaderElect": True,
-    "resourceLock": "leases",
-    "resourceNamespace": "kube-system",
-    # Upstream's default is "kube-scheduler"; ours must not contend for kube-scheduler's lease.
-    "resourceName": "kube-extender",
     "leaseDuration": 15.0,
     "renewDeadline": 10.0,
     "retryPeriod": 2.0,
+    "resourceLock": "leases",
+    # Upstream says "kube-scheduler"; ours must not wait for (or take) kube-scheduler's lease.
+    "resourceName": "kube-extender",
+    "resourceNamespace": "kube-system",
 }
 
-DEFAULT_CLIENT_CONNECTION = {"qps": 50.0, "burst": 100, "kubeconfig": ""}
+DEFAULT_CLIENT_CONNECTION: dict[str, Any] = {
+    "kubeconfig": "",
+    "acceptContentTypes": "",
+    "contentType": "application/vnd.kubernetes.protobuf",
+    "qps": 50.0,
+    "burst": 100,
+}
+
+DEFAULT_MAX_REQUEST_BYTES = 128 * 1024 * 1024

@@ -1,16 +1,30 @@
 """Build scheduling profiles from a ``KubeSchedulerConfiguration`` file, as kube-scheduler does.
 
-Merging follows upstream: the default profile is a MultiPoint list; a profile's
-``plugins.<point>`` are merged into the defaults (``disabled: "*"`` drops them, re-enabling a
-default plugin replaces it in place, others are appended); then MultiPoint plugins are expanded
-to every point they implement, unless disabled there, with a plugin named at a specific point
-overriding its MultiPoint entry. Score weights: the specific ``score`` entry wins, then the
-MultiPoint one; 0 means 1.
+A config file holds one or two YAML documents: a ``KubeSchedulerConfiguration``
+(``kubescheduler.config.k8s.io/v1``) that a real kube-scheduler accepts unchanged, then
+optionally our own ``ExtenderConfiguration`` (``kube-extender.io/v1alpha1``) for the extender
+service.
+
+Plugin merging follows upstream (``mergePlugins`` in the v1 defaults, then the framework's
+MultiPoint expansion), for each profile:
+
+1. The profile's ``multiPoint`` set is merged into the default MultiPoint list: a disabled
+   ``"*"`` drops every default, a disabled name drops that default, re-enabling a default keeps
+   its position but takes the user's settings (weight), other enabled plugins are appended.
+2. For each extension point, the point's own ``enabled`` list is taken as written; then every
+   MultiPoint plugin that implements the point is added, unless the point disables it (or
+   ``"*"``). A plugin named both at the point and in MultiPoint takes the point's entry. Order:
+   point entries that override MultiPoint ones (in the point's order), then MultiPoint-only
+   plugins, then the point's remaining entries.
+3. Score weights: a plugin's ``score`` entry wins over its MultiPoint entry; 0 means 1.
+
+Every error is a :class:`ConfigError` whose message names the file and the field path.
+Nothing here mutates the parsed YAML or the module defaults.
 """
 
 from __future__ import annotations
 
-import copy
+import functools
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,51 +33,73 @@ from typing import Any
 import yaml
 from marshmallow import ValidationError
 
+from extender.framework.interfaces import EXTENSION_POINTS
 from extender.framework.profile import PluginSpec, Profile
 from extender.plugins import IN_TREE_PLUGINS, plugin_class
 
 from . import schema
 from .defaults import (
     ARG_KEYS,
-    DEFAULT_ARGS,
     DEFAULT_MULTI_POINT,
     DEFAULT_SCHEDULER_NAME,
+    KNOWN_POINTS,
+    OWN_SCHEDULER_NAME,
+    UPSTREAM_ONLY_PLUGINS,
+    default_args,
+    has_args,
 )
 
+MIN_WEIGHT = 1
 MAX_WEIGHT = 100
+MULTI_POINT = "multiPoint"
+_ENVELOPE_KEYS = ("apiVersion", "kind")
+
+# Kubernetes' qualified-name pieces (IsQualifiedName / IsDNS1123Subdomain).
 _QUALIFIED_NAME = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 
 
 class ConfigError(ValueError):
-    """A config that cannot be used; the message names the file and the field."""
+    """A config that cannot be used; every line names the file and the field path."""
 
 
 @dataclass
 class ExtenderSettings:
     """Our own section (``kind: ExtenderConfiguration``): what the extender service serves."""
 
+    # schedulerName of the profile the extender runs (the loader fills in the first profile).
     profile: str = ""
+    # Path prefix of the webhook routes (``<urlPrefix>filter`` ...).
     url_prefix: str = "/"
+    # Largest request body accepted; 5000 full Nodes of ~17 KB fit in the default.
     max_request_bytes: int = 128 * 1024 * 1024
+    # Informational: the webhook answers both node-name and full-Node requests.
     node_cache_capable: bool = True
+    # Report UnschedulableAndUnresolvable in FailedAndUnresolvableNodes (else FailedNodes).
     filter_unresolvable: bool = True
     kubeconfig: str | None = None
+    # None: watch pods only when an enabled plugin needs the pods on each node.
     watch_pods: bool | None = None
 
 
 @dataclass
 class SchedulerConfig:
     profiles: list[Profile]
+    # The ``extenders:`` entries, validated, camelCase, defaults filled, httpTimeout in seconds.
     extenders: list[dict] = field(default_factory=list)
+    # None: not set (adaptive, spec §2.5); a profile's own value overrides it.
     percentage_of_nodes_to_score: int | None = None
     pod_initial_backoff_seconds: float = 1.0
     pod_max_backoff_seconds: float = 10.0
     parallelism: int = 16
     client_connection: dict = field(default_factory=dict)
+    # camelCase keys; durations as float seconds.
     leader_election: dict = field(default_factory=dict)
     extender: ExtenderSettings = field(default_factory=ExtenderSettings)
     source: str = "<default>"
+
+
+# -- errors ------------------------------------------------------------------------------------
 
 
 def _flatten(messages: Any, prefix: str = "") -> list[str]:
@@ -80,298 +116,404 @@ def _flatten(messages: Any, prefix: str = "") -> list[str]:
             lines.extend(_flatten(value, part))
         return lines
     if isinstance(messages, list) and all(isinstance(m, str) for m in messages):
-        message = "; ".join(messages)
-        message = message.replace("Unknown field.", "unknown field")
-        return [f"{prefix}: {message}" if prefix else message]
+        text = "; ".join(_MESSAGES.get(m, m) for m in messages)
+        return [f"{prefix}: {text}" if prefix else text]
     if isinstance(messages, list):
         return [line for item in messages for line in _flatten(item, prefix)]
-    return [f"{prefix}: {messages}"]
+    return [f"{prefix}: {messages}" if prefix else str(messages)]
 
 
-def _error(source: str, lines: list[str] | str) -> ConfigError:
+# marshmallow's stock messages, reworded in the style of the others.
+_MESSAGES = {
+    "Unknown field.": "unknown field",
+    "Missing data for required field.": "required",
+    "Not a valid string.": "must be a string",
+    "Not a valid list.": "must be a list",
+    "Not a valid mapping type.": "must be a mapping",
+    "Invalid input type.": "must be a mapping",
+    "Field may not be null.": "must not be null",
+}
+
+
+def _fail(source: str, lines: list[str] | str) -> ConfigError:
     if isinstance(lines, str):
         lines = [lines]
     return ConfigError("\n".join(f"{source}: {line}" for line in lines))
 
 
-# -- merging -------------------------------------------------------------------------------------
+# -- plugins -----------------------------------------------------------------------------------
+
+
+@functools.cache
+def plugin_points(name: str) -> frozenset[str]:
+    """The extension points an in-tree plugin implements (isinstance on the point protocols).
+
+    Falls back to the spec's table when the plugin's module cannot be imported yet.
+    """
+    try:
+        cls = plugin_class(name)
+    except ImportError:
+        return KNOWN_POINTS.get(name, frozenset())
+    return frozenset(point for point, proto in EXTENSION_POINTS.items() if isinstance(cls, proto))
 
 
 def _specs(items: list[dict]) -> list[PluginSpec]:
     return [PluginSpec(item["name"], item.get("weight") or 0) for item in items]
 
 
-def _merge_plugin_set(
-    defaults: list[PluginSpec], enabled: list[PluginSpec], disabled: set[str]
+def merge_plugin_set(
+    defaults: list[PluginSpec] | tuple[PluginSpec, ...],
+    enabled: list[PluginSpec],
+    disabled: set[str],
 ) -> list[PluginSpec]:
-    custom = {spec.name: i for i, spec in enumerate(enabled)}
+    """Upstream's ``mergePluginSet``: the defaults with the user's enabled/disabled applied."""
+    position = {spec.name: i for i, spec in enumerate(enabled)}
     replaced: set[int] = set()
     merged: list[PluginSpec] = []
     if "*" not in disabled:
         for spec in defaults:
             if spec.name in disabled:
                 continue
-            if spec.name in custom:
-                replaced.add(custom[spec.name])
-                spec = enabled[custom[spec.name]]
-            merged.append(spec)
+            if spec.name in position:
+                # Re-configured default: keep its place, take the user's entry.
+                replaced.add(position[spec.name])
+                spec = enabled[position[spec.name]]
+            merged.append(PluginSpec(spec.name, spec.weight))
     merged.extend(spec for i, spec in enumerate(enabled) if i not in replaced)
     return merged
 
 
-# The method that marks a plugin class as extending each point (one protocol per point).
-POINT_METHODS = {
-    "preEnqueue": "pre_enqueue",
-    "queueSort": "less",
-    "preFilter": "pre_filter",
-    "filter": "filter",
-    "postFilter": "post_filter",
-    "preScore": "pre_score",
-    "score": "score",
-    "reserve": "reserve",
-    "permit": "permit",
-    "preBind": "pre_bind",
-    "bind": "bind",
-    "postBind": "post_bind",
-}
+def _check_plugin_names(plugins: dict, where: str) -> list[str]:
+    """Unknown names, and score weights out of range, anywhere in ``plugins``."""
+    errors = []
+    for key in (MULTI_POINT, *schema.POINTS):
+        plugin_set = plugins.get(key) or {}
+        for i, item in enumerate(plugin_set.get("enabled") or ()):
+            path = f"{where}.plugins.{key}.enabled[{i}]"
+            name = item["name"]
+            if name not in IN_TREE_PLUGINS:
+                hint = " (an upstream plugin kube-extender does not implement)"
+                hint = hint if name in UPSTREAM_ONLY_PLUGINS else ""
+                errors.append(f'{path}.name: unknown plugin "{name}"{hint}')
+            weight = item.get("weight") or 0
+            # Weight only matters to Score; upstream ignores it elsewhere. 0 means 1.
+            if (
+                key in (MULTI_POINT, "score")
+                and weight != 0
+                and not MIN_WEIGHT <= weight <= MAX_WEIGHT
+            ):
+                errors.append(
+                    f"{path}.weight: must be between {MIN_WEIGHT} and {MAX_WEIGHT} (got {weight})"
+                )
+        for i, item in enumerate(plugin_set.get("disabled") or ()):
+            name = item["name"]
+            # Disabling an upstream plugin we lack is a no-op, so shared files keep working.
+            if name != "*" and name not in IN_TREE_PLUGINS and name not in UPSTREAM_ONLY_PLUGINS:
+                errors.append(f'{where}.plugins.{key}.disabled[{i}].name: unknown plugin "{name}"')
+    return errors
 
 
-def _has_point(name: str, point: str) -> bool:
-    return callable(getattr(plugin_class(name), POINT_METHODS[point], None))
+def _expand_point(
+    point: str,
+    plugin_set: dict,
+    multi_point: list[PluginSpec],
+    where: str,
+) -> tuple[list[PluginSpec], list[str]]:
+    """One point's plugins: its own entries plus the MultiPoint plugins implementing it."""
+    errors = []
+    specific = _specs(plugin_set.get("enabled") or [])
+    disabled = {p["name"] for p in plugin_set.get("disabled") or []}
+    names: list[str] = []
+    for i, spec in enumerate(specific):
+        if point not in plugin_points(spec.name):
+            errors.append(
+                f'{where}.plugins.{point}.enabled[{i}].name: plugin "{spec.name}" '
+                f"does not extend {point}"
+            )
+        elif spec.name in names:
+            errors.append(
+                f'{where}.plugins.{point}.enabled[{i}].name: plugin "{spec.name}" enabled twice'
+            )
+        names.append(spec.name)
+    if errors or "*" in disabled:
+        return specific, errors
+
+    overridden: set[str] = set()
+    from_multi: list[PluginSpec] = []
+    for spec in multi_point:
+        if point not in plugin_points(spec.name) or spec.name in disabled:
+            continue
+        if spec.name in names:
+            # Named at the point too: the user's intent is the point's entry.
+            overridden.add(spec.name)
+        elif any(s.name == spec.name for s in from_multi):
+            errors.append(f'{where}.plugins.multiPoint.enabled: plugin "{spec.name}" enabled twice')
+        else:
+            from_multi.append(spec)
+    ordered = [s for s in specific if s.name in overridden]
+    ordered += from_multi
+    ordered += [s for s in specific if s.name not in overridden]
+    return ordered, errors
 
 
-def build_profile(raw: dict, where: str, source: str) -> Profile:
+def _plugin_config(
+    entries: list[dict], enabled: set[str], where: str
+) -> tuple[dict[str, dict], list[str]]:
+    """Each plugin's args: the user's entry or the default, upstream defaults filled in."""
+    errors: list[str] = []
+    config: dict[str, dict] = {}
+    given: dict[str, int] = {}
+    for j, entry in enumerate(entries):
+        name = entry["name"]
+        path = f"{where}.pluginConfig[{j}]"
+        if name not in IN_TREE_PLUGINS:
+            errors.append(f'{path}.name: unknown plugin "{name}"')
+            continue
+        if name in given:
+            errors.append(f'{path}.name: duplicate pluginConfig for "{name}"')
+            continue
+        given[name] = j
+        raw_args = entry.get("args") or {}
+        # Upstream's embedded args may carry their own apiVersion/kind (e.g. NodeResourcesFitArgs).
+        args = {k: v for k, v in raw_args.items() if k not in _ENVELOPE_KEYS}
+        allowed = ARG_KEYS.get(name, frozenset())
+        unknown = [key for key in args if key not in allowed]
+        if unknown and not has_args(name):
+            errors.append(f"{path}.args: plugin {name} takes no args")
+            continue
+        if unknown:
+            errors.extend(f"{path}.args.{key}: unknown field" for key in unknown)
+            continue
+        config[name] = default_args(name, args)
+        error = _validate_args(name, config[name])
+        if error:
+            errors.append(f"{path}.args: {error}")
+    # Upstream adds a defaulted pluginConfig entry for every enabled plugin that has args.
+    for name in sorted(enabled - set(given)):
+        if has_args(name):
+            config[name] = default_args(name)
+    return config, errors
+
+
+def _validate_args(name: str, args: dict) -> str | None:
+    """The plugin's own complaint about ``args``, if any (it owns the rules)."""
+    try:
+        cls = plugin_class(name)
+    except ImportError:
+        return None  # the module is not written yet: nothing to validate against
+    try:
+        cls(args, None)
+    except (ValueError, TypeError) as exc:
+        return str(exc)
+    return None
+
+
+def build_profile(raw: dict, index: int, source: str, *, lone: bool = True) -> Profile:
+    """One ``profiles[index]`` entry (as decoded by the schema) as a merged :class:`Profile`.
+
+    ``lone``: the config has a single profile, which may omit ``schedulerName``.
+    """
+    where = f"profiles[{index}]"
+    name = raw.get("schedulerName")
+    if name is None and not lone:
+        raise _fail(source, f"{where}.schedulerName: required when there is more than one profile")
+    if name is not None and not name:
+        raise _fail(source, f"{where}.schedulerName: must not be empty")
     plugins = raw.get("plugins") or {}
-    multi = plugins.get("multiPoint") or {}
-    multi_point = _merge_plugin_set(
+    errors = _check_plugin_names(plugins, where)
+    if errors:
+        raise _fail(source, errors)
+
+    multi = plugins.get(MULTI_POINT) or {}
+    multi_point = merge_plugin_set(
         DEFAULT_MULTI_POINT,
         _specs(multi.get("enabled") or []),
         {p["name"] for p in multi.get("disabled") or []},
     )
-
-    errors: list[str] = []
-    for key in ("multiPoint", *schema.POINTS):
-        for i, item in enumerate((plugins.get(key) or {}).get("enabled") or ()):
-            if item["name"] not in IN_TREE_PLUGINS:
-                errors.append(
-                    f'{where}.plugins.{key}.enabled[{i}].name: unknown plugin "{item["name"]}"'
-                )
-            weight = item.get("weight") or 0
-            if weight < 0 or weight > MAX_WEIGHT:
-                errors.append(
-                    f"{where}.plugins.{key}.enabled[{i}].weight: must be between 1 and "
-                    f"{MAX_WEIGHT} (0 means 1), got {weight}"
-                )
-        for i, item in enumerate((plugins.get(key) or {}).get("disabled") or ()):
-            if item["name"] != "*" and item["name"] not in IN_TREE_PLUGINS:
-                errors.append(
-                    f'{where}.plugins.{key}.disabled[{i}].name: unknown plugin "{item["name"]}"'
-                )
-    if errors:
-        raise _error(source, errors)
-
     points: dict[str, list[PluginSpec]] = {}
-    weights: dict[str, int] = {}
     for point in schema.POINTS:
-        plugin_set = plugins.get(point) or {}
-        specific = _specs(plugin_set.get("enabled") or [])
-        disabled = {p["name"] for p in plugin_set.get("disabled") or []}
-        for i, spec in enumerate(specific):
-            if not _has_point(spec.name, point):
-                raise _error(
-                    source,
-                    f'{where}.plugins.{point}.enabled[{i}].name: plugin "{spec.name}" '
-                    f"does not extend {point}",
-                )
-        names = [s.name for s in specific]
-        if "*" in disabled:
-            ordered = specific
-        else:
-            overrides: list[PluginSpec] = []
-            from_multi: list[PluginSpec] = []
-            for spec in multi_point:
-                if not _has_point(spec.name, point) or spec.name in disabled:
-                    continue
-                if spec.name in names:
-                    overrides.append(spec)
-                elif spec.name in (s.name for s in from_multi):
-                    raise _error(
-                        source, f'{where}.plugins.multiPoint: plugin "{spec.name}" enabled twice'
-                    )
-                else:
-                    from_multi.append(spec)
-            override_names = {s.name for s in overrides}
-            ordered = [s for s in specific if s.name in override_names]
-            ordered += from_multi
-            ordered += [s for s in specific if s.name not in override_names]
-        seen: set[str] = set()
-        for spec in ordered:
-            if spec.name in seen:
-                raise _error(source, f'{where}.plugins.{point}: plugin "{spec.name}" enabled twice')
-            seen.add(spec.name)
-        points[point] = ordered
-        if point == "score":
-            for spec in specific:
-                weights.setdefault(spec.name, spec.weight)
-            for spec in multi_point:
-                weights.setdefault(spec.name, spec.weight)
-    points["score"] = [PluginSpec(s.name, weights.get(s.name) or 1) for s in points["score"]]
+        points[point], point_errors = _expand_point(
+            point, plugins.get(point) or {}, multi_point, where
+        )
+        errors.extend(point_errors)
+    if len(points["queueSort"]) > 1:
+        errors.append(f"{where}.plugins.queueSort: only one queue sort plugin can be enabled")
+    if errors:
+        raise _fail(source, errors)
 
-    plugin_config: dict[str, dict] = {}
-    for i, entry in enumerate(raw.get("pluginConfig") or ()):
-        name = entry["name"]
-        path = f"{where}.pluginConfig[{i}]"
-        if name not in IN_TREE_PLUGINS:
-            raise _error(source, f'{path}.name: unknown plugin "{name}"')
-        if name in plugin_config:
-            raise _error(source, f'{path}.name: duplicate pluginConfig for "{name}"')
-        args = {
-            k: v for k, v in (entry.get("args") or {}).items() if k not in ("apiVersion", "kind")
-        }
-        allowed = ARG_KEYS.get(name, frozenset())
-        unknown = sorted(set(args) - allowed)
-        if unknown:
-            raise _error(source, f"{path}.args.{unknown[0]}: unknown field for {name} args")
-        plugin_config[name] = {**copy.deepcopy(DEFAULT_ARGS.get(name, {})), **args}
+    # Upstream getScoreWeights: the score entry first, then the MultiPoint one; 0 means 1.
+    weights: dict[str, int] = {}
+    for spec in (*_specs((plugins.get("score") or {}).get("enabled") or []), *multi_point):
+        weights.setdefault(spec.name, spec.weight)
+    points["score"] = [PluginSpec(s.name, weights.get(s.name) or 1) for s in points["score"]]
+    for point in schema.POINTS:
+        if point != "score":
+            points[point] = [PluginSpec(s.name, 0) for s in points[point]]
 
     enabled = {spec.name for specs in points.values() for spec in specs}
-    for name in enabled:
-        plugin_config.setdefault(name, copy.deepcopy(DEFAULT_ARGS.get(name, {})))
-    for name, args in plugin_config.items():
-        try:
-            plugin_class(name)(args, None)
-        except (ValueError, TypeError, KeyError) as exc:
-            index = next(
-                (i for i, e in enumerate(raw.get("pluginConfig") or ()) if e["name"] == name), None
-            )
-            path = f"{where}.pluginConfig[{index}].args" if index is not None else f"{where}"
-            raise _error(source, f"{path}: {name}: {exc}") from exc
-
+    plugin_config, errors = _plugin_config(raw.get("pluginConfig") or [], enabled, where)
+    if errors:
+        raise _fail(source, errors)
     return Profile(
-        scheduler_name=raw.get("schedulerName") or DEFAULT_SCHEDULER_NAME,
+        scheduler_name=name or DEFAULT_SCHEDULER_NAME,
         plugins=points,
         plugin_config=plugin_config,
         percentage_of_nodes_to_score=raw.get("percentageOfNodesToScore"),
     )
 
 
-# -- extenders -----------------------------------------------------------------------------------
+# -- extenders (extender-protocol.md §6.4) -----------------------------------------------------
 
 
-def _extended_resource_problem(name: str) -> str | None:
-    if "/" not in name:
-        return "must be an extended resource name with a domain prefix (example.com/device)"
-    prefix, _, short = name.partition("/")
-    if "kubernetes.io/" in name:
-        return "must not be in the kubernetes.io domain"
-    if name.startswith("requests."):
-        return "must not start with requests."
-    if (
-        not prefix
-        or len(prefix) > 253
-        or not _DNS_SUBDOMAIN.match(prefix)
-        or not short
-        or len(short) > 63
-        or not _QUALIFIED_NAME.match(short)
+def _is_qualified_name(value: str) -> bool:
+    prefix, slash, short = value.rpartition("/")
+    if slash and (
+        not prefix or len(prefix) > 253 or not _DNS_SUBDOMAIN.match(prefix) or "/" in prefix
     ):
-        return "must be a qualified name (prefix/name)"
+        return False
+    return 0 < len(short) <= 63 and bool(_QUALIFIED_NAME.match(short))
+
+
+def extended_resource_problem(name: str) -> str | None:
+    """Why ``name`` is not a valid extended resource name (upstream IsExtendedResourceName)."""
+    if "/" not in name:
+        return "is an invalid extended resource name: needs a domain prefix (example.com/name)"
+    if "kubernetes.io/" in name:
+        return "is an invalid extended resource name: the kubernetes.io domain is reserved"
+    if name.startswith("requests."):
+        return 'is an invalid extended resource name: must not start with "requests."'
+    if not _is_qualified_name(name) or not _is_qualified_name(f"requests.{name}"):
+        return "is an invalid extended resource name: must be a qualified name (prefix/name)"
     return None
 
 
-def _validate_extenders(extenders: list[dict], source: str) -> None:
+def _validate_extenders(extenders: list[dict]) -> list[str]:
     errors = []
-    binders = [i for i, e in enumerate(extenders) if e.get("bindVerb")]
-    if len(binders) > 1:
-        errors.append(f"extenders[{binders[1]}].bindVerb: only one extender can implement bind")
     seen: set[str] = set()
     for i, entry in enumerate(extenders):
         for j, resource in enumerate(entry.get("managedResources") or ()):
-            problem = _extended_resource_problem(resource["name"])
+            path = f"extenders[{i}].managedResources[{j}].name"
+            problem = extended_resource_problem(resource["name"])
             if problem:
-                errors.append(f"extenders[{i}].managedResources[{j}].name: {problem}")
+                errors.append(f'{path}: "{resource["name"]}" {problem}')
             if resource["name"] in seen:
-                errors.append(
-                    f"extenders[{i}].managedResources[{j}].name: "
-                    "duplicate extender managed resource name"
-                )
+                errors.append(f"{path}: duplicate extender managed resource name")
             seen.add(resource["name"])
-    if errors:
-        raise _error(source, errors)
+    binders = [i for i, entry in enumerate(extenders) if entry.get("bindVerb")]
+    if len(binders) > 1:
+        errors.append(
+            f"extenders: found {len(binders)} extenders implementing bind "
+            f"(extenders{binders}): only one extender can implement bind"
+        )
+    return errors
 
 
-# -- entry points --------------------------------------------------------------------------------
+# -- documents ---------------------------------------------------------------------------------
+
+
+def _extender_settings(documents: list[Any], source: str) -> ExtenderSettings:
+    """The optional ExtenderConfiguration document (after the KubeSchedulerConfiguration)."""
+    if not documents:
+        return ExtenderSettings()
+    if len(documents) > 1:
+        raise _fail(source, "document 3: only one ExtenderConfiguration document is allowed")
+    doc = documents[0]
+    if not isinstance(doc, dict):
+        raise _fail(source, f"document 2: expected a mapping ({schema.EXTENDER_KIND})")
+    if doc.get("kind") != schema.EXTENDER_KIND:
+        raise _fail(
+            source, f"document 2: kind: must be {schema.EXTENDER_KIND!r}, got {doc.get('kind')!r}"
+        )
+    try:
+        data = schema.ExtenderConfigurationSchema().load(doc)
+    except ValidationError as exc:
+        raise _fail(source, _flatten(exc.messages, schema.EXTENDER_KIND)) from exc
+    return ExtenderSettings(
+        profile=data["profile"],
+        url_prefix=data["urlPrefix"],
+        max_request_bytes=data["maxRequestBytes"],
+        node_cache_capable=data["nodeCacheCapable"],
+        filter_unresolvable=data["filterUnresolvable"],
+        kubeconfig=data["kubeconfig"],
+        watch_pods=data["watchPods"],
+    )
+
+
+def _check_common_queue_sort(profiles: list[Profile]) -> list[str]:
+    """All profiles share one queue (spec §6.2): same QueueSort plugin and args."""
+    errors = []
+    first = profiles[0]
+    sort = first.enabled("queueSort")
+    sort_args = [first.plugin_config.get(name) for name in sort]
+    for i, profile in enumerate(profiles[1:], start=1):
+        if profile.enabled("queueSort") != sort:
+            errors.append(
+                f"profiles[{i}].plugins.queueSort: must be the same for all profiles "
+                f"(profiles[0] uses {sort}, this one {profile.enabled('queueSort')})"
+            )
+        elif [profile.plugin_config.get(name) for name in sort] != sort_args:
+            errors.append(
+                f"profiles[{i}].pluginConfig: the queueSort plugin's args must be the same "
+                "for all profiles"
+            )
+    return errors
+
+
+def _yaml_problem(exc: yaml.YAMLError) -> str:
+    """A one-line description of a YAML syntax error, with its (1-based) position."""
+    mark = getattr(exc, "problem_mark", None)
+    problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+    if mark is None:
+        return f"invalid YAML: {problem}"
+    return f"invalid YAML at line {mark.line + 1}, column {mark.column + 1}: {problem}"
 
 
 def loads(text: str, source: str = "<string>") -> SchedulerConfig:
+    """Parse a config file's text; ``source`` names it in error messages."""
     try:
         documents = [d for d in yaml.safe_load_all(text) if d is not None]
     except yaml.YAMLError as exc:
-        raise _error(source, f"invalid YAML: {exc}") from exc
+        raise _fail(source, _yaml_problem(exc)) from exc
     if not documents:
-        raise _error(source, "empty file: expected a KubeSchedulerConfiguration")
-    first, rest = documents[0], documents[1:]
+        raise _fail(source, f"empty: expected a {schema.KIND} document")
+    first = documents[0]
     if not isinstance(first, dict):
-        raise _error(source, "expected a KubeSchedulerConfiguration mapping")
+        raise _fail(source, f"expected a {schema.KIND} mapping, got {type(first).__name__}")
     try:
         data = schema.KubeSchedulerConfigurationSchema().load(first)
     except ValidationError as exc:
-        raise _error(source, _flatten(exc.messages)) from exc
+        raise _fail(source, _flatten(exc.messages)) from exc
+    settings = _extender_settings(documents[1:], source)
 
-    settings = ExtenderSettings()
-    for index, doc in enumerate(rest, start=1):
-        if not isinstance(doc, dict) or doc.get("kind") != schema.EXTENDER_KIND:
-            kind = doc.get("kind") if isinstance(doc, dict) else type(doc).__name__
-            raise _error(
-                source, f"document {index + 1}: expected kind {schema.EXTENDER_KIND}, got {kind!r}"
-            )
-        try:
-            ext = schema.ExtenderConfigurationSchema().load(doc)
-        except ValidationError as exc:
-            raise _error(
-                source, [f"document {index + 1}: {line}" for line in _flatten(exc.messages)]
-            ) from exc
-        settings = ExtenderSettings(
-            profile=ext["profile"],
-            url_prefix=ext["urlPrefix"],
-            max_request_bytes=ext["maxRequestBytes"],
-            node_cache_capable=ext["nodeCacheCapable"],
-            filter_unresolvable=ext["filterUnresolvable"],
-            kubeconfig=ext["kubeconfig"],
-            watch_pods=ext["watchPods"],
-        )
-
-    raw_profiles = data["profiles"] or [{"schedulerName": DEFAULT_SCHEDULER_NAME}]
-    profiles = []
-    names: set[str] = set()
+    raw_profiles = data["profiles"] or [{}]
+    profiles: list[Profile] = []
+    seen: dict[str, int] = {}
     for i, raw in enumerate(raw_profiles):
-        profile = build_profile(raw, f"profiles[{i}]", source)
-        if profile.scheduler_name in names:
-            raise _error(
-                source, f'profiles[{i}].schedulerName: duplicate "{profile.scheduler_name}"'
+        profile = build_profile(raw, i, source, lone=len(raw_profiles) == 1)
+        if profile.scheduler_name in seen:
+            raise _fail(
+                source,
+                f'profiles[{i}].schedulerName: duplicate "{profile.scheduler_name}" '
+                f"(also profiles[{seen[profile.scheduler_name]}])",
             )
-        names.add(profile.scheduler_name)
+        seen[profile.scheduler_name] = i
         if profile.percentage_of_nodes_to_score is None:
             profile.percentage_of_nodes_to_score = data["percentageOfNodesToScore"]
         profiles.append(profile)
-    sorts = {tuple(s.name for s in p.plugins.get("queueSort", ())) for p in profiles}
-    if len(sorts) > 1:
-        raise _error(source, "profiles: all profiles must use the same queueSort plugin")
-    queue_sort_args = {
-        repr(p.plugin_config.get(p.plugins["queueSort"][0].name))
-        for p in profiles
-        if p.plugins.get("queueSort")
-    }
-    if len(queue_sort_args) > 1:
-        raise _error(source, "profiles: all profiles must use the same queueSort args")
 
+    errors = _check_common_queue_sort(profiles)
     extenders = data["extenders"] or []
-    _validate_extenders(extenders, source)
-    if settings.profile and settings.profile not in names:
-        raise _error(
-            source,
-            f'ExtenderConfiguration.profile: no profile named "{settings.profile}" '
-            f"(profiles: {', '.join(sorted(names))})",
+    errors += _validate_extenders(extenders)
+    if not settings.profile:
+        settings.profile = profiles[0].scheduler_name
+    elif settings.profile not in seen:
+        errors.append(
+            f'{schema.EXTENDER_KIND}.profile: no profile named "{settings.profile}" '
+            f"(profiles: {', '.join(seen)})"
         )
+    if errors:
+        raise _fail(source, errors)
+
     return SchedulerConfig(
         profiles=profiles,
         extenders=extenders,
@@ -387,21 +529,28 @@ def loads(text: str, source: str = "<string>") -> SchedulerConfig:
 
 
 def load(path: str | Path) -> SchedulerConfig:
+    """Read and parse a config file; every error names ``path``."""
     file = Path(path)
     try:
-        text = file.read_text()
-    except OSError as exc:
-        raise ConfigError(f"{file}: cannot read: {exc.strerror or exc}") from exc
+        text = file.read_text(encoding="utf-8")
+    except FileNotFoundError as exc:
+        raise ConfigError(f"{file}: no such file") from exc
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{file}: cannot read: {getattr(exc, 'strerror', None) or exc}") from exc
     return loads(text, source=str(file))
 
 
-def default_config(scheduler_name: str = DEFAULT_SCHEDULER_NAME) -> SchedulerConfig:
-    return loads(
-        f"apiVersion: {schema.API_VERSION}\nkind: {schema.KIND}\n"
-        f"profiles:\n  - schedulerName: {scheduler_name}\n",
+def default_config(scheduler_name: str = OWN_SCHEDULER_NAME) -> SchedulerConfig:
+    """A config with one default profile named ``scheduler_name`` and upstream defaults."""
+    config = loads(
+        f"apiVersion: {schema.API_VERSION}\nkind: {schema.KIND}\n",
         source="<default>",
     )
+    config.profiles[0].scheduler_name = scheduler_name
+    config.extender.profile = scheduler_name
+    return config
 
 
-def default_profile(scheduler_name: str = DEFAULT_SCHEDULER_NAME) -> Profile:
+def default_profile(scheduler_name: str = OWN_SCHEDULER_NAME) -> Profile:
+    """The default profile (upstream's MultiPoint defaults that we implement)."""
     return default_config(scheduler_name).profiles[0]

@@ -1,7 +1,10 @@
-"""marshmallow schemas for ``KubeSchedulerConfiguration`` (v1) and our ExtenderConfiguration.
+"""marshmallow schemas for ``KubeSchedulerConfiguration`` (v1) and our ``ExtenderConfiguration``.
 
-Decoding is strict, as kube-scheduler's is: an unknown or mis-cased key is an error. Plugin
-args stay dicts here; each plugin validates its own (see ``loader``).
+Decoding is strict, as kube-scheduler's is: an unknown or mis-cased key is an error, and a value
+of the wrong JSON type is not coerced (``"5"`` is not an integer, ``1`` is not a boolean).
+Plugin args stay dicts here; the loader defaults them and each plugin validates its own.
+The schemas only decode and check single fields; rules that span the document (plugin names,
+merging, duplicates) live in :mod:`extender.config.loader`.
 """
 
 from __future__ import annotations
@@ -11,58 +14,14 @@ from typing import Any
 
 from marshmallow import RAISE, Schema, ValidationError, fields, validate, validates_schema
 
+from .defaults import DEFAULT_CLIENT_CONNECTION, DEFAULT_LEADER_ELECTION, DEFAULT_MAX_REQUEST_BYTES
+
 API_VERSION = "kubescheduler.config.k8s.io/v1"
 KIND = "KubeSchedulerConfiguration"
 EXTENDER_API_VERSION = "kube-extender.io/v1alpha1"
 EXTENDER_KIND = "ExtenderConfiguration"
 
-_DURATION = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
-_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
-
-
-def parse_duration(value: str) -> float:
-    """A Go duration string ("15s", "1m30s", "500ms") in seconds."""
-    text = value.strip()
-    if text in ("0", ""):
-        return 0.0
-    sign = -1.0 if text.startswith("-") else 1.0
-    text = text.lstrip("+-")
-    pos, total = 0, 0.0
-    for match in _DURATION.finditer(text):
-        if match.start() != pos:
-            break
-        total += float(match.group(1)) * _UNITS[match.group(2)]
-        pos = match.end()
-    if pos != len(text) or pos == 0:
-        raise ValueError(f"invalid duration {value!r} (use Go syntax such as 10s, 1m30s, 500ms)")
-    return sign * total
-
-
-class Duration(fields.Field):
-    def _deserialize(self, value: Any, attr: Any, data: Any, **kwargs: Any) -> float:
-        if not isinstance(value, str):
-            raise ValidationError("must be a duration string such as 10s")
-        try:
-            return parse_duration(value)
-        except ValueError as exc:
-            raise ValidationError(str(exc)) from exc
-
-
-class Strict(Schema):
-    class Meta:
-        unknown = RAISE
-
-
-class PluginSchema(Strict):
-    name = fields.String(required=True, validate=validate.Length(min=1))
-    weight = fields.Integer(load_default=0, strict=True)
-
-
-class PluginSetSchema(Strict):
-    enabled = fields.List(fields.Nested(PluginSchema), load_default=list)
-    disabled = fields.List(fields.Nested(PluginSchema), load_default=list)
-
-
+# The extension points a profile's ``plugins`` may name, in execution order.
 POINTS = (
     "preEnqueue",
     "queueSort",
@@ -78,49 +37,151 @@ POINTS = (
     "postBind",
 )
 
+_DURATION = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|μs|ms|s|m|h)")
+_UNITS = {
+    "ns": 1e-9,
+    "us": 1e-6,
+    "µs": 1e-6,
+    "μs": 1e-6,
+    "ms": 1e-3,
+    "s": 1.0,
+    "m": 60.0,
+    "h": 3600.0,
+}
+
+
+def parse_duration(value: str) -> float:
+    """A Go duration string ("15s", "1m30s", "500ms", "1.5h") in seconds."""
+    text = value.strip()
+    sign = 1.0
+    if text[:1] in ("+", "-"):
+        sign = -1.0 if text[0] == "-" else 1.0
+        text = text[1:]
+    if text == "0":
+        return 0.0
+    pos, total = 0, 0.0
+    for match in _DURATION.finditer(text):
+        if match.start() != pos:
+            break
+        total += float(match.group(1)) * _UNITS[match.group(2)]
+        pos = match.end()
+    if pos == 0 or pos != len(text):
+        raise ValueError(f"invalid duration {value!r} (use Go syntax such as 10s, 1m30s, 500ms)")
+    return sign * total
+
+
+# -- strict scalar fields ---------------------------------------------------------------------
+
+
+class Duration(fields.Field):
+    """A Go duration string, loaded as float seconds."""
+
+    def _deserialize(self, value: Any, attr: Any, data: Any, **kwargs: Any) -> float:
+        if not isinstance(value, str):
+            raise ValidationError("must be a duration string such as 10s or 1m30s")
+        try:
+            return parse_duration(value)
+        except ValueError as exc:
+            raise ValidationError(str(exc)) from exc
+
+
+class Bool(fields.Field):
+    def _deserialize(self, value: Any, attr: Any, data: Any, **kwargs: Any) -> bool:
+        if not isinstance(value, bool):
+            raise ValidationError("must be a boolean (true or false)")
+        return value
+
+
+class Int(fields.Field):
+    def _deserialize(self, value: Any, attr: Any, data: Any, **kwargs: Any) -> int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ValidationError("must be an integer")
+        return value
+
+
+class Number(fields.Field):
+    def _deserialize(self, value: Any, attr: Any, data: Any, **kwargs: Any) -> float:
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise ValidationError("must be a number")
+        return float(value)
+
+
+def _range(low: int, high: int | None = None) -> validate.Range:
+    if high is None:
+        return validate.Range(min=low, error=f"must be at least {low}")
+    return validate.Range(min=low, max=high, error=f"must be between {low} and {high}")
+
+
+def _equal(value: str) -> validate.Equal:
+    return validate.Equal(value, error=f'must be "{value}"')
+
+
+class Strict(Schema):
+    class Meta:
+        unknown = RAISE
+
+
+# -- profiles ---------------------------------------------------------------------------------
+
+
+class PluginSchema(Strict):
+    name = fields.String(required=True, validate=validate.Length(min=1, error="must not be empty"))
+    # Range-checked by the loader, where it matters (score and multiPoint).
+    weight = Int(load_default=0)
+
+
+class PluginSetSchema(Strict):
+    enabled = fields.List(fields.Nested(PluginSchema), load_default=list)
+    disabled = fields.List(fields.Nested(PluginSchema), load_default=list)
+
+
+def _plugin_set() -> fields.Nested:
+    return fields.Nested(PluginSetSchema, load_default=dict)
+
 
 class PluginsSchema(Strict):
-    multiPoint = fields.Nested(PluginSetSchema, load_default=dict)  # noqa: N815
-    preEnqueue = fields.Nested(PluginSetSchema, load_default=dict)  # noqa: N815
-    queueSort = fields.Nested(PluginSetSchema, load_default=dict)  # noqa: N815
-    preFilter = fields.Nested(PluginSetSchema, load_default=dict)  # noqa: N815
-    filter = fields.Nested(PluginSetSchema, load_default=dict)
-    postFilter = fields.Nested(PluginSetSchema, load_default=dict)  # noqa: N815
-    preScore = fields.Nested(PluginSetSchema, load_default=dict)  # noqa: N815
-    score = fields.Nested(PluginSetSchema, load_default=dict)
-    reserve = fields.Nested(PluginSetSchema, load_default=dict)
-    permit = fields.Nested(PluginSetSchema, load_default=dict)
-    preBind = fields.Nested(PluginSetSchema, load_default=dict)  # noqa: N815
-    bind = fields.Nested(PluginSetSchema, load_default=dict)
-    postBind = fields.Nested(PluginSetSchema, load_default=dict)  # noqa: N815
+    multiPoint = _plugin_set()  # noqa: N815
+    preEnqueue = _plugin_set()  # noqa: N815
+    queueSort = _plugin_set()  # noqa: N815
+    preFilter = _plugin_set()  # noqa: N815
+    filter = _plugin_set()
+    postFilter = _plugin_set()  # noqa: N815
+    preScore = _plugin_set()  # noqa: N815
+    score = _plugin_set()
+    reserve = _plugin_set()
+    permit = _plugin_set()
+    preBind = _plugin_set()  # noqa: N815
+    bind = _plugin_set()
+    postBind = _plugin_set()  # noqa: N815
 
 
 class PluginConfigSchema(Strict):
-    name = fields.String(required=True, validate=validate.Length(min=1))
+    name = fields.String(required=True, validate=validate.Length(min=1, error="must not be empty"))
     args = fields.Dict(load_default=dict, allow_none=True)
 
 
-_PERCENT = validate.Range(0, 100, error="must be between 0 and 100")
-
-
 class ProfileSchema(Strict):
-    schedulerName = fields.String(load_default="default-scheduler")  # noqa: N815
-    percentageOfNodesToScore = fields.Integer(  # noqa: N815
-        load_default=None, allow_none=True, strict=True, validate=_PERCENT
+    # None: omitted (upstream names a lone profile default-scheduler; see the loader).
+    schedulerName = fields.String(load_default=None, allow_none=True)  # noqa: N815
+    percentageOfNodesToScore = Int(  # noqa: N815
+        load_default=None, allow_none=True, validate=_range(0, 100)
     )
-    plugins = fields.Nested(PluginsSchema, load_default=None, allow_none=True)
+    plugins = fields.Nested(PluginsSchema, load_default=dict, allow_none=True)
     pluginConfig = fields.List(  # noqa: N815
         fields.Nested(PluginConfigSchema), load_default=list, allow_none=True
     )
 
 
+# -- extenders (extender-protocol.md §6) ------------------------------------------------------
+
+
 class ManagedResourceSchema(Strict):
     name = fields.String(required=True)
-    ignoredByScheduler = fields.Boolean(load_default=False)  # noqa: N815
+    ignoredByScheduler = Bool(load_default=False)  # noqa: N815
 
 
 class TLSConfigSchema(Strict):
-    insecure = fields.Boolean(load_default=False)
+    insecure = Bool(load_default=False)
     serverName = fields.String(load_default="")  # noqa: N815
     certFile = fields.String(load_default="")  # noqa: N815
     keyFile = fields.String(load_default="")  # noqa: N815
@@ -136,17 +197,18 @@ class ExtenderSchema(Strict):
     prioritizeVerb = fields.String(load_default="")  # noqa: N815
     preemptVerb = fields.String(load_default="")  # noqa: N815
     bindVerb = fields.String(load_default="")  # noqa: N815
-    weight = fields.Integer(load_default=0, strict=True)
-    enableHTTPS = fields.Boolean(load_default=False)  # noqa: N815
+    weight = Int(load_default=0)
+    enableHTTPS = Bool(load_default=False)  # noqa: N815
     tlsConfig = fields.Nested(TLSConfigSchema, load_default=None, allow_none=True)  # noqa: N815
+    # 0 at load; the client treats it as 5s.
     httpTimeout = Duration(load_default=0.0)  # noqa: N815
-    nodeCacheCapable = fields.Boolean(load_default=False)  # noqa: N815
+    nodeCacheCapable = Bool(load_default=False)  # noqa: N815
     managedResources = fields.List(  # noqa: N815
         fields.Nested(ManagedResourceSchema), load_default=list, allow_none=True
     )
-    ignorable = fields.Boolean(load_default=False)
+    ignorable = Bool(load_default=False)
 
-    @validates_schema
+    @validates_schema(skip_on_field_errors=True)
     def _rules(self, data: dict, **kwargs: Any) -> None:
         if data.get("prioritizeVerb") and data.get("weight", 0) <= 0:
             raise ValidationError("must have a positive weight applied to it", "weight")
@@ -158,76 +220,91 @@ class ExtenderSchema(Strict):
             )
 
 
+# -- top level --------------------------------------------------------------------------------
+
+
 class ClientConnectionSchema(Strict):
-    kubeconfig = fields.String(load_default="")
-    acceptContentTypes = fields.String(load_default="")  # noqa: N815
-    contentType = fields.String(load_default="")  # noqa: N815
-    qps = fields.Float(load_default=50.0)
-    burst = fields.Integer(load_default=100, strict=True)
+    kubeconfig = fields.String(load_default=DEFAULT_CLIENT_CONNECTION["kubeconfig"])
+    acceptContentTypes = fields.String(  # noqa: N815
+        load_default=DEFAULT_CLIENT_CONNECTION["acceptContentTypes"]
+    )
+    contentType = fields.String(load_default=DEFAULT_CLIENT_CONNECTION["contentType"])  # noqa: N815
+    qps = Number(load_default=DEFAULT_CLIENT_CONNECTION["qps"])
+    burst = Int(load_default=DEFAULT_CLIENT_CONNECTION["burst"])
 
 
 class LeaderElectionSchema(Strict):
-    leaderElect = fields.Boolean(load_default=True)  # noqa: N815
-    leaseDuration = Duration(load_default=15.0)  # noqa: N815
-    renewDeadline = Duration(load_default=10.0)  # noqa: N815
-    retryPeriod = Duration(load_default=2.0)  # noqa: N815
+    leaderElect = Bool(load_default=DEFAULT_LEADER_ELECTION["leaderElect"])  # noqa: N815
+    leaseDuration = Duration(load_default=DEFAULT_LEADER_ELECTION["leaseDuration"])  # noqa: N815
+    renewDeadline = Duration(load_default=DEFAULT_LEADER_ELECTION["renewDeadline"])  # noqa: N815
+    retryPeriod = Duration(load_default=DEFAULT_LEADER_ELECTION["retryPeriod"])  # noqa: N815
     resourceLock = fields.String(  # noqa: N815
-        load_default="leases", validate=validate.OneOf(["leases"])
+        load_default=DEFAULT_LEADER_ELECTION["resourceLock"],
+        validate=validate.OneOf(["leases"], error='must be "leases"'),
     )
-    resourceName = fields.String(load_default="kube-extender")  # noqa: N815
-    resourceNamespace = fields.String(load_default="kube-system")  # noqa: N815
+    resourceName = fields.String(  # noqa: N815
+        load_default=DEFAULT_LEADER_ELECTION["resourceName"],
+        validate=validate.Length(min=1, error="must not be empty"),
+    )
+    resourceNamespace = fields.String(  # noqa: N815
+        load_default=DEFAULT_LEADER_ELECTION["resourceNamespace"],
+        validate=validate.Length(min=1, error="must not be empty"),
+    )
+
+    @validates_schema(skip_on_field_errors=True)
+    def _timing(self, data: dict, **kwargs: Any) -> None:
+        # As component-base's ValidateLeaderElectionConfiguration (only when electing).
+        if not data["leaderElect"]:
+            return
+        for key in ("leaseDuration", "renewDeadline", "retryPeriod"):
+            if data[key] <= 0:
+                raise ValidationError("must be greater than zero", key)
+        if data["leaseDuration"] <= data["renewDeadline"]:
+            raise ValidationError("must be greater than renewDeadline", "leaseDuration")
 
 
 class KubeSchedulerConfigurationSchema(Strict):
-    apiVersion = fields.String(  # noqa: N815
-        required=True, validate=validate.Equal(API_VERSION, error=f"must be {API_VERSION}")
+    apiVersion = fields.String(required=True, validate=_equal(API_VERSION))  # noqa: N815
+    kind = fields.String(required=True, validate=_equal(KIND))
+    parallelism = Int(load_default=16, validate=_range(1))
+    percentageOfNodesToScore = Int(  # noqa: N815
+        load_default=None, allow_none=True, validate=_range(0, 100)
     )
-    kind = fields.String(required=True, validate=validate.Equal(KIND, error=f"must be {KIND}"))
-    parallelism = fields.Integer(
-        load_default=16, strict=True, validate=validate.Range(min=1, error="must be positive")
-    )
-    percentageOfNodesToScore = fields.Integer(  # noqa: N815
-        load_default=None, allow_none=True, strict=True, validate=_PERCENT
-    )
-    podInitialBackoffSeconds = fields.Integer(  # noqa: N815
-        load_default=1, strict=True, validate=validate.Range(min=1, error="must be at least 1")
-    )
-    podMaxBackoffSeconds = fields.Integer(  # noqa: N815
-        load_default=10, strict=True, validate=validate.Range(min=1, error="must be at least 1")
-    )
-    profiles = fields.List(fields.Nested(ProfileSchema), load_default=None, allow_none=True)
+    podInitialBackoffSeconds = Int(load_default=1, validate=_range(1))  # noqa: N815
+    podMaxBackoffSeconds = Int(load_default=10, validate=_range(1))  # noqa: N815
+    profiles = fields.List(fields.Nested(ProfileSchema), load_default=list, allow_none=True)
     extenders = fields.List(fields.Nested(ExtenderSchema), load_default=list, allow_none=True)
-    clientConnection = fields.Nested(ClientConnectionSchema, load_default=dict)  # noqa: N815
-    leaderElection = fields.Nested(LeaderElectionSchema, load_default=dict)  # noqa: N815
-    delayCacheUntilActive = fields.Boolean(load_default=False)  # noqa: N815
-    # Accepted (kube-scheduler accepts them) and unused by us.
-    enableProfiling = fields.Boolean(load_default=None, allow_none=True)  # noqa: N815
-    enableContentionProfiling = fields.Boolean(load_default=None, allow_none=True)  # noqa: N815
+    clientConnection = fields.Nested(  # noqa: N815
+        ClientConnectionSchema, load_default=lambda: dict(DEFAULT_CLIENT_CONNECTION)
+    )
+    leaderElection = fields.Nested(  # noqa: N815
+        LeaderElectionSchema, load_default=lambda: dict(DEFAULT_LEADER_ELECTION)
+    )
+    # Accepted because kube-scheduler accepts them; unused by us.
+    delayCacheUntilActive = Bool(load_default=False)  # noqa: N815
+    enableProfiling = Bool(load_default=None, allow_none=True)  # noqa: N815
+    enableContentionProfiling = Bool(load_default=None, allow_none=True)  # noqa: N815
 
-    @validates_schema
+    @validates_schema(skip_on_field_errors=True)
     def _backoff(self, data: dict, **kwargs: Any) -> None:
-        if data.get("podMaxBackoffSeconds", 10) < data.get("podInitialBackoffSeconds", 1):
+        if data["podMaxBackoffSeconds"] < data["podInitialBackoffSeconds"]:
             raise ValidationError(
                 "must be greater than or equal to podInitialBackoffSeconds", "podMaxBackoffSeconds"
             )
 
 
 class ExtenderConfigurationSchema(Strict):
-    apiVersion = fields.String(  # noqa: N815
-        required=True,
-        validate=validate.Equal(EXTENDER_API_VERSION, error=f"must be {EXTENDER_API_VERSION}"),
-    )
-    kind = fields.String(
-        required=True, validate=validate.Equal(EXTENDER_KIND, error=f"must be {EXTENDER_KIND}")
-    )
+    apiVersion = fields.String(required=True, validate=_equal(EXTENDER_API_VERSION))  # noqa: N815
+    kind = fields.String(required=True, validate=_equal(EXTENDER_KIND))
+    # "": the first profile (the loader fills it in).
     profile = fields.String(load_default="")
-    urlPrefix = fields.String(load_default="/")  # noqa: N815
-    maxRequestBytes = fields.Integer(  # noqa: N815
-        load_default=128 * 1024 * 1024,
-        strict=True,
-        validate=validate.Range(min=1024, error="must be at least 1024"),
+    urlPrefix = fields.String(  # noqa: N815
+        load_default="/",
+        validate=validate.Regexp(r"^/", error='must be a path starting with "/"'),
     )
-    nodeCacheCapable = fields.Boolean(load_default=True)  # noqa: N815
-    filterUnresolvable = fields.Boolean(load_default=True)  # noqa: N815
+    # A full-Node filter request for 5000 nodes of ~17 KB is ~85 MB: the default leaves room.
+    maxRequestBytes = Int(load_default=DEFAULT_MAX_REQUEST_BYTES, validate=_range(1024))  # noqa: N815
+    nodeCacheCapable = Bool(load_default=True)  # noqa: N815
+    filterUnresolvable = Bool(load_default=True)  # noqa: N815
     kubeconfig = fields.String(load_default=None, allow_none=True)
-    watchPods = fields.Boolean(load_default=None, allow_none=True)  # noqa: N815
+    watchPods = Bool(load_default=None, allow_none=True)  # noqa: N815

@@ -1,0 +1,397 @@
+"""The cache's pod state machine (spec §5.2) and its incremental snapshots (§5.3)."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from extender.cache import Cache, CacheError, wire_informers
+from tests.unit.builders import make_node, make_pod
+
+
+def on(pod: dict, node: str) -> dict:
+    """The same pod with ``spec.nodeName`` set, as the scheduler assumes it."""
+    return {**pod, "spec": {**pod["spec"], "nodeName": node}}
+
+
+def pods_on(cache: Cache, node: str) -> list[str]:
+    info = cache.snapshot().get(node)
+    assert info is not None
+    return sorted(p.name for p in info.pods)
+
+
+def cpu_on(cache: Cache, node: str) -> int:
+    return cache.snapshot().get(node).requested.milli_cpu
+
+
+@pytest.fixture
+def cache() -> Cache:
+    c = Cache()
+    c.add_node(make_node("a"))
+    c.add_node(make_node("b"))
+    return c
+
+
+# -- assume / forget / confirm -----------------------------------------------------------------
+
+
+def test_assume_accounts_the_pod_on_its_node(cache: Cache) -> None:
+    pod = on(make_pod("p", cpu="500m"), "a")
+    cache.assume_pod(pod)
+    assert cache.is_assumed(pod["metadata"]["uid"])
+    assert pods_on(cache, "a") == ["p"]
+    assert cpu_on(cache, "a") == 500
+    assert cache.pod_count() == 1
+
+
+def test_assume_twice_is_an_error(cache: Cache) -> None:
+    pod = on(make_pod("p"), "a")
+    cache.assume_pod(pod)
+    with pytest.raises(CacheError, match="is in the cache"):
+        cache.assume_pod(pod)
+    with pytest.raises(CacheError, match="has no spec.nodeName"):
+        cache.assume_pod(make_pod("q"))
+
+
+def test_assume_an_added_pod_is_an_error(cache: Cache) -> None:
+    pod = make_pod("p", node_name="a")
+    cache.add_pod(pod)
+    with pytest.raises(CacheError):
+        cache.assume_pod(pod)
+
+
+def test_forget_undoes_assume(cache: Cache) -> None:
+    pod = on(make_pod("p", cpu="1"), "a")
+    cache.assume_pod(pod)
+    cache.forget_pod(pod)
+    assert not cache.is_assumed(pod["metadata"]["uid"])
+    assert pods_on(cache, "a") == []
+    assert cpu_on(cache, "a") == 0
+    assert cache.pod_count() == 0
+    cache.forget_pod(pod)  # unknown now: ignored
+
+
+def test_forget_checks_node_and_state(cache: Cache) -> None:
+    pod = on(make_pod("p"), "a")
+    cache.assume_pod(pod)
+    with pytest.raises(CacheError, match="assumed on a but assigned to b"):
+        cache.forget_pod(on(pod, "b"))
+    added = make_pod("q", node_name="b")
+    cache.add_pod(added)
+    with pytest.raises(CacheError, match="wasn't assumed"):
+        cache.forget_pod(added)
+    assert pods_on(cache, "b") == ["q"]
+
+
+def test_add_pod_confirms_an_assumed_pod(cache: Cache) -> None:
+    pod = on(make_pod("p", cpu="1"), "a")
+    cache.assume_pod(pod)
+    cache.finish_binding(pod)
+    bound = {**pod, "metadata": {**pod["metadata"], "resourceVersion": "7"}}
+    cache.add_pod(bound)
+    assert not cache.is_assumed(pod["metadata"]["uid"])
+    assert cache.pod_count() == 1
+    assert pods_on(cache, "a") == ["p"]
+    assert cpu_on(cache, "a") == 1000  # counted once, not twice
+    assert cache.snapshot().get("a").pods[0].pod is bound  # the real pod replaced the copy
+    with pytest.raises(CacheError):
+        cache.forget_pod(bound)  # added, no longer assumed
+
+
+def test_add_pod_moves_an_assumed_pod_to_where_it_was_bound(cache: Cache) -> None:
+    pod = on(make_pod("p", cpu="1"), "a")
+    cache.assume_pod(pod)
+    cache.add_pod(on(pod, "b"))
+    assert pods_on(cache, "a") == []
+    assert pods_on(cache, "b") == ["p"]
+    assert (cpu_on(cache, "a"), cpu_on(cache, "b")) == (0, 1000)
+
+
+def test_add_pod_ignores_unassigned_pods(cache: Cache) -> None:
+    cache.add_pod(make_pod("pending"))
+    assert cache.pod_count() == 0
+
+
+def test_add_twice_updates_instead_of_double_counting(cache: Cache) -> None:
+    pod = make_pod("p", node_name="a", cpu="1")
+    cache.add_pod(pod)
+    cache.add_pod(pod)
+    assert cpu_on(cache, "a") == 1000
+    assert cache.pod_count() == 1
+
+
+def test_finish_binding_of_a_confirmed_pod_is_a_noop(cache: Cache) -> None:
+    pod = on(make_pod("p"), "a")
+    cache.assume_pod(pod)
+    cache.add_pod(pod)
+    cache.finish_binding(pod)
+    assert not cache.is_assumed(pod["metadata"]["uid"])
+
+
+# -- expiry --------------------------------------------------------------------------------------
+
+
+def test_assumed_pods_never_expire_by_default(cache: Cache) -> None:
+    assert cache.ttl == 0
+    pod = on(make_pod("p"), "a")
+    cache.assume_pod(pod)
+    cache.finish_binding(pod, now=0.0)
+    assert cache.cleanup_assumed_pods(now=1e9) == []
+    assert cache.is_assumed(pod["metadata"]["uid"])
+
+
+def test_expiry_starts_at_finish_binding() -> None:
+    cache = Cache(ttl=30.0, clock=lambda: 0.0)
+    cache.add_node(make_node("a"))
+    bound = on(make_pod("bound", cpu="1"), "a")
+    binding = on(make_pod("binding", cpu="1"), "a")
+    cache.assume_pod(bound)
+    cache.assume_pod(binding)
+    cache.finish_binding(bound, now=100.0)
+
+    assert cache.cleanup_assumed_pods(now=129.9) == []
+    # The deadline passed for the bound pod; the one still binding has no deadline yet.
+    assert cache.cleanup_assumed_pods(now=130.0) == [bound["metadata"]["uid"]]
+    assert not cache.is_assumed(bound["metadata"]["uid"])
+    assert cache.is_assumed(binding["metadata"]["uid"])
+    assert pods_on(cache, "a") == ["binding"]
+    assert cpu_on(cache, "a") == 1000
+    # An expired pod the watch reports later is simply added back.
+    cache.add_pod(bound)
+    assert pods_on(cache, "a") == ["binding", "bound"]
+
+
+def test_finish_binding_uses_the_clock() -> None:
+    now = [50.0]
+    cache = Cache(ttl=10.0, clock=lambda: now[0])
+    pod = on(make_pod("p"), "a")
+    cache.assume_pod(pod)
+    cache.finish_binding(pod)
+    now[0] = 59.0
+    assert cache.cleanup_assumed_pods() == []
+    now[0] = 60.0
+    assert cache.cleanup_assumed_pods() == [pod["metadata"]["uid"]]
+
+
+# -- update / remove -----------------------------------------------------------------------------
+
+
+def test_update_pod_replaces_requests(cache: Cache) -> None:
+    old = make_pod("p", node_name="a", cpu="1")
+    cache.add_pod(old)
+    new = make_pod("p", node_name="a", cpu="250m", uid=old["metadata"]["uid"], labels={"x": "y"})
+    cache.update_pod(old, new)
+    assert cpu_on(cache, "a") == 250
+    assert cache.snapshot().get("a").pods[0].labels == {"x": "y"}
+    assert cache.pod_count() == 1
+
+
+def test_update_pod_moving_nodes(cache: Cache) -> None:
+    old = make_pod("p", node_name="a", cpu="1")
+    cache.add_pod(old)
+    cache.update_pod(old, on(old, "b"))
+    assert pods_on(cache, "a") == []
+    assert pods_on(cache, "b") == ["p"]
+    assert (cpu_on(cache, "a"), cpu_on(cache, "b")) == (0, 1000)
+
+
+def test_update_of_an_unknown_pod_adds_it(cache: Cache) -> None:
+    pod = make_pod("p", node_name="b", cpu="1")
+    cache.update_pod(None, pod)
+    assert pods_on(cache, "b") == ["p"]
+
+
+def test_remove_pod(cache: Cache) -> None:
+    pod = make_pod("p", node_name="a", cpu="1")
+    cache.add_pod(pod)
+    # The deleted pod's final state may say anything; the cached node is the one that counts.
+    cache.remove_pod(make_pod("p", uid=pod["metadata"]["uid"]))
+    assert pods_on(cache, "a") == []
+    assert cpu_on(cache, "a") == 0
+    assert cache.pod_count() == 0
+    cache.remove_pod(pod)  # unknown: ignored
+
+
+def test_remove_of_an_assumed_pod(cache: Cache) -> None:
+    pod = on(make_pod("p"), "a")
+    cache.assume_pod(pod)
+    cache.remove_pod(pod)
+    assert not cache.is_assumed(pod["metadata"]["uid"])
+    assert pods_on(cache, "a") == []
+
+
+# -- nodes and placeholders ---------------------------------------------------------------------
+
+
+def test_pods_of_an_unknown_node_wait_on_a_placeholder() -> None:
+    cache = Cache()
+    cache.add_pod(make_pod("early", node_name="late", cpu="1"))
+    assert cache.node_names() == []
+    assert len(cache.snapshot()) == 0  # placeholders are not in snapshots
+    assert cache.dump()["nodes"]["late"]["placeholder"] is True
+
+    cache.add_node(make_node("late"))
+    assert cache.node_names() == ["late"]
+    assert pods_on(cache, "late") == ["early"]
+    assert cpu_on(cache, "late") == 1000
+
+
+def test_removed_node_with_pods_becomes_a_placeholder(cache: Cache) -> None:
+    pod = make_pod("p", node_name="a", cpu="1")
+    cache.add_pod(pod)
+    cache.remove_node(make_node("a"))
+    assert cache.node_names() == ["b"]
+    assert cache.get_node("a") is None
+    assert cache.snapshot().get("a") is None
+    assert "a" in cache.dump()["nodes"]
+
+    cache.remove_pod(pod)  # the last pod goes: so does the placeholder
+    assert "a" not in cache.dump()["nodes"]
+    cache.add_node(make_node("a"))
+    assert pods_on(cache, "a") == []
+
+
+def test_placeholder_comes_back_with_its_pods(cache: Cache) -> None:
+    cache.add_pod(make_pod("p", node_name="a", cpu="1"))
+    cache.remove_node(make_node("a"))
+    cache.add_node(make_node("a", cpu="8"))
+    assert pods_on(cache, "a") == ["p"]
+    assert cache.snapshot().get("a").allocatable.milli_cpu == 8000
+
+
+def test_node_queries(cache: Cache) -> None:
+    assert cache.node_names() == ["a", "b"]
+    assert cache.node_count() == 2
+    assert cache.get_node("a")["metadata"]["name"] == "a"
+    assert cache.get_node("zz") is None
+    cache.update_node(make_node("a"), make_node("a", labels={"zone": "1"}))
+    assert cache.get_node("a")["metadata"]["labels"]["zone"] == "1"
+    cache.remove_node(make_node("b"))
+    assert cache.node_names() == ["a"]
+    cache.remove_node(make_node("b"))  # unknown: ignored
+
+
+# -- snapshots -----------------------------------------------------------------------------------
+
+
+def test_snapshot_reuses_unchanged_node_infos(cache: Cache) -> None:
+    cache.add_node(make_node("c"))
+    first = cache.snapshot()
+    assert cache.snapshot() is first  # nothing changed at all
+
+    cache.add_pod(make_pod("p", node_name="b", cpu="1"))
+    second = cache.snapshot()
+    assert second is not first
+    assert second.get("a") is first.get("a")
+    assert second.get("c") is first.get("c")
+    assert second.get("b") is not first.get("b")
+    # The older snapshot is untouched by the change.
+    assert first.get("b").pods == []
+    assert second.get("b").requested.milli_cpu == 1000
+
+    cache.update_node(make_node("c"), make_node("c", labels={"x": "1"}))
+    third = cache.snapshot()
+    assert third.get("a") is second.get("a")
+    assert third.get("b") is second.get("b")
+    assert third.get("c") is not second.get("c")
+    assert third.get("c").labels["x"] == "1"
+
+
+def test_snapshot_is_isolated_from_the_cache(cache: Cache) -> None:
+    before = cache.snapshot()
+    pod = on(make_pod("p", cpu="1"), "a")
+    cache.assume_pod(pod)
+    after = cache.snapshot()
+    assert before.get("a").requested.milli_cpu == 0
+    assert after.get("a").requested.milli_cpu == 1000
+    cache.forget_pod(pod)
+    assert after.get("a").requested.milli_cpu == 1000  # a snapshot never changes
+    assert cache.snapshot().get("a").requested.milli_cpu == 0
+
+
+def test_snapshot_drops_removed_nodes_and_counts_images() -> None:
+    cache = Cache()
+    cache.add_node(make_node("a", images=[(["img:1"], 100)]))
+    cache.add_node(make_node("b", images=[(["img:1"], 100)]))
+    cache.add_node(make_node("c"))
+    snapshot = cache.snapshot()
+    assert snapshot.get("a").image_states["img:1"].num_nodes == 2
+    cache.remove_node(make_node("b"))
+    snapshot = cache.snapshot()
+    assert [i.name for i in snapshot.node_info_list] == ["a", "c"]
+    assert snapshot.get("a").image_states["img:1"].num_nodes == 1
+
+
+def test_snapshot_lists_nodes_with_affinity_pods(cache: Cache) -> None:
+    anti = {
+        "podAntiAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": [
+                {"labelSelector": {"matchLabels": {"app": "x"}}, "topologyKey": "zone"}
+            ]
+        }
+    }
+    cache.add_pod(make_pod("p", node_name="b", affinity=anti))
+    snapshot = cache.snapshot()
+    assert [i.name for i in snapshot.have_pods_with_affinity_list] == ["b"]
+    assert [i.name for i in snapshot.have_pods_with_required_anti_affinity_list] == ["b"]
+
+
+# -- namespaces ----------------------------------------------------------------------------------
+
+
+def test_namespace_labels() -> None:
+    cache = Cache()
+    assert cache.namespace_labels("team") is None
+    ns = {"metadata": {"name": "team", "labels": {"env": "prod"}}}
+    cache.add_namespace(ns)
+    assert cache.namespace_labels("team") == {"env": "prod"}
+    cache.update_namespace(ns, {"metadata": {"name": "team"}})
+    assert cache.namespace_labels("team") == {}
+    cache.remove_namespace(ns)
+    assert cache.namespace_labels("team") is None
+
+
+# -- concurrency and wiring ----------------------------------------------------------------------
+
+
+def test_concurrent_assume_and_snapshot_stay_consistent(cache: Cache) -> None:
+    pods = [on(make_pod(f"p{i}", cpu="10m"), "a") for i in range(200)]
+    errors: list[BaseException] = []
+
+    def churn() -> None:
+        try:
+            for pod in pods:
+                cache.assume_pod(pod)
+                cache.add_pod(pod)
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    thread = threading.Thread(target=churn)
+    thread.start()
+    while thread.is_alive():
+        info = cache.snapshot().get("a")
+        assert info.requested.milli_cpu == 10 * len(info.pods)
+    thread.join()
+    assert not errors
+    assert cpu_on(cache, "a") == 2000
+
+
+def test_wire_informers_builds_the_informers() -> None:
+    class Extra:
+        def __init__(self) -> None:
+            self.seen: list[str] = []
+
+        def on_add(self, pod: dict) -> None:
+            self.seen.append(pod["metadata"]["name"])
+
+    cache, extra = Cache(), Extra()
+    informers = wire_informers(object(), cache, namespaces=True, extra_pod_handler=extra)
+    assert [i.path for i in informers] == ["/api/v1/nodes", "/api/v1/pods", "/api/v1/namespaces"]
+    assert informers[1].query == {
+        "fieldSelector": "spec.nodeName!=,status.phase!=Succeeded,status.phase!=Failed"
+    }
+    informers[1].on_add(make_pod("p", node_name="n"))
+    assert extra.seen == ["p"]
+    assert cache.pod_count() == 1
+    assert [i.path for i in wire_informers(object(), cache, pods=False)] == ["/api/v1/nodes"]
