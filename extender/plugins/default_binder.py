@@ -1,7 +1,8 @@
-"""DefaultBinder (Bind): binds the pod through the API's ``pods/binding`` subresource (spec §7.14).
+"""DefaultBinder (Bind): binds the pod through the API's ``pods/binding`` subresource (§7.14).
 
-Reads only the pod's name, namespace and UID; the client (``handle.client``) raises on any
-failure, which becomes an Error status (the binding cycle then unreserves and requeues).
+Calls ``handle.client.bind(pod, node_name)``, which creates the ``Binding`` (pod name, namespace
+and UID; target node). The client raises on any failure; that becomes an Error status, and the
+binding cycle then unreserves, forgets the assumed pod and requeues it. Mutates nothing itself.
 """
 
 from __future__ import annotations

@@ -1,9 +1,14 @@
 """ImageLocality (Score): prefer nodes that already have the pod's images (spec §7.12).
 
-For each container and init container image on the node, add its size scaled by the share of
-nodes that have it (spreading: an image on every node earns little). The sum is clamped to
-``[23 MiB, 1000 MiB x containers]`` and mapped to 0..100. Reads ``NodeInfo.image_states`` (filled
-by the snapshot); mutates nothing.
+For each init container, container and image volume (``volumes[].image.reference``) whose image
+(name normalized: ``:latest`` added when it has no tag) is on the node, add the image size scaled
+by its spread, ``num_nodes_having_it / total_nodes`` (an image on few nodes earns little, which
+avoids piling pods onto one node). The sum is clamped to ``[23 MiB, 1000 MiB x N]`` with ``N`` =
+number of init containers + containers, and mapped linearly to 0..100 (integer division).
+
+As in v1.36, image volumes add to the sum but not to ``N`` (upstream fixed that after 1.36, in
+kubernetes#138951). Total nodes = ``len(state.snapshot)``. Reads ``NodeInfo.image_states``
+(filled by the snapshot); mutates nothing. No NormalizeScore.
 """
 
 from __future__ import annotations
@@ -13,19 +18,62 @@ from typing import Any
 from extender.framework.cycle_state import CycleState
 from extender.framework.runtime import MAX_NODE_SCORE
 from extender.framework.status import Status
-from extender.framework.types import NodeInfo
+from extender.framework.types import ImageStateSummary, NodeInfo
 
 NAME = "ImageLocality"
 MB = 1024 * 1024
+# About the 90th-percentile range of image sizes in registries.
 MIN_THRESHOLD = 23 * MB
 MAX_CONTAINER_THRESHOLD = 1000 * MB
 
 
 def normalized_image_name(name: str) -> str:
-    """Add ``:latest`` when the name has no tag after its last ``/``, as the kubelet reports it."""
+    """Add ``:latest`` when there is no tag after the last ``/`` (a registry port is no tag).
+
+    Digests (``name@sha256:...``) contain a ``:`` after the last ``/`` and are left alone.
+    """
     if name.rfind(":") <= name.rfind("/"):
         return name + ":latest"
     return name
+
+
+def scaled_image_score(state: ImageStateSummary, total_nodes: int) -> int:
+    spread = state.num_nodes / total_nodes
+    return int(state.size * spread)  # float product truncated, as upstream's int64(float64)
+
+
+def pod_images(pod: dict) -> list[str]:
+    """Images of init containers, containers and image volumes, in that order."""
+    spec = pod.get("spec") or {}
+    images = [c.get("image") or "" for c in spec.get("initContainers") or ()]
+    images += [c.get("image") or "" for c in spec.get("containers") or ()]
+    for volume in spec.get("volumes") or ():
+        image = volume.get("image")
+        if image is not None:
+            images.append(image.get("reference") or "")
+    return images
+
+
+def sum_image_scores(node_info: NodeInfo, pod: dict, total_nodes: int) -> int:
+    total = 0
+    for image in pod_images(pod):
+        state = node_info.image_states.get(normalized_image_name(image))
+        if state is not None:
+            total += scaled_image_score(state, total_nodes)
+    return total
+
+
+def calculate_priority(sum_scores: int, num_containers: int) -> int:
+    max_threshold = MAX_CONTAINER_THRESHOLD * num_containers
+    if sum_scores < MIN_THRESHOLD:
+        sum_scores = MIN_THRESHOLD
+    elif sum_scores > max_threshold:
+        sum_scores = max_threshold
+    if max_threshold == MIN_THRESHOLD:
+        return 0  # unreachable for N >= 1; avoids a division by zero
+    # Go integer division truncates toward zero; both operands are >= 0 here except for N == 0,
+    # where the numerator is 0 anyway.
+    return MAX_NODE_SCORE * (sum_scores - MIN_THRESHOLD) // (max_threshold - MIN_THRESHOLD)
 
 
 class ImageLocality:
@@ -35,28 +83,17 @@ class ImageLocality:
         self.handle = handle
 
     def score(self, state: CycleState, pod: dict, node_info: NodeInfo) -> tuple[int, Status | None]:
-        spec = pod.get("spec") or {}
-        containers = list(spec.get("initContainers") or ()) + list(spec.get("containers") or ())
         snapshot = state.snapshot
-        total_nodes = len(snapshot) if snapshot is not None else 1
-        total = 0
-        if total_nodes:
-            for container in containers:
-                image = container.get("image")
-                if not image:
-                    continue
-                summary = node_info.image_states.get(normalized_image_name(image))
-                if summary is None:
-                    continue
-                total += int(summary.size * (summary.num_nodes / total_nodes))
-        max_threshold = MAX_CONTAINER_THRESHOLD * len(containers)
-        if total < MIN_THRESHOLD:
-            total = MIN_THRESHOLD
-        elif total > max_threshold:
-            total = max_threshold
-        if max_threshold <= MIN_THRESHOLD:
+        if snapshot is None:
+            return 0, Status.error("no snapshot in the cycle state", plugin=NAME)
+        total_nodes = len(snapshot)
+        if total_nodes == 0:
             return 0, None
-        return MAX_NODE_SCORE * (total - MIN_THRESHOLD) // (max_threshold - MIN_THRESHOLD), None
+        spec = pod.get("spec") or {}
+        num_containers = len(spec.get("initContainers") or ()) + len(spec.get("containers") or ())
+        return calculate_priority(
+            sum_image_scores(node_info, pod, total_nodes), num_containers
+        ), None
 
     def score_extensions(self) -> None:
         return None

@@ -1,14 +1,27 @@
 """NodeAffinity (PreFilter, Filter, PreScore, Score): nodeSelector and node affinity (spec §7.9).
 
-Required: ``spec.nodeSelector`` AND required node affinity, plus the profile's ``addedAffinity``
-(args), checked separately. PreFilter narrows the cycle to named nodes when every term pins
-``metadata.name``; Skip when there is nothing to check. Score: the summed weights of the
-preferred terms (the pod's and addedAffinity's) that match the node, normalized to 0..100.
-Reads node labels and names; mutates nothing.
+Required part: ``spec.nodeSelector`` AND ``requiredDuringSchedulingIgnoredDuringExecution``,
+plus the profile's ``addedAffinity.required...`` (args), checked first and separately.
+
+* PreFilter: Skip when the pod has no ``nodeSelector``, no required node affinity and the
+  profile has no added required affinity. When every required term pins nodes with a
+  ``metadata.name In`` field requirement, the result restricts the cycle to those names (union
+  over terms, intersection within a term); an empty set is UnschedulableAndUnresolvable
+  ``pod affinity terms conflict``.
+* Filter: addedAffinity mismatch -> ``node(s) didn't match scheduler-enforced node affinity``;
+  pod mismatch -> ``node(s) didn't match Pod's node affinity/selector`` (both unresolvable).
+* PreScore/Score: the summed weights of the matching preferred terms of the pod and of
+  addedAffinity; Skip when the pod has no preferred list and addedAffinity has no preferred terms.
+  NormalizeScore: default normalization (not reversed).
+
+Args: ``addedAffinity`` (a ``v1.NodeAffinity`` dict) is validated like upstream
+``ValidateNodeAffinityArgs``: its selectors must parse (a ``ValueError`` names the field).
+Reads node names and labels; mutates nothing.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from extender.framework.cycle_state import CycleState, StateNotFound
@@ -32,38 +45,142 @@ PRE_SCORE_KEY = "PreScore" + NAME
 ERR_REASON_POD = "node(s) didn't match Pod's node affinity/selector"
 ERR_REASON_ENFORCED = "node(s) didn't match scheduler-enforced node affinity"
 ERR_REASON_CONFLICT = "pod affinity terms conflict"
+OBJECT_NAME_FIELD = "metadata.name"
+_REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
+_PREFERRED = "preferredDuringSchedulingIgnoredDuringExecution"
 
 
-class _Preferred:
-    __slots__ = ("term", "weight")
+# -- selector parsing errors (what upstream's NewNodeSelector / NewRequirement reject) ----------
+# labels.py compiles selectors leniently; the strict checks live here because only this plugin
+# needs them (args validation and the pod's preferred terms, which upstream parses strictly).
 
-    def __init__(self, term: dict, weight: int) -> None:
-        self.term = NodeSelectorTerm(term)
-        self.weight = weight
-
-
-def _preferred(affinity: dict | None) -> list[_Preferred]:
-    terms = (affinity or {}).get("preferredDuringSchedulingIgnoredDuringExecution") or ()
-    return [
-        _Preferred(t.get("preference") or {}, t.get("weight") or 0)
-        for t in terms
-        if t.get("weight")
-    ]
+_NAME_RE = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?$")
+_DNS1123_SUBDOMAIN_RE = re.compile(
+    r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
+)
+_LABEL_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt")
 
 
-def _node_affinity(pod: dict) -> dict | None:
-    return ((pod.get("spec") or {}).get("affinity") or {}).get("nodeAffinity")
+def _label_key_errors(key: str) -> list[str]:
+    prefix, _, name = key.rpartition("/")
+    if "/" in key and not prefix:
+        return ["prefix part must be non-empty"]
+    errs = []
+    if not name or len(name) > 63 or not _NAME_RE.match(name):
+        errs.append(f"name part of {key!r} must be a valid label name")
+    if prefix and (len(prefix) > 253 or not _DNS1123_SUBDOMAIN_RE.match(prefix)):
+        errs.append(f"prefix part of {key!r} must be a DNS-1123 subdomain")
+    return errs
 
 
-def _has_required(pod: dict) -> bool:
-    spec = pod.get("spec") or {}
-    required = (_node_affinity(pod) or {}).get("requiredDuringSchedulingIgnoredDuringExecution")
-    return bool(spec.get("nodeSelector")) or required is not None
+def _int64(value: str) -> bool:
+    try:
+        number = int(value, 10)
+    except (TypeError, ValueError):
+        return False
+    return -(2**63) <= number < 2**63 and value.strip() == value and "_" not in value
 
 
-def _pinned_node_names(pod: dict) -> set[str] | None:
-    """Names from ``metadata.name In`` field terms, if every term has one; else ``None``."""
-    required = (_node_affinity(pod) or {}).get("requiredDuringSchedulingIgnoredDuringExecution")
+def _requirement_errors(req: dict, path: str) -> list[str]:
+    op = req.get("operator") or ""
+    values = req.get("values") or []
+    if op not in _LABEL_OPERATORS:
+        return [f"{path}.operator: Unsupported value: {op!r}"]
+    errs = [f"{path}.key: {e}" for e in _label_key_errors(req.get("key") or "")]
+    if op in ("In", "NotIn") and not values:
+        errs.append(f"{path}.values: for 'in', 'notin' operators, values set can't be empty")
+    elif op in ("Exists", "DoesNotExist") and values:
+        errs.append(f"{path}.values: values set must be empty for exists and does not exist")
+    elif op in ("Gt", "Lt"):
+        if len(values) != 1:
+            errs.append(f"{path}.values: for 'Gt', 'Lt' operators, exactly one value is required")
+        elif not _int64(values[0]):
+            errs.append(f"{path}.values[0]: for 'Gt', 'Lt' operators, the value must be an integer")
+    for i, value in enumerate(values):
+        if not isinstance(value, str) or len(value) > 63 or not _NAME_RE.match(value):
+            errs.append(f"{path}.values[{i}]: {value!r} must be a valid label value")
+    return errs
+
+
+def _term_errors(term: dict, path: str) -> list[str]:
+    errs: list[str] = []
+    for i, req in enumerate(term.get("matchExpressions") or ()):
+        errs += _requirement_errors(req, f"{path}.matchExpressions[{i}]")
+    for i, req in enumerate(term.get("matchFields") or ()):
+        p = f"{path}.matchFields[{i}]"
+        if len(req.get("values") or ()) != 1:
+            errs.append(f"{p}.values: must have one element")
+        elif req.get("operator") not in ("In", "NotIn"):
+            errs.append(f"{p}.operator: Unsupported value: {req.get('operator')!r}")
+    return errs
+
+
+def _is_empty_term(term: dict) -> bool:
+    return not term.get("matchExpressions") and not term.get("matchFields")
+
+
+def node_selector_errors(selector: dict, path: str) -> list[str]:
+    """Parse errors of a ``v1.NodeSelector`` (empty terms are skipped, as upstream)."""
+    errs: list[str] = []
+    for i, term in enumerate(selector.get("nodeSelectorTerms") or ()):
+        if not _is_empty_term(term):
+            errs += _term_errors(term, f"{path}.nodeSelectorTerms[{i}]")
+    return errs
+
+
+def preferred_terms_errors(terms: list[dict], path: str) -> list[str]:
+    errs: list[str] = []
+    for i, term in enumerate(terms):
+        preference = term.get("preference") or {}
+        if not term.get("weight") or _is_empty_term(preference):
+            continue  # ignored, never parsed
+        errs += _term_errors(preference, f"{path}[{i}].preference")
+    return errs
+
+
+# -- preferred terms ----------------------------------------------------------------------------
+
+
+class PreferredTerms:
+    """Compiled ``preferredDuringScheduling...`` terms; weight-0 and empty terms are dropped."""
+
+    __slots__ = ("terms",)
+
+    def __init__(self, terms: list[dict]) -> None:
+        self.terms: tuple[tuple[NodeSelectorTerm, int], ...] = tuple(
+            (NodeSelectorTerm(t.get("preference") or {}), int(t.get("weight") or 0))
+            for t in terms
+            if t.get("weight") and not _is_empty_term(t.get("preference") or {})
+        )
+
+    def score(self, node_name: str, labels: dict[str, str]) -> int:
+        return sum(weight for term, weight in self.terms if term.matches(node_name, labels))
+
+    def clone(self) -> PreferredTerms:
+        return self  # read-only
+
+
+def _node_affinity(pod: dict) -> dict:
+    return ((pod.get("spec") or {}).get("affinity") or {}).get("nodeAffinity") or {}
+
+
+def _pod_preferred(pod: dict) -> tuple[PreferredTerms | None, Status | None]:
+    """The pod's preferred terms (``None`` when the field is absent) or an Error status."""
+    terms = _node_affinity(pod).get(_PREFERRED)
+    if terms is None:
+        return None, None
+    errs = preferred_terms_errors(terms, f"spec.affinity.nodeAffinity.{_PREFERRED}")
+    if errs:
+        return None, Status.error("; ".join(errs), plugin=NAME)
+    return PreferredTerms(terms), None
+
+
+def pinned_node_names(pod: dict) -> set[str] | None:
+    """Node names from ``metadata.name In`` field requirements when every term has one.
+
+    ``None`` means "all nodes" (no required affinity, no terms, or a term without such a field).
+    """
+    required = _node_affinity(pod).get(_REQUIRED)
     terms = (required or {}).get("nodeSelectorTerms") or []
     if not terms:
         return None
@@ -71,13 +188,19 @@ def _pinned_node_names(pod: dict) -> set[str] | None:
     for term in terms:
         names: set[str] | None = None
         for field in term.get("matchFields") or ():
-            if field.get("key") == "metadata.name" and field.get("operator") == "In":
+            if field.get("key") == OBJECT_NAME_FIELD and field.get("operator") == "In":
                 values = set(field.get("values") or ())
+                # Requirements within a term are ANDed: intersect.
                 names = values if names is None else names & values
         if names is None:
-            return None
+            return None  # terms are ORed: this one allows every node
         union |= names
     return union
+
+
+def _node_name_labels(node: dict) -> tuple[str, dict[str, str]]:
+    meta = node.get("metadata") or {}
+    return meta.get("name") or "", meta.get("labels") or {}
 
 
 class NodeAffinity:
@@ -85,37 +208,40 @@ class NodeAffinity:
 
     def __init__(self, args: dict, handle: Any) -> None:
         self.handle = handle
-        added = args.get("addedAffinity") or None
+        added = (args or {}).get("addedAffinity")
         if added is not None and not isinstance(added, dict):
             raise ValueError("addedAffinity: must be a NodeAffinity object")
-        self.added_required: NodeSelector | None = None
-        self.added_preferred: list[_Preferred] = []
-        if added:
-            required = added.get("requiredDuringSchedulingIgnoredDuringExecution")
-            if required is not None:
-                if not required.get("nodeSelectorTerms"):
-                    raise ValueError(
-                        "addedAffinity.requiredDuringSchedulingIgnoredDuringExecution."
-                        "nodeSelectorTerms: must have at least one term"
-                    )
-                self.added_required = NodeSelector(required)
-            self.added_preferred = _preferred(added)
-            for pref in self.added_preferred:
-                if not 1 <= pref.weight <= 100:
-                    raise ValueError(
-                        "addedAffinity.preferredDuringSchedulingIgnoredDuringExecution.weight: "
-                        "must be in the range 1-100"
-                    )
+        added = added or {}
+        self.added_node_selector: NodeSelector | None = None
+        self.added_preferred: PreferredTerms | None = None
+        errs: list[str] = []
+        required = added.get(_REQUIRED)
+        if required is not None:
+            errs += node_selector_errors(required, f"addedAffinity.{_REQUIRED}")
+            self.added_node_selector = NodeSelector(required)
+        preferred = added.get(_PREFERRED) or []
+        if preferred:
+            errs += preferred_terms_errors(preferred, f"addedAffinity.{_PREFERRED}")
+            self.added_preferred = PreferredTerms(preferred)
+        if errs:
+            raise ValueError("; ".join(errs))
 
     # -- filter ---------------------------------------------------------------------------------
 
     def pre_filter(
         self, state: CycleState, pod: dict, nodes: list[NodeInfo]
     ) -> tuple[PreFilterResult | None, Status | None]:
-        if not _has_required(pod) and self.added_required is None:
-            return None, SKIP
+        spec = pod.get("spec") or {}
+        required = _node_affinity(pod).get(_REQUIRED)
+        # ``None`` tests, not truthiness: upstream checks for nil, and an empty map is not nil.
+        if (
+            required is None
+            and self.added_node_selector is None
+            and spec.get("nodeSelector") is None
+        ):
+            return None, SKIP  # nothing for Filter to check
         state.write(PRE_FILTER_KEY, RequiredNodeAffinity(pod))
-        names = _pinned_node_names(pod)
+        names = pinned_node_names(pod)
         if names is None:
             return None, None
         if not names:
@@ -123,17 +249,18 @@ class NodeAffinity:
         return PreFilterResult(names), None
 
     def pre_filter_extensions(self) -> None:
-        return None
+        return None  # the state does not depend on other pods
 
     def filter(self, state: CycleState, pod: dict, node_info: NodeInfo) -> Status | None:
-        if self.added_required is not None and not self.added_required.matches(
+        if self.added_node_selector is not None and not self.added_node_selector.matches(
             node_info.name, node_info.labels
         ):
             return unresolvable(ERR_REASON_ENFORCED)
         try:
-            required = state.read(PRE_FILTER_KEY)
+            required: RequiredNodeAffinity = state.read(PRE_FILTER_KEY)
         except StateNotFound:
-            required = RequiredNodeAffinity(pod)  # PreFilter skipped: nothing required
+            # PreFilter did not run (disabled, or skipped): compute it here, as upstream does.
+            required = RequiredNodeAffinity(pod)
         if not required.matches(node_info.name, node_info.labels):
             return unresolvable(ERR_REASON_POD)
         return None
@@ -141,21 +268,26 @@ class NodeAffinity:
     # -- score ----------------------------------------------------------------------------------
 
     def pre_score(self, state: CycleState, pod: dict, nodes: list[NodeInfo]) -> Status | None:
-        preferred = _preferred(_node_affinity(pod)) + self.added_preferred
-        if not preferred:
+        preferred, status = _pod_preferred(pod)
+        if status is not None:
+            return status
+        if preferred is None and self.added_preferred is None:
             return SKIP
-        state.write(PRE_SCORE_KEY, preferred)
+        state.write(PRE_SCORE_KEY, _PreScoreState(preferred))
         return None
 
     def score(self, state: CycleState, pod: dict, node_info: NodeInfo) -> tuple[int, Status | None]:
-        try:
-            preferred = state.read(PRE_SCORE_KEY)
-        except StateNotFound:
-            preferred = _preferred(_node_affinity(pod)) + self.added_preferred
         total = 0
-        for pref in preferred:
-            if pref.term.matches(node_info.name, node_info.labels):
-                total += pref.weight
+        if self.added_preferred is not None:
+            total += self.added_preferred.score(node_info.name, node_info.labels)
+        try:
+            preferred = state.read(PRE_SCORE_KEY).preferred
+        except StateNotFound:
+            preferred, status = _pod_preferred(pod)  # PreScore disabled
+            if status is not None:
+                return 0, status
+        if preferred is not None:
+            total += preferred.score(node_info.name, node_info.labels)
         return total, None
 
     def score_extensions(self) -> NodeAffinity:
@@ -167,21 +299,43 @@ class NodeAffinity:
         default_normalize_score(MAX_NODE_SCORE, False, scores)
         return None
 
+    # -- queueing -------------------------------------------------------------------------------
+
     def events_to_register(self) -> list[ClusterEventWithHint]:
+        # With queueing hints there is no preCheck, so taint updates need not be registered.
         return [
             ClusterEventWithHint(
                 ClusterEvent(Resource.NODE, ActionType.ADD | ActionType.UPDATE_NODE_LABEL),
-                self._node_now_matches,
+                self.is_schedulable_after_node_change,
             ),
         ]
 
-    def _node_now_matches(self, pod: dict, old: dict | None, new: dict | None) -> QueueingHint:
+    def is_schedulable_after_node_change(
+        self, pod: dict, old: dict | None, new: dict | None
+    ) -> QueueingHint:
+        """Queue when a node was added matching the pod, or an update made it match."""
         if new is None:
             return QueueingHint.QUEUE_SKIP
-        meta = new.get("metadata") or {}
-        name, labels = meta.get("name", ""), meta.get("labels") or {}
-        if self.added_required is not None and not self.added_required.matches(name, labels):
+        name, labels = _node_name_labels(new)
+        if self.added_node_selector is not None and not self.added_node_selector.matches(
+            name, labels
+        ):
             return QueueingHint.QUEUE_SKIP
-        if RequiredNodeAffinity(pod).matches(name, labels):
+        required = RequiredNodeAffinity(pod)
+        if not required.matches(name, labels):
+            return QueueingHint.QUEUE_SKIP
+        if old is None:
             return QueueingHint.QUEUE
-        return QueueingHint.QUEUE_SKIP
+        if required.matches(*_node_name_labels(old)):
+            return QueueingHint.QUEUE_SKIP  # it matched before: this update changes nothing
+        return QueueingHint.QUEUE
+
+
+class _PreScoreState:
+    __slots__ = ("preferred",)
+
+    def __init__(self, preferred: PreferredTerms | None) -> None:
+        self.preferred = preferred
+
+    def clone(self) -> _PreScoreState:
+        return self

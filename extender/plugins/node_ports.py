@@ -1,13 +1,20 @@
 """NodePorts (PreFilter, Filter): a pod's host ports must be free on the node (spec §7.5).
 
-PreFilter collects ``(hostIP, protocol, hostPort)`` of containers and sidecar init containers
-(empty IP is ``0.0.0.0``, empty protocol ``TCP``); none makes the plugin Skip. Filter: a wanted
-port on ``0.0.0.0`` conflicts with the same protocol/port on any IP of the node; one on a
-specific IP conflicts with that IP or ``0.0.0.0``. Reads ``NodeInfo.used_ports``; mutates nothing.
+PreFilter collects ``(hostIP, protocol, hostPort)`` for every port with ``hostPort > 0`` of the
+containers and the restartable (sidecar) init containers, which run for the pod's whole life;
+an empty IP means ``0.0.0.0`` and an empty protocol ``TCP``. No host port makes the plugin Skip.
+
+Filter conflict rule (upstream ``HostPortInfo.CheckConflict``): a wanted port on ``0.0.0.0``
+conflicts with the same (protocol, port) on any IP of the node; one on a specific IP conflicts
+with the same (protocol, port) on that IP or on ``0.0.0.0``. Conflict -> Unschedulable (evicting
+the pod holding the port can help, so preemption may try).
+
+Reads ``NodeInfo.used_ports``; mutates nothing.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from extender.framework.cycle_state import CycleState, StateNotFound
@@ -15,6 +22,7 @@ from extender.framework.events import (
     ActionType,
     ClusterEvent,
     ClusterEventWithHint,
+    QueueingHint,
     Resource,
 )
 from extender.framework.status import SKIP, Status, unschedulable
@@ -23,21 +31,43 @@ from extender.framework.types import NodeInfo, PreFilterResult, host_ports_of
 NAME = "NodePorts"
 PRE_FILTER_KEY = "PreFilter" + NAME
 ERR_REASON = "node(s) didn't have free ports for the requested pod ports"
-WILDCARD = "0.0.0.0"
+WILDCARD_IP = "0.0.0.0"
+
+HostPort = tuple[str, str, int]  # (ip, protocol, port), sanitized
+UsedPorts = Mapping[str, Iterable[tuple[str, int]]]  # ip -> {(protocol, port)}
 
 
-def fits_ports(wanted: tuple[tuple[str, str, int], ...], node_info: NodeInfo) -> bool:
-    used = node_info.used_ports
+def check_conflict(used: UsedPorts, ip: str, protocol: str, port: int) -> bool:
+    """Whether ``(ip, protocol, port)`` collides with ``used``."""
+    if port <= 0:
+        return False
+    ip = ip or WILDCARD_IP
+    key = (protocol or "TCP", port)
+    if ip == WILDCARD_IP:
+        return any(key in ports for ports in used.values())
+    return key in used.get(ip, ()) or key in used.get(WILDCARD_IP, ())
+
+
+def fits_ports(wanted: Iterable[HostPort], used: UsedPorts) -> bool:
     if not used:
         return True
-    for ip, protocol, port in wanted:
-        key = (protocol, port)
-        if ip == WILDCARD:
-            if any(key in ports for ports in used.values()):
-                return False
-        elif key in used.get(ip, ()) or key in used.get(WILDCARD, ()):
-            return False
-    return True
+    return not any(check_conflict(used, ip, protocol, port) for ip, protocol, port in wanted)
+
+
+def pod_host_ports(pod: dict) -> tuple[HostPort, ...]:
+    return host_ports_of(pod.get("spec") or {})
+
+
+class _PreFilterState:
+    """The wanted host ports; independent of other pods, so clone shares it."""
+
+    __slots__ = ("ports",)
+
+    def __init__(self, ports: tuple[HostPort, ...]) -> None:
+        self.ports = ports
+
+    def clone(self) -> _PreFilterState:
+        return self
 
 
 class NodePorts:
@@ -49,10 +79,10 @@ class NodePorts:
     def pre_filter(
         self, state: CycleState, pod: dict, nodes: list[NodeInfo]
     ) -> tuple[PreFilterResult | None, Status | None]:
-        wanted = host_ports_of(pod.get("spec") or {})
+        wanted = pod_host_ports(pod)
         if not wanted:
             return None, SKIP
-        state.write(PRE_FILTER_KEY, wanted)
+        state.write(PRE_FILTER_KEY, _PreFilterState(wanted))
         return None, None
 
     def pre_filter_extensions(self) -> None:
@@ -60,13 +90,39 @@ class NodePorts:
 
     def filter(self, state: CycleState, pod: dict, node_info: NodeInfo) -> Status | None:
         try:
-            wanted = state.read(PRE_FILTER_KEY)
+            wanted: _PreFilterState = state.read(PRE_FILTER_KEY)
         except StateNotFound:
-            return Status.error(f"reading {PRE_FILTER_KEY!r} from cycle state", plugin=NAME)
-        return None if fits_ports(wanted, node_info) else unschedulable(ERR_REASON)
+            return Status.error(f'error reading "{PRE_FILTER_KEY}" from cycleState', plugin=NAME)
+        if fits_ports(wanted.ports, node_info.used_ports):
+            return None
+        return unschedulable(ERR_REASON)
 
     def events_to_register(self) -> list[ClusterEventWithHint]:
         return [
-            ClusterEventWithHint(ClusterEvent(Resource.ASSIGNED_POD, ActionType.DELETE)),
+            # Container ports are immutable, so pod updates cannot free a port: only deletions.
+            ClusterEventWithHint(
+                ClusterEvent(Resource.ASSIGNED_POD, ActionType.DELETE),
+                is_schedulable_after_pod_deleted,
+            ),
+            # A new node may have the ports free; always worth a retry.
             ClusterEventWithHint(ClusterEvent(Resource.NODE, ActionType.ADD)),
         ]
+
+
+def is_schedulable_after_pod_deleted(pod: dict, old: dict | None, new: dict | None) -> QueueingHint:
+    """Queue only if the deleted pod held (or was nominated with) a port this pod wants."""
+    if old is None:
+        return QueueingHint.QUEUE_SKIP
+    spec = old.get("spec") or {}
+    nominated = (old.get("status") or {}).get("nominatedNodeName") or ""
+    if not spec.get("nodeName") and not nominated:
+        return QueueingHint.QUEUE_SKIP  # it never occupied a node
+    freed = pod_host_ports(old)
+    if not freed:
+        return QueueingHint.QUEUE_SKIP
+    in_use: dict[str, set[tuple[str, int]]] = {}
+    for ip, protocol, port in freed:
+        in_use.setdefault(ip, set()).add((protocol, port))
+    if fits_ports(pod_host_ports(pod), in_use):
+        return QueueingHint.QUEUE_SKIP  # no common port: the deletion cannot help
+    return QueueingHint.QUEUE

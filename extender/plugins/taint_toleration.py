@@ -1,11 +1,16 @@
-"""TaintToleration (Filter, PreScore, Score): taints repel pods that do not tolerate them.
+"""TaintToleration (Filter, PreScore, Score): taints repel pods that do not tolerate them (§7.8).
 
-* Filter: the first ``NoSchedule``/``NoExecute`` taint no toleration matches rejects the node
-  (UnschedulableAndUnresolvable: evicting pods cannot remove a taint).
-* Score: the number of ``PreferNoSchedule`` taints not tolerated by the pod's tolerations with
-  effect ``PreferNoSchedule`` or empty; normalized reversed, so fewer is better.
+* Filter: the first ``NoSchedule``/``NoExecute`` taint that no toleration of the pod matches
+  rejects the node as UnschedulableAndUnresolvable (evicting pods cannot remove a taint), with the
+  1.35+ reason ``node(s) had untolerated taint(s)`` (no taint key/value in the text any more).
+  ``PreferNoSchedule`` taints never filter.
+* PreScore: keeps the pod's tolerations whose effect is empty or ``PreferNoSchedule`` in the cycle
+  state. It never skips (upstream writes the state even for a pod without tolerations).
+* Score: the number of the node's ``PreferNoSchedule`` taints those tolerations do not tolerate;
+  NormalizeScore reverses the default normalization, so fewer untolerated taints is better and a
+  node with none gets 100.
 
-Reads the node's taints and the pod's tolerations; mutates nothing.
+Reads the node's taints and the pod's tolerations; mutates neither.
 """
 
 from __future__ import annotations
@@ -30,11 +35,45 @@ from .helper import default_normalize_score
 NAME = "TaintToleration"
 PRE_SCORE_KEY = "PreScore" + NAME
 ERR_REASON_NOT_MATCH = "node(s) had untolerated taint(s)"
-_FILTER_EFFECTS = ("NoSchedule", "NoExecute")
+# Taint effects that keep a pod off a node (upstream DoNotScheduleTaintsFilterFunc).
+DO_NOT_SCHEDULE_EFFECTS = ("NoSchedule", "NoExecute")
+PREFER_NO_SCHEDULE = "PreferNoSchedule"
 
 
-def _tolerations(pod: dict) -> list[dict]:
-    return (pod.get("spec") or {}).get("tolerations") or []
+def _tolerations(pod: dict | None) -> list[dict]:
+    return ((pod or {}).get("spec") or {}).get("tolerations") or []
+
+
+def _taints(node: dict) -> list[dict]:
+    return (node.get("spec") or {}).get("taints") or []
+
+
+def prefer_no_schedule_tolerations(tolerations: list[dict]) -> list[dict]:
+    """Tolerations that can tolerate a ``PreferNoSchedule`` taint.
+
+    An empty effect means "every effect", so it counts as well.
+    """
+    return [t for t in tolerations if (t.get("effect") or "") in ("", PREFER_NO_SCHEDULE)]
+
+
+def count_intolerable_prefer_no_schedule(taints: list[dict], tolerations: list[dict]) -> int:
+    return sum(
+        1
+        for taint in taints
+        if taint.get("effect") == PREFER_NO_SCHEDULE and not tolerates(tolerations, taint)
+    )
+
+
+class _PreScoreState:
+    """The pod's PreferNoSchedule-relevant tolerations; read-only, so clone shares it."""
+
+    __slots__ = ("tolerations",)
+
+    def __init__(self, tolerations: list[dict]) -> None:
+        self.tolerations = tolerations
+
+    def clone(self) -> _PreScoreState:
+        return self
 
 
 class TaintToleration:
@@ -43,30 +82,33 @@ class TaintToleration:
     def __init__(self, args: dict, handle: Any) -> None:
         self.handle = handle
 
+    # -- filter ---------------------------------------------------------------------------------
+
     def filter(self, state: CycleState, pod: dict, node_info: NodeInfo) -> Status | None:
-        if not node_info.taints:
-            return None
-        if find_untolerated_taint(node_info.taints, _tolerations(pod), _FILTER_EFFECTS) is None:
+        taint = find_untolerated_taint(
+            node_info.taints or [], _tolerations(pod), DO_NOT_SCHEDULE_EFFECTS
+        )
+        if taint is None:
             return None
         return unresolvable(ERR_REASON_NOT_MATCH)
 
+    # -- score ----------------------------------------------------------------------------------
+
     def pre_score(self, state: CycleState, pod: dict, nodes: list[NodeInfo]) -> Status | None:
-        prefer = [
-            t for t in _tolerations(pod) if (t.get("effect") or "") in ("", "PreferNoSchedule")
-        ]
-        state.write(PRE_SCORE_KEY, prefer)
+        state.write(
+            PRE_SCORE_KEY, _PreScoreState(prefer_no_schedule_tolerations(_tolerations(pod)))
+        )
         return None
 
     def score(self, state: CycleState, pod: dict, node_info: NodeInfo) -> tuple[int, Status | None]:
         try:
-            tolerations = state.read(PRE_SCORE_KEY)
+            pre_score: _PreScoreState = state.read(PRE_SCORE_KEY)
         except StateNotFound:
-            return 0, Status.error(f"reading {PRE_SCORE_KEY!r} from cycle state", plugin=NAME)
-        count = 0
-        for taint in node_info.taints:
-            if taint.get("effect") == "PreferNoSchedule" and not tolerates(tolerations, taint):
-                count += 1
-        return count, None
+            # Upstream has no fallback here: Score without PreScore is an error.
+            return 0, Status.error(f'failed to read "{PRE_SCORE_KEY}" from cycleState', plugin=NAME)
+        return count_intolerable_prefer_no_schedule(
+            node_info.taints or [], pre_score.tolerations
+        ), None
 
     def score_extensions(self) -> TaintToleration:
         return self
@@ -77,20 +119,48 @@ class TaintToleration:
         default_normalize_score(MAX_NODE_SCORE, True, scores)
         return None
 
+    # -- queueing -------------------------------------------------------------------------------
+
     def events_to_register(self) -> list[ClusterEventWithHint]:
         return [
+            # Labels never change this plugin's verdict, so only additions and taint updates.
             ClusterEventWithHint(
                 ClusterEvent(Resource.NODE, ActionType.ADD | ActionType.UPDATE_NODE_TAINT),
-                _node_now_tolerated,
+                is_schedulable_after_node_change,
             ),
-            ClusterEventWithHint(ClusterEvent(Resource.POD, ActionType.UPDATE_POD_TOLERATION)),
+            ClusterEventWithHint(
+                ClusterEvent(Resource.POD, ActionType.UPDATE_POD_TOLERATION),
+                is_schedulable_after_pod_toleration_change,
+            ),
         ]
 
 
-def _node_now_tolerated(pod: dict, old: dict | None, new: dict | None) -> QueueingHint:
+def is_schedulable_after_node_change(pod: dict, old: dict | None, new: dict | None) -> QueueingHint:
+    """Queue only when the node went from untolerated (or absent) to tolerated."""
     if new is None:
         return QueueingHint.QUEUE_SKIP
-    taints = (new.get("spec") or {}).get("taints") or []
-    if find_untolerated_taint(taints, _tolerations(pod), _FILTER_EFFECTS) is None:
+    tolerations = _tolerations(pod)
+    was_untolerated = True
+    if old is not None:
+        was_untolerated = (
+            find_untolerated_taint(_taints(old), tolerations, DO_NOT_SCHEDULE_EFFECTS) is not None
+        )
+    is_untolerated = (
+        find_untolerated_taint(_taints(new), tolerations, DO_NOT_SCHEDULE_EFFECTS) is not None
+    )
+    if was_untolerated and not is_untolerated:
+        return QueueingHint.QUEUE
+    return QueueingHint.QUEUE_SKIP
+
+
+def is_schedulable_after_pod_toleration_change(
+    pod: dict, old: dict | None, new: dict | None
+) -> QueueingHint:
+    """Queue when the updated pod is the unschedulable pod itself (it gained a toleration)."""
+    if new is None:
+        return QueueingHint.QUEUE_SKIP
+    uid = ((pod.get("metadata") or {}).get("uid")) or ""
+    new_uid = ((new.get("metadata") or {}).get("uid")) or ""
+    if uid == new_uid:
         return QueueingHint.QUEUE
     return QueueingHint.QUEUE_SKIP

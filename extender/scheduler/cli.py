@@ -121,6 +121,8 @@ class Runtime:
             pod_max_backoff=config.pod_max_backoff_seconds,
         )
         self.pdbs = Informer(client, "/apis/policy/v1/poddisruptionbudgets")
+        # Handlers are set once the scheduler exists (it needs the frameworks first).
+        self.pods = Informer(client, "/api/v1/pods", field_selector=ACTIVE_PODS)
         registry = in_tree_registry()
         for profile in config.profiles:
             frameworks[profile.scheduler_name] = Framework(
@@ -146,12 +148,16 @@ class Runtime:
             algorithm=SchedulingAlgorithm(
                 extenders, percentage_of_nodes_to_score=config.percentage_of_nodes_to_score
             ),
-            get_pod=client.get_pod,
+            # As upstream, the failure handler reads the informer's copy, not the API.
+            get_pod=lambda namespace, name: self.pods.get(f"{namespace}/{name}"),
             bind_workers=config.parallelism,
             metrics=self.metrics,
         )
         nodes = NodeDispatcher(self.cache, self.scheduler)
         pods = PodDispatcher(self.cache, self.scheduler)
+        self.pods.on_add = pods.on_add
+        self.pods.on_update = pods.on_update
+        self.pods.on_delete = pods.on_delete
         self.informers = [
             Informer(
                 client,
@@ -160,14 +166,7 @@ class Runtime:
                 on_update=nodes.on_update,
                 on_delete=nodes.on_delete,
             ),
-            Informer(
-                client,
-                "/api/v1/pods",
-                field_selector=ACTIVE_PODS,
-                on_add=pods.on_add,
-                on_update=pods.on_update,
-                on_delete=pods.on_delete,
-            ),
+            self.pods,
             Informer(
                 client,
                 "/api/v1/namespaces",

@@ -334,7 +334,11 @@ class Scheduler:
         pod = info.pod
         meta = pod.get("metadata") or {}
         namespace, name = meta.get("namespace", "default"), meta.get("name", "")
-        current = self.get_pod(namespace, name)
+        try:
+            current = self.get_pod(namespace, name)
+        except Exception:  # the apiserver may be down: never lose the pod, requeue it
+            log.warning("looking up %s/%s failed; requeueing it", namespace, name, exc_info=True)
+            current = pod
         if current is None or (current.get("spec") or {}).get("nodeName"):
             self.queue.done(info.pod_info.key)
         else:
