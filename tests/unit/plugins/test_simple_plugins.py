@@ -251,10 +251,6 @@ def test_node_affinity_added_affinity() -> None:
         "b": MISMATCH,
         "c": None,
     }
-    with pytest.raises(ValueError, match="nodeSelectorTerms"):
-        NodeAffinity(
-            {"addedAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {}}}, None
-        )
 
 
 def test_node_affinity_score() -> None:
