@@ -84,6 +84,9 @@ class Cache:
         self._clones: dict[str, NodeInfo] = {}
         self._snapshot: Snapshot | None = None
         self._dirty = True
+        # Nodes added, updated or removed since the last snapshot: the node order and the
+        # image summaries must be rebuilt. Pod changes alone only swap NodeInfos.
+        self._nodes_changed = True
         self._cleanup_stop = threading.Event()
         self._cleanup_thread: threading.Thread | None = None
 
@@ -98,6 +101,7 @@ class Cache:
             else:
                 info.set_node(node)  # an update, or a placeholder whose node arrived
             self._dirty = True
+            self._nodes_changed = True
 
     def update_node(self, old: dict | None, new: dict) -> None:
         self.add_node(new)
@@ -116,6 +120,7 @@ class Cache:
             else:
                 del self._nodes[name]
             self._dirty = True
+            self._nodes_changed = True
 
     def get_node(self, name: str) -> dict | None:
         with self._lock:
@@ -310,6 +315,7 @@ class Cache:
             if not self._dirty and self._snapshot is not None:
                 return self._snapshot
             clones: dict[str, NodeInfo] = {}
+            changed: list[NodeInfo] = []
             generation = 0
             for name, info in self._nodes.items():
                 if info.node is None:
@@ -319,10 +325,17 @@ class Cache:
                     clones[name] = previous
                 else:
                     clones[name] = info.clone()
+                    changed.append(clones[name])
                 generation = max(generation, info.generation)
             self._clones = clones
-            self._snapshot = Snapshot(clones.values(), generation)
+            if self._nodes_changed or self._snapshot is None:
+                self._snapshot = Snapshot(clones.values(), generation)
+            else:
+                # Only pods moved: keep the node order and image summaries, swap NodeInfos.
+                self._snapshot = self._snapshot.overlay(changed)
+                self._snapshot.generation = generation
             self._dirty = False
+            self._nodes_changed = False
             return self._snapshot
 
     def dump(self) -> dict:

@@ -395,3 +395,20 @@ def test_wire_informers_builds_the_informers() -> None:
     assert extra.seen == ["p"]
     assert cache.pod_count() == 1
     assert [i.path for i in wire_informers(object(), cache, pods=False)] == ["/api/v1/nodes"]
+
+
+def test_pod_changes_swap_node_infos_without_rebuilding_image_summaries() -> None:
+    cache = Cache()
+    for name in ("a", "b"):
+        cache.add_node(make_node(name, images=[(["app:v1"], 100)]))
+    first = cache.snapshot()
+    cache.add_pod(make_pod("p", node_name="a", uid="u-p", cpu="1"))
+    second = cache.snapshot()
+    assert [i.name for i in second.node_info_list] == [i.name for i in first.node_info_list]
+    assert second.get("b") is first.get("b")
+    assert second.get("a") is not first.get("a")
+    assert [p.name for p in second.get("a").pods] == ["p"]
+    assert first.get("a").pods == []
+    assert second.get("a").image_states["app:v1"].num_nodes == 2
+    cache.add_node(make_node("c"))
+    assert [i.name for i in cache.snapshot().node_info_list] == ["a", "b", "c"]
