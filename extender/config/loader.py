@@ -73,8 +73,6 @@ class ExtenderSettings:
     url_prefix: str = "/"
     # Largest request body accepted; 5000 full Nodes of ~17 KB fit in the default.
     max_request_bytes: int = 128 * 1024 * 1024
-    # Informational: the webhook answers both node-name and full-Node requests.
-    node_cache_capable: bool = True
     # Report UnschedulableAndUnresolvable in FailedAndUnresolvableNodes (else FailedNodes).
     filter_unresolvable: bool = True
     kubeconfig: str | None = None
@@ -432,7 +430,6 @@ def _extender_settings(documents: list[Any], source: str) -> ExtenderSettings:
         profile=data["profile"],
         url_prefix=data["urlPrefix"],
         max_request_bytes=data["maxRequestBytes"],
-        node_cache_capable=data["nodeCacheCapable"],
         filter_unresolvable=data["filterUnresolvable"],
         kubeconfig=data["kubeconfig"],
         watch_pods=data["watchPods"],

@@ -304,7 +304,6 @@ class ExtenderConfigurationSchema(Strict):
     )
     # A full-Node filter request for 5000 nodes of ~17 KB is ~85 MB: the default leaves room.
     maxRequestBytes = Int(load_default=DEFAULT_MAX_REQUEST_BYTES, validate=_range(1024))  # noqa: N815
-    nodeCacheCapable = Bool(load_default=True)  # noqa: N815
     filterUnresolvable = Bool(load_default=True)  # noqa: N815
     kubeconfig = fields.String(load_default=None, allow_none=True)
     watchPods = Bool(load_default=None, allow_none=True)  # noqa: N815

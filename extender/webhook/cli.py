@@ -115,6 +115,7 @@ def build_app(config_path: str, kubeconfig: str | None, offline: bool) -> Any:
         cache=cache,
         client=client,
         ready=lambda: all(i.has_synced() for i in informers),
+        filter_unresolvable=settings.filter_unresolvable,
     )
     log.info(
         "serving profile %r (%s) at %s; cluster connection: %s",

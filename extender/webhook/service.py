@@ -68,12 +68,16 @@ class ExtenderService:
         client: Binder | None = None,
         algorithm: SchedulingAlgorithm | None = None,
         ready: Any = None,
+        filter_unresolvable: bool = True,
     ) -> None:
         self.fwk = fwk
         self.cache = cache
         self.client = client
         self.algorithm = algorithm or SchedulingAlgorithm()
         self._ready = ready or (lambda: True)
+        # False: report UnschedulableAndUnresolvable nodes in FailedNodes too, so that the
+        # scheduler's preemption still considers them.
+        self.filter_unresolvable = filter_unresolvable
 
     def ready(self) -> bool:
         return bool(self._ready())
@@ -155,7 +159,7 @@ class ExtenderService:
             if info.name in passed:
                 continue
             status = diagnosis.node_to_status.get(info.name) or diagnosis.absent_status
-            _record(status, info.name, failed, unresolvable)
+            _record(status, info.name, failed, unresolvable if self.filter_unresolvable else failed)
 
         if by_names:
             return filter_result(

@@ -337,3 +337,14 @@ def test_url_prefix_health_readiness_version_and_metrics() -> None:
     assert 'extender_requests_total{outcome="ok",verb="filter"} 1.0' in metrics
     assert 'extender_requests_total{outcome="bad_request",verb="filter"} 1.0' in metrics
     assert "extender_request_nodes_bucket" in metrics
+
+
+def test_filter_unresolvable_false_reports_every_rejection_in_failed_nodes() -> None:
+    service = ExtenderService(
+        framework(["NodeUnschedulable"]), cache=FakeCache(NODES), filter_unresolvable=False
+    )
+    _, reply = post(
+        client_for(service), "filter", {"Pod": make_pod("p"), "Nodes": None, "NodeNames": ["node2"]}
+    )
+    assert reply["FailedNodes"] == {"node2": "node(s) were unschedulable"}
+    assert reply["FailedAndUnresolvableNodes"] == {}

@@ -545,7 +545,6 @@ def test_extender_configuration_document() -> None:
             profile: b
             urlPrefix: /ext/
             maxRequestBytes: 4096
-            nodeCacheCapable: false
             filterUnresolvable: false
             kubeconfig: /etc/kubeconfig
             watchPods: true
@@ -556,7 +555,6 @@ def test_extender_configuration_document() -> None:
         profile="b",
         url_prefix="/ext/",
         max_request_bytes=4096,
-        node_cache_capable=False,
         filter_unresolvable=False,
         kubeconfig="/etc/kubeconfig",
         watch_pods=True,
