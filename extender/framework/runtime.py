@@ -368,31 +368,38 @@ class Framework:
         plugins = [p for p in self.score_plugins if p.name not in skip]
         all_scores = [NodePluginScores(info.name) for info in nodes]
         for plugin in plugins:
-            node_scores: list[NodeScore] = []
+            score = plugin.score
+            values: list[int] = []
             for info in nodes:
-                score, status = plugin.score(state, pod, info)
+                value, status = score(state, pod, info)
                 if status is not None and status.code != Code.SUCCESS:
                     return [], Status.error(
                         f'running Score plugin "{plugin.name}": {status.message}'
                     ).with_plugin(plugin.name)
-                node_scores.append(NodeScore(info.name, score))
+                values.append(value)
             ext = plugin.score_extensions()
             if ext is not None:
+                # NodeScore objects only for the plugins that normalize across nodes.
+                node_scores = [
+                    NodeScore(info.name, v) for info, v in zip(nodes, values, strict=True)
+                ]
                 status = ext.normalize_score(state, pod, node_scores)
                 if status is not None and status.code != Code.SUCCESS:
                     return [], Status.error(
                         f'running Normalize on Score plugin "{plugin.name}": {status.message}'
                     ).with_plugin(plugin.name)
+                values = [ns.score for ns in node_scores]
             weight = self.score_weights.get(plugin.name, 1)
-            for entry, node_score in zip(all_scores, node_scores, strict=True):
-                if not MIN_NODE_SCORE <= node_score.score <= MAX_NODE_SCORE:
+            name = plugin.name
+            for entry, value in zip(all_scores, values, strict=True):
+                if not MIN_NODE_SCORE <= value <= MAX_NODE_SCORE:
                     return [], Status.error(
-                        f'plugin "{plugin.name}" returns an invalid score {node_score.score}, '
+                        f'plugin "{name}" returns an invalid score {value}, '
                         f"it should in the range of [{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] "
                         "after normalizing"
-                    ).with_plugin(plugin.name)
-                weighted = node_score.score * weight
-                entry.scores[plugin.name] = weighted
+                    ).with_plugin(name)
+                weighted = value * weight
+                entry.scores[name] = weighted
                 entry.total_score += weighted
         return all_scores, None
 

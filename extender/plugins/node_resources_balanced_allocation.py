@@ -1,9 +1,16 @@
-"""NodeResourcesBalancedAllocation (PreScore, Score): keep resources in balance (spec §7.7).
+"""NodeResourcesBalancedAllocation (PreScore, Score): keep a node's resources in balance (§7.7).
 
-On *actual* requests (no non-zero defaults), ``b = int((1 - std) x 100)`` where ``std`` is the
-spread of the utilization fractions of the configured resources. v1.36 scores how placing the
-pod changes the balance: ``50 + (50 + b_with - b_without) / 2`` (truncated as Go does). A pod
-requesting nothing (best-effort) makes the plugin Skip. Mutates nothing.
+For each configured resource the node offers (allocatable > 0; a scalar resource only when the
+pod requests it) the utilization fraction ``f = min(requested / allocatable, 1)`` is taken on
+*actual* requests (no 100m / 200Mi defaults). ``std`` is ``|f1 - f2| / 2`` for two resources,
+the population standard deviation for more, 0 for fewer; ``b = int((1 - std) * 100)``.
+
+v1.36 scores how placing the pod changes the balance, with ``b_with`` including the pod's
+requests and ``b_without`` not: ``50 + (50 + b_with - b_without) / 2``, the division truncating
+toward zero as Go's. A pod requesting none of the resources (best-effort) makes PreScore return
+Skip, so that such pods do not all pile onto the same node.
+
+Reads NodeInfo aggregates; writes only its PreScore key; mutates nothing.
 """
 
 from __future__ import annotations
@@ -17,25 +24,60 @@ from extender.framework.status import SKIP, Status
 from extender.framework.types import NodeInfo
 
 from .node_resources_fit import (
-    allocatable_and_requested,
     go_div,
-    parse_resources,
-    pod_score_requests,
+    invalid,
+    parse_resource_specs,
+    pod_request_list,
+    raise_errors,
+    resource_vectors,
 )
 
 NAME = "NodeResourcesBalancedAllocation"
 PRE_SCORE_KEY = "PreScore" + NAME
 
 
-def balance(fractions: list[float]) -> int:
+def balance_score(requested: list[int], allocatable: list[int]) -> int:
+    """``int((1 - std) * 100)`` over the resources with allocatable > 0 (float math as Go)."""
+    fractions: list[float] = []
+    total = 0.0
+    for req, alloc in zip(requested, allocatable, strict=True):
+        if alloc == 0:
+            continue
+        fraction = min(float(req) / float(alloc), 1.0)
+        total += fraction
+        fractions.append(fraction)
+    std = 0.0
     if len(fractions) == 2:
-        std = abs(fractions[0] - fractions[1]) / 2
+        std = abs((fractions[0] - fractions[1]) / 2)
     elif len(fractions) > 2:
-        mean = sum(fractions) / len(fractions)
-        std = math.sqrt(sum((f - mean) ** 2 for f in fractions) / len(fractions))
-    else:
-        std = 0.0
+        mean = total / len(fractions)
+        squares = 0.0
+        for fraction in fractions:
+            squares += (fraction - mean) * (fraction - mean)
+        std = math.sqrt(squares / len(fractions))
     return int((1 - std) * MAX_NODE_SCORE)
+
+
+def balanced_resource_scorer(
+    requested: list[int], allocated: list[int], allocatable: list[int]
+) -> int:
+    """Score the change of balance: 50 means unchanged, above 50 the pod improves it."""
+    with_pod = balance_score(requested, allocatable)
+    without_pod = balance_score(allocated, allocatable)
+    half = MAX_NODE_SCORE // 2
+    return half + go_div(half + with_pod - without_pod, 2)
+
+
+class _PreScoreState:
+    """The pod's actual request of each configured resource; read-only, so clones share it."""
+
+    __slots__ = ("pod_requests",)
+
+    def __init__(self, requests: list[int]) -> None:
+        self.pod_requests = requests
+
+    def clone(self) -> _PreScoreState:
+        return self
 
 
 class NodeResourcesBalancedAllocation:
@@ -43,34 +85,43 @@ class NodeResourcesBalancedAllocation:
 
     def __init__(self, args: dict, handle: Any) -> None:
         self.handle = handle
-        self.resources = parse_resources(args.get("resources"), "resources")
+        errors: list[str] = []
+        specs = parse_resource_specs((args or {}).get("resources"), "resources", errors)
+        seen: set[str] = set()
+        for i, (name, weight) in enumerate(specs):
+            if name in seen:
+                errors.append(f'resources[{i}].name: Duplicate value: "{name}"')
+            seen.add(name)
+            # Upstream accepts only weight 1 here (0 is defaulted to 1).
+            if weight != 1:
+                errors.append(invalid(f"resources[{i}].weight", weight, "must be 1"))
+        raise_errors(errors)
+        self.resources = [name for name, _ in specs]
+
+    def _pod_requests(self, pod: dict) -> list[int]:
+        return pod_request_list(pod, self.resources, use_requested=True)
 
     def pre_score(self, state: CycleState, pod: dict, nodes: list[NodeInfo]) -> Status | None:
-        requests = pod_score_requests(pod, self.resources, non_zero=False)
+        requests = self._pod_requests(pod)
         if not any(requests):
-            return SKIP
-        state.write(PRE_SCORE_KEY, requests)
+            return SKIP  # best-effort pod (upstream issue #129138)
+        state.write(PRE_SCORE_KEY, _PreScoreState(requests))
         return None
-
-    def _fractions(self, node_info: NodeInfo, requests: list[int], with_pod: bool) -> list[float]:
-        fractions = []
-        for (name, _), request in zip(self.resources, requests, strict=True):
-            capacity, requested = allocatable_and_requested(node_info, name, request, True)
-            if capacity == 0:
-                continue
-            if not with_pod:
-                requested -= request
-            fractions.append(min(requested / capacity, 1.0))
-        return fractions
 
     def score(self, state: CycleState, pod: dict, node_info: NodeInfo) -> tuple[int, Status | None]:
         try:
-            requests = state.read(PRE_SCORE_KEY)
+            requests = state.read(PRE_SCORE_KEY).pod_requests
         except StateNotFound:
-            requests = pod_score_requests(pod, self.resources, non_zero=False)
-        with_pod = balance(self._fractions(node_info, requests, True))
-        without = balance(self._fractions(node_info, requests, False))
-        return 50 + go_div(50 + with_pod - without, 2), None
+            requests = self._pod_requests(pod)
+            if not any(requests):
+                return 0, None
+        requested, allocatable = resource_vectors(node_info, self.resources, requests, True)
+        # The node's own requests: the same resources, without the pod's share.
+        allocated = [
+            req - pod_req if alloc else 0
+            for req, pod_req, alloc in zip(requested, requests, allocatable, strict=True)
+        ]
+        return balanced_resource_scorer(requested, allocated, allocatable), None
 
     def score_extensions(self) -> None:
         return None
