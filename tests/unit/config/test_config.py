@@ -459,7 +459,7 @@ def test_plugin_config_merges_upstream_defaults() -> None:
                     type: MostAllocated
               - name: NodeResourcesBalancedAllocation
                 args:
-                  resources: [{name: cpu, weight: 0}, {name: example.com/gpu, weight: 3}]
+                  resources: [{name: cpu, weight: 0}, {name: example.com/gpu, weight: 1}]
               - name: DefaultPreemption
                 args: {minCandidateNodesAbsolute: 5}
               - name: PodTopologySpread
@@ -479,7 +479,7 @@ def test_plugin_config_merges_upstream_defaults() -> None:
         },
     }
     assert args["NodeResourcesBalancedAllocation"] == {
-        "resources": [{"name": "cpu", "weight": 1}, {"name": "example.com/gpu", "weight": 3}]
+        "resources": [{"name": "cpu", "weight": 1}, {"name": "example.com/gpu", "weight": 1}]
     }
     assert args["DefaultPreemption"] == {
         "minCandidateNodesPercentage": 10,
