@@ -185,3 +185,13 @@ def test_scheduler_config_files_load_in_kube_scheduler(path, control_plane, kube
         if tls:
             tls.update(caFile=str(pki.ca_cert), certFile=str(cert), keyFile=str(key))
     kube_scheduler(config)
+
+
+def test_deploy_scheduler_config_loads_in_kube_scheduler(control_plane, kube_scheduler):  # noqa: ANN001
+    """The second scheduler's ConfigMap in deploy/ is what kind would run: it must load too."""
+    docs = yaml.safe_load_all((REPO / "deploy/scheduler.yaml").read_text())
+    config_map = next(d for d in docs if d and d.get("kind") == "ConfigMap")
+    config = yaml.safe_load(config_map["data"]["config.yaml"])
+    # Leader election would wait for the in-cluster lease RBAC; the decoding is what we check.
+    config["leaderElection"] = {"leaderElect": False}
+    kube_scheduler(config)
