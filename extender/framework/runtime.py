@@ -94,6 +94,8 @@ class Framework:
         self.pdb_lister = pdb_lister or (lambda: [])
         self.namespace_labels = namespace_labels or (lambda namespace: None)
         self.event_recorder = event_recorder
+        # Prometheus hooks of the standalone scheduler (``preemption(victims)``), if any.
+        self.metrics: Any = None
         self.waiting_pods = WaitingPods()
 
         self.plugins: dict[str, Any] = {}

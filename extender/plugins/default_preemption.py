@@ -581,6 +581,9 @@ class DefaultPreemption:
 
     def prepare_candidate(self, candidate: Candidate, pod: dict) -> Status | None:
         """Evict the victims and clear lower-priority nominations on the chosen node."""
+        metrics = getattr(self.handle, "metrics", None)
+        if metrics is not None:
+            metrics.preemption(len(candidate.victims))
         for victim in candidate.victims:
             if victim.deleting:
                 continue  # graceful deletion already under way

@@ -135,6 +135,8 @@ class Runtime:
                 event_recorder=client,
             )
         first.append(next(iter(frameworks.values())))
+        for fwk in frameworks.values():
+            fwk.metrics = self.metrics
         extenders = [HTTPExtender(entry) for entry in config.extenders]
         for fwk in frameworks.values():
             for plugin in fwk.plugins.values():

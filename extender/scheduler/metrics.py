@@ -49,6 +49,11 @@ class PrometheusMetrics(Metrics):
         self.schedule_attempts.labels(result=result, profile=profile).inc()
         self.attempt_duration.labels(result=result, profile=profile).observe(seconds)
 
+    def preemption(self, victims: int) -> None:
+        """One preemption attempt that chose a node and ``victims`` pods to evict."""
+        self.preemption_attempts.inc()
+        self.preemption_victims.observe(victims)
+
     def pending(self, counts: dict[str, int]) -> None:
         for queue, count in counts.items():
             self.pending_pods.labels(queue=queue).set(count)

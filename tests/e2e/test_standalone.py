@@ -43,6 +43,9 @@ def test_seed_scenario(skube, standalone):  # noqa: ANN001
     assert "pod1" in text and "node10" in text
     assert sched.metric("scheduler_schedule_attempts_total", result="scheduled") >= 1
     assert sched.metric("scheduler_schedule_attempts_total", result="unschedulable") >= 1
+    metrics = sched.get("/metrics")[1].decode()
+    for name in ("scheduler_scheduling_attempt_duration_seconds", "scheduler_pending_pods"):
+        assert name in metrics, name
 
 
 def test_events_and_condition(skube, standalone):  # noqa: ANN001
@@ -91,7 +94,7 @@ def test_requeue_on_node_add(skube, standalone):  # noqa: ANN001
 
 
 def test_preemption(skube, standalone):  # noqa: ANN001
-    standalone()
+    sched = standalone()
     skube.create_priority_class("e2e-low", 10)
     skube.create_priority_class("e2e-high", 1000)
     node = f"{skube.namespace}-only"
@@ -101,6 +104,8 @@ def test_preemption(skube, standalone):  # noqa: ANN001
     skube.create_pod("preemptor", cpu="800m", priority_class="e2e-high")
     skube.wait_gone("victim", timeout=20)
     assert skube.wait_bound("preemptor", timeout=20) == node
+    assert sched.metric("scheduler_preemption_attempts_total") >= 1
+    assert sched.metric("scheduler_preemption_victims_count") >= 1
     preempted = events_for(skube, "victim", "Preempted")
     assert preempted and "Preempted by pod" in preempted[0]["note"]
 
