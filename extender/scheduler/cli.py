@@ -17,6 +17,7 @@ from typing import Any
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
+from extender import logs
 from extender.config import ConfigError, SchedulerConfig, load
 
 log = logging.getLogger("extender.scheduler")
@@ -249,10 +250,11 @@ def main(argv: list[str]) -> int:
     )
     parser.add_argument("--identity", help="leader-election identity (default: host_uuid)")
     parser.add_argument("--log-level", default="info")
-    args = parser.parse_args(argv)
-    logging.basicConfig(
-        level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    parser.add_argument(
+        "--log-format", choices=("text", "json"), default="text", help="json: one object a line"
     )
+    args = parser.parse_args(argv)
+    logs.setup(args.log_level, args.log_format)
     try:
         config = load(args.config)
     except ConfigError as exc:

@@ -18,6 +18,7 @@ from typing import Any
 
 from gunicorn.app.base import BaseApplication
 
+from extender import logs
 from extender.config import ConfigError, SchedulerConfig, load
 
 # Plugins that read the pods on each node: without a cluster connection they would see every
@@ -179,6 +180,9 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--keyfile", help="private key of --certfile")
     parser.add_argument("--ca-certs", help="require client certificates signed by this CA")
     parser.add_argument("--log-level", default="info")
+    parser.add_argument(
+        "--log-format", choices=("text", "json"), default="text", help="json: one object a line"
+    )
     args = parser.parse_args(argv)
 
     if args.workers < 1 or args.threads < 1:
@@ -192,9 +196,7 @@ def main(argv: list[str]) -> int:
         if value and not Path(value).is_file():
             parser.error(f"--{flag.replace('_', '-')}: no such file: {value}")
 
-    logging.basicConfig(
-        level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
+    logs.setup(args.log_level, args.log_format)
     # Fail fast in the parent on a bad config, before gunicorn forks workers.
     try:
         config = load(args.config)
