@@ -1,0 +1,1006 @@
+"""Differential harness: the same pod and cluster state through the real kube-scheduler and
+through our core, comparing the feasible node sets (and, for clear-cut cases, the chosen node).
+
+How the real answer is observed. kube-scheduler runs with one extender, the *recording
+extender* below: a filter-only, ``nodeCacheCapable`` HTTP server in a thread. kube-scheduler
+calls it with the nodes that passed all its filter plugins, so the recorded ``NodeNames`` are
+kube-scheduler's feasible set. The extender then rejects every node, so nothing binds and every
+pending pod of a case is evaluated against the same initial state (all of a case's pods can be
+in flight at once). kube-scheduler does not call extenders when no node passed its filters: a
+pod that got ``PodScheduled=False`` without a recorded call has an empty feasible set.
+
+Our answer: ``Snapshot.from_objects`` over the nodes and bound pods *as the apiserver returns
+them* (defaulting matters: limits-only containers get requests, RuntimeClass admission fills
+``overhead``, priority classes resolve ``priority``), then ``find_nodes_that_fit(...,
+evaluate_all=True)`` with the default profile's PreFilter and Filter plugins.
+
+One kube-scheduler serves the whole run, with profile ``conformance`` (the defaults without
+PostFilter, so no preemption nominates or evicts anything) and one *isolated* profile per
+filter plugin (``conformance-<plugin>``: only that plugin, plus PrioritySort and DefaultBinder).
+The isolated profiles pin a disagreement on a plugin, and ``isolate=True`` compares every
+plugin on its own for every pod.
+
+Cases follow each other in the same cluster. Node names carry the case id, and each case ends
+its setup with a *barrier*: a tainted barrier node created last and a probe pod that only fits
+there. The probe reaching the extender proves kube-scheduler's informers have caught up with
+every node and pod event before it (one watch per resource delivers events in order), including
+the deletions of the previous case.
+"""
+
+from __future__ import annotations
+
+import copy
+import http.server
+import json
+import re
+import threading
+import time
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from extender.controlplane import ControlPlane, free_port
+from extender.framework.cycle_state import CycleState
+from extender.framework.profile import PluginSpec, Profile
+from extender.framework.runtime import Framework
+from extender.framework.schedule import FitError, SchedulingAlgorithm, SchedulingError
+from extender.framework.status import Status
+from extender.framework.types import NodePluginScores, Snapshot
+from extender.kube import ApiError
+
+from . import generator as gen
+from .generator import CASE_LABEL, Case
+
+# The default profile's filter plugins, in upstream order.
+FILTER_PLUGINS = (
+    "NodeUnschedulable",
+    "NodeName",
+    "TaintToleration",
+    "NodeAffinity",
+    "NodePorts",
+    "NodeResourcesFit",
+    "PodTopologySpread",
+    "InterPodAffinity",
+)
+PRE_FILTER_PLUGINS = frozenset(
+    ("NodeAffinity", "NodePorts", "NodeResourcesFit", "PodTopologySpread", "InterPodAffinity")
+)
+PROFILE = "conformance"
+EXTENDER_ANNOTATION = "conformance.io/extender"  # "pass": let the pod bind (score tests)
+BARRIER_LABEL = "conformance.io/barrier"
+FEASIBLE = "(feasible)"
+RECORDED_MESSAGE = "conformance: recorded, not binding"
+WAIT_TIMEOUT = 90.0
+# A pod's best node counts as clear when its total score beats the runner-up by this much
+# (of 100 x the sum of weights): rounding differences stay far below it.
+SCORE_MARGIN = 20
+POLL = 0.2
+
+
+def isolated_profile_name(plugin: str) -> str:
+    return f"{PROFILE}-{plugin.lower()}"
+
+
+# -- the recording extender ---------------------------------------------------------------
+
+
+class RecordingExtender:
+    """A filter-only extender that records the node names kube-scheduler sends per pod."""
+
+    def __init__(self) -> None:
+        self.port = free_port()
+        self.calls: dict[str, list[list[str]]] = defaultdict(list)
+        self.cond = threading.Condition()
+        recorder = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+            # Headers and body go out in two writes: with Nagle each answer waits ~40 ms for
+            # the peer's delayed ACK.
+            disable_nagle_algorithm = True
+
+            def do_POST(self) -> None:  # noqa: N802 - http.server's naming
+                length = int(self.headers.get("Content-Length") or 0)
+                args = orjson.loads(self.rfile.read(length) or b"{}")
+                answer = recorder.filter(args)
+                body = orjson.dumps(answer)
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        class Server(http.server.ThreadingHTTPServer):
+            daemon_threads = True
+
+            def handle_error(self, request: Any, client_address: Any) -> None:
+                pass  # kube-scheduler dropping a keep-alive connection at exit
+
+        self.server = Server(("127.0.0.1", self.port), Handler)
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def filter(self, args: dict) -> dict:
+        pod = args.get("Pod") or args.get("pod") or {}
+        meta = pod.get("metadata") or {}
+        names = args.get("NodeNames")
+        if names is None:
+            items = (args.get("Nodes") or {}).get("items") or []
+            names = [n["metadata"]["name"] for n in items]
+        key = f"{meta.get('namespace')}/{meta.get('name')}"
+        with self.cond:
+            self.calls[key].append(list(names))
+            self.cond.notify_all()
+        if (meta.get("annotations") or {}).get(EXTENDER_ANNOTATION) == "pass":
+            return {"NodeNames": names, "FailedNodes": {}, "FailedAndUnresolvableNodes": {}}
+        return {
+            "NodeNames": [],
+            "FailedNodes": {name: RECORDED_MESSAGE for name in names},
+            "FailedAndUnresolvableNodes": {},
+            "Error": "",
+        }
+
+    def recorded(self, key: str) -> list[str] | None:
+        with self.cond:
+            calls = self.calls.get(key)
+            return list(calls[0]) if calls else None
+
+    def forget(self, keys: Iterable[str]) -> None:
+        with self.cond:
+            for key in keys:
+                self.calls.pop(key, None)
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+# -- kube-scheduler configuration ---------------------------------------------------------
+
+
+def scheduler_config(extender_url: str) -> dict:
+    profiles: list[dict] = [
+        {
+            "schedulerName": PROFILE,
+            # No preemption: it would nominate or evict and change the state between pods.
+            "plugins": {"postFilter": {"disabled": [{"name": "*"}]}},
+        }
+    ]
+    for plugin in FILTER_PLUGINS:
+        profiles.append(
+            {
+                "schedulerName": isolated_profile_name(plugin),
+                # queueSort must be the same in every profile: only touch the filter points.
+                "plugins": {
+                    "preFilter": {
+                        "enabled": [{"name": plugin}] if plugin in PRE_FILTER_PLUGINS else [],
+                        "disabled": [{"name": "*"}],
+                    },
+                    "filter": {"enabled": [{"name": plugin}], "disabled": [{"name": "*"}]},
+                    "postFilter": {"disabled": [{"name": "*"}]},
+                },
+            }
+        )
+    return {
+        "apiVersion": "kubescheduler.config.k8s.io/v1",
+        "kind": "KubeSchedulerConfiguration",
+        "leaderElection": {"leaderElect": False},
+        # Every rejected pod costs a status patch and an event: the default client rate limit
+        # (50 QPS) would make kube-scheduler the bottleneck of a run.
+        "clientConnection": {"qps": 1000, "burst": 2000},
+        "percentageOfNodesToScore": 100,
+        "podInitialBackoffSeconds": 1,
+        "podMaxBackoffSeconds": 2,
+        "profiles": profiles,
+        "extenders": [
+            {
+                "urlPrefix": extender_url,
+                "filterVerb": "filter",
+                "weight": 1,
+                "nodeCacheCapable": True,
+                "httpTimeout": "10s",
+            }
+        ],
+    }
+
+
+# -- our side -----------------------------------------------------------------------------
+
+
+def missing_plugins() -> dict[str, str]:
+    """Filter plugins whose module or class cannot be loaded yet (written in parallel)."""
+    from extender.plugins import plugin_class
+
+    missing = {}
+    for name in FILTER_PLUGINS:
+        try:
+            plugin_class(name)
+        except Exception as exc:  # noqa: BLE001 - any import problem means "not usable yet"
+            missing[name] = f"{type(exc).__name__}: {exc}"
+    return missing
+
+
+def base_profile():  # noqa: ANN201
+    from extender.config import default_profile
+
+    return default_profile()
+
+
+def filter_profile(plugins: Iterable[str] | None = None) -> Profile:
+    """The default profile's PreFilter/Filter plugins (or only ``plugins``), default args."""
+    default = base_profile()
+    wanted = set(plugins) if plugins is not None else None
+
+    def keep(point: str) -> list[PluginSpec]:
+        return [
+            PluginSpec(s.name, s.weight)
+            for s in default.plugins.get(point, ())
+            if wanted is None or s.name in wanted
+        ]
+
+    return Profile(
+        scheduler_name=PROFILE,
+        plugins={"preFilter": keep("preFilter"), "filter": keep("filter")},
+        plugin_config=copy.deepcopy(default.plugin_config),
+        percentage_of_nodes_to_score=100,
+    )
+
+
+def registry():  # noqa: ANN201
+    from extender.plugins import in_tree_registry
+
+    return in_tree_registry()
+
+
+@dataclass
+class Verdict:
+    """One side's answer for one pod: the feasible set, or an error."""
+
+    feasible: frozenset[str] | None
+    error: str = ""
+    # ours only: node -> (plugin, reasons) for every rejected node
+    rejected: dict[str, tuple[str, str]] = field(default_factory=dict)
+
+    def describe(self) -> str:
+        if self.feasible is None:
+            return f"error: {self.error}"
+        return "{" + ", ".join(sorted(self.feasible)) + "}"
+
+
+def our_verdict(
+    profile: Profile,
+    nodes: list[dict],
+    pods: list[dict],
+    pod: dict,
+    namespace_labels: dict[str, dict],
+) -> Verdict:
+    fwk = Framework(profile, registry(), namespace_labels=lambda ns: namespace_labels.get(ns))
+    snapshot = Snapshot.from_objects(copy.deepcopy(nodes), copy.deepcopy(pods))
+    state = CycleState()
+    try:
+        feasible, diagnosis = SchedulingAlgorithm().find_nodes_that_fit(
+            fwk, state, copy.deepcopy(pod), snapshot, evaluate_all=True
+        )
+    except SchedulingError as exc:
+        return Verdict(None, error=str(exc))
+    rejected = {}
+    names = {info.name for info in feasible}
+    for info in snapshot.node_info_list:
+        if info.name in names:
+            continue
+        status = diagnosis.status_of(info.name)
+        if status is None:
+            rejected[info.name] = ("?", "no status")
+            continue
+        plugin = status.plugin or _subset_plugins(status) or "?"
+        rejected[info.name] = (plugin, "; ".join(status.reasons))
+    return Verdict(frozenset(names), rejected=rejected)
+
+
+def _subset_plugins(status: Status) -> str:
+    """The PreFilter plugins named by the status of nodes outside a PreFilterResult."""
+    match = re.search(r"\[([^\]]*)\]", status.message)
+    return ",".join(sorted(match.group(1).split())) if match else ""
+
+
+# -- results ------------------------------------------------------------------------------
+
+
+@dataclass
+class PodResult:
+    case_id: str
+    seed: int
+    pod: str
+    theirs: Verdict
+    ours: Verdict
+    # isolated per-plugin comparisons: plugin -> (theirs, ours)
+    isolated: dict[str, tuple[Verdict, Verdict]] = field(default_factory=dict)
+    repro: dict | None = None
+
+    @property
+    def agree(self) -> bool:
+        return _same(self.theirs, self.ours)
+
+
+def _same(theirs: Verdict, ours: Verdict) -> bool:
+    if theirs.feasible is None or ours.feasible is None:
+        return theirs.feasible is None and ours.feasible is None
+    return theirs.feasible == ours.feasible
+
+
+@dataclass
+class Tally:
+    """Agreement counters over a run."""
+
+    pods: int = 0
+    pods_agreed: int = 0
+    # per plugin (our first rejecting plugin, or FEASIBLE): node verdicts agreed/total
+    node_total: Counter = field(default_factory=Counter)
+    node_agreed: Counter = field(default_factory=Counter)
+    # per plugin, isolated profiles: pods agreed/total
+    isolated_total: Counter = field(default_factory=Counter)
+    isolated_agreed: Counter = field(default_factory=Counter)
+    # per plugin, isolated: pods where kube-scheduler's single-plugin profile rejected a node
+    isolated_rejecting: Counter = field(default_factory=Counter)
+    # kube-scheduler's feasible set per pod: "none", "some" or "all" nodes
+    shapes: Counter = field(default_factory=Counter)
+    disagreements: list[PodResult] = field(default_factory=list)
+    score_checks: list[ScoreResult] = field(default_factory=list)
+    cases: int = 0
+    seconds: float = 0.0
+
+    def add(self, result: PodResult, all_nodes: Iterable[str]) -> None:
+        self.pods += 1
+        if result.agree:
+            self.pods_agreed += 1
+        else:
+            self.disagreements.append(result)
+        theirs, ours = result.theirs, result.ours
+        all_nodes = list(all_nodes)
+        if theirs.feasible is None:
+            self.shapes["error"] += 1
+        else:
+            self.shapes[_shape(theirs.feasible, all_nodes)] += 1
+        if theirs.feasible is not None and ours.feasible is not None:
+            for node in all_nodes:
+                plugin = FEASIBLE if node in ours.feasible else ours.rejected[node][0]
+                self.node_total[plugin] += 1
+                if (node in ours.feasible) == (node in theirs.feasible):
+                    self.node_agreed[plugin] += 1
+        for plugin, (t, o) in result.isolated.items():
+            self.isolated_total[plugin] += 1
+            if _same(t, o):
+                self.isolated_agreed[plugin] += 1
+            if t.feasible is not None and _shape(t.feasible, all_nodes) != "all":
+                self.isolated_rejecting[plugin] += 1
+
+    def add_scores(self, checks: list[ScoreResult]) -> None:
+        self.score_checks.extend(checks)
+
+    @property
+    def score_disagreements(self) -> list[ScoreResult]:
+        return [c for c in self.score_checks if not c.agree]
+
+    def merge(self, other: Tally) -> None:
+        self.score_checks.extend(other.score_checks)
+        self.pods += other.pods
+        self.pods_agreed += other.pods_agreed
+        self.node_total.update(other.node_total)
+        self.node_agreed.update(other.node_agreed)
+        self.isolated_total.update(other.isolated_total)
+        self.isolated_agreed.update(other.isolated_agreed)
+        self.isolated_rejecting.update(other.isolated_rejecting)
+        self.shapes.update(other.shapes)
+        self.disagreements.extend(other.disagreements)
+        self.cases += other.cases
+        self.seconds += other.seconds
+
+    def report(self) -> str:
+        lines = [
+            f"conformance: {self.cases} cases, {self.pods} pods, {self.seconds:.1f}s",
+            f"  feasible sets agreed: {self.pods_agreed}/{self.pods}",
+            "  kube-scheduler feasible sets: "
+            + ", ".join(f"{k} nodes {self.shapes[k]}" for k in ("no", "some", "all"))
+            + (f", error {self.shapes['error']}" if self.shapes["error"] else ""),
+            "  node verdicts by our deciding plugin (agreed/total):",
+        ]
+        for plugin in (*FILTER_PLUGINS, FEASIBLE):
+            lines.append(f"    {plugin:<20} {self.node_agreed[plugin]}/{self.node_total[plugin]}")
+        for plugin in sorted(set(self.node_total) - set(FILTER_PLUGINS) - {FEASIBLE}):
+            lines.append(f"    {plugin:<20} {self.node_agreed[plugin]}/{self.node_total[plugin]}")
+        if self.isolated_total:
+            lines.append(
+                "  isolated plugin profiles, pods agreed/total (pods where it rejected a node):"
+            )
+            for plugin in FILTER_PLUGINS:
+                lines.append(
+                    f"    {plugin:<20} "
+                    f"{self.isolated_agreed[plugin]}/{self.isolated_total[plugin]} "
+                    f"({self.isolated_rejecting[plugin]})"
+                )
+        if self.score_checks:
+            agreed = len(self.score_checks) - len(self.score_disagreements)
+            lines.append(f"  clear-choice bindings agreed: {agreed}/{len(self.score_checks)}")
+        for result in self.disagreements:
+            lines.append(describe_disagreement(result))
+        for check in self.score_disagreements:
+            lines.append(check.describe())
+        return "\n".join(lines)
+
+
+def _shape(feasible: frozenset[str], all_nodes: list[str]) -> str:
+    if not feasible:
+        return "no"
+    return "all" if len(feasible) >= len(all_nodes) else "some"
+
+
+def describe_disagreement(result: PodResult) -> str:
+    theirs, ours = result.theirs, result.ours
+    lines = [f"  DISAGREE seed={result.seed} pod={result.case_id}/{result.pod}"]
+    lines.append(f"    kube-scheduler: {theirs.describe()}")
+    lines.append(f"    ours:           {ours.describe()}")
+    if theirs.feasible is not None and ours.feasible is not None:
+        for node in sorted(theirs.feasible - ours.feasible):
+            plugin, reasons = ours.rejected.get(node, ("?", ""))
+            lines.append(
+                f"    {node}: kube-scheduler feasible, ours rejected by {plugin}: {reasons}"
+            )
+        for node in sorted(ours.feasible - theirs.feasible):
+            lines.append(f"    {node}: ours feasible, kube-scheduler rejected")
+    for plugin, (t, o) in result.isolated.items():
+        if not _same(t, o):
+            lines.append(
+                f"    isolated {plugin}: kube-scheduler {t.describe()} ours {o.describe()}"
+            )
+    if result.repro is not None and result.repro.get("path"):
+        lines.append(f"    reproduction: {result.repro['path']}")
+    return "\n".join(lines)
+
+
+# -- API helpers --------------------------------------------------------------------------
+
+_STRIP_META = ("managedFields", "resourceVersion", "uid", "creationTimestamp", "generation")
+
+
+def trimmed(obj: dict) -> dict:
+    """An object for a reproduction: without server bookkeeping (kept: spec, labels...)."""
+    out = copy.deepcopy(obj)
+    meta = out.get("metadata") or {}
+    for key in _STRIP_META:
+        meta.pop(key, None)
+    if out.get("kind") == "Pod" or "containers" in (out.get("spec") or {}):
+        out.pop("status", None)
+    else:
+        status = out.get("status") or {}
+        out["status"] = {k: status[k] for k in ("allocatable", "images") if k in status}
+    return out
+
+
+class Conformance:
+    """The real side (control plane, kube-scheduler, recording extender) plus the comparison."""
+
+    def __init__(
+        self,
+        cp: ControlPlane,
+        *,
+        out: Callable[[str], None] = print,
+        repro_dir: Path | None = None,
+    ) -> None:
+        from extender.cache.kubeconfig import api_client
+        from extender.scenario.kube import Kube
+
+        self.cp = cp
+        self.out = out
+        self.repro_dir = repro_dir
+        self.kube = Kube(api_client(str(cp.kubeconfig)), out=lambda *a: None)
+        self.extender: RecordingExtender | None = None
+        self.scheduler_name = "kube-scheduler-conformance"
+        self._probe = 0
+        # Creating pods one request at a time dominates a case: a few in flight at once.
+        self.pool = ThreadPoolExecutor(max_workers=6, thread_name_prefix="conformance")
+
+    # -- lifecycle ------------------------------------------------------------------------
+
+    def start(self) -> Conformance:
+        self.extender = RecordingExtender()
+        for pc in gen.priority_classes():
+            self._create("/apis/scheduling.k8s.io/v1/priorityclasses", pc)
+        self._create("/apis/node.k8s.io/v1/runtimeclasses", gen.runtime_class())
+        self.cp.start_scheduler(scheduler_config(self.extender.url), name=self.scheduler_name)
+        return self
+
+    def stop(self) -> None:
+        self.cp.stop_component(self.scheduler_name)
+        if self.extender is not None:
+            self.extender.close()
+        self.pool.shutdown(wait=False)
+
+    def scheduler_log(self, lines: int = 40) -> str:
+        return self.cp.log_tail(self.scheduler_name, lines)
+
+    # -- raw API --------------------------------------------------------------------------
+
+    def _create(self, path: str, body: dict) -> dict | None:
+        try:
+            return self.kube.request("POST", path, body)
+        except ApiError as exc:
+            if exc.status == 409:
+                return None
+            raise
+
+    def _list(self, path: str, **query: Any) -> list[dict]:
+        return (self.kube.request("GET", path, query=query or None) or {}).get("items") or []
+
+    # -- case setup -----------------------------------------------------------------------
+
+    def setup(self, case: Case) -> None:
+        for ns, labels in case.namespaces.items():
+            self._create(
+                "/api/v1/namespaces",
+                {
+                    "apiVersion": "v1",
+                    "kind": "Namespace",
+                    "metadata": {"name": ns, "labels": labels},
+                },
+            )
+        for node in case.nodes:
+            self.create_node(node)
+        for pod in case.existing_pods:
+            ns = pod["metadata"]["namespace"]
+            self.kube.request("POST", f"/api/v1/namespaces/{ns}/pods", pod)
+            if (pod["metadata"].get("annotations") or {}).get(gen.TERMINATING_ANNOTATION):
+                # Held by its finalizer: it stays, with a deletionTimestamp.
+                self._delete_pod(ns, pod["metadata"]["name"])
+        self.barrier(case)
+
+    def create_node(self, node: dict) -> None:
+        body = {k: v for k, v in node.items() if k != "status"}
+        self.kube.request("POST", "/api/v1/nodes", body)
+        name = node["metadata"]["name"]
+        # No kubelet: report allocatable, images and readiness as one would.
+        self.kube.request(
+            "PATCH",
+            f"/api/v1/nodes/{name}/status",
+            {"status": node["status"]},
+            content_type="application/merge-patch+json",
+        )
+
+    def barrier_node(self, case: Case) -> dict:
+        name = f"{case.case_id}-barrier"
+        allocatable = {"cpu": "4", "memory": "8Gi", "pods": "110", "ephemeral-storage": "10Gi"}
+        return {
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {
+                "name": name,
+                "labels": {
+                    gen.HOSTNAME: name,
+                    CASE_LABEL: case.case_id,
+                    BARRIER_LABEL: case.case_id,
+                },
+            },
+            "spec": {
+                "taints": [{"key": BARRIER_LABEL, "value": case.case_id, "effect": "NoSchedule"}]
+            }
+            if case.barrier_taint
+            else {},
+            "status": {
+                "capacity": dict(allocatable),
+                "allocatable": allocatable,
+                "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady"}],
+            },
+        }
+
+    def barrier(self, case: Case, timeout: float = 60.0) -> None:
+        """Wait until kube-scheduler has seen every node and pod event of the setup."""
+        assert self.extender is not None
+        barrier = self.barrier_node(case)
+        self.create_node(barrier)
+        ns = next(iter(case.namespaces))
+        deadline = time.monotonic() + timeout
+        while True:
+            self._probe += 1
+            name = f"probe-{self._probe}"
+            probe = {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {"name": name, "namespace": ns},
+                "spec": {
+                    "schedulerName": PROFILE,
+                    "terminationGracePeriodSeconds": 0,
+                    "nodeSelector": {BARRIER_LABEL: case.case_id},
+                    "tolerations": [{"operator": "Exists"}],
+                    "containers": [{"name": "c", "image": gen.PAUSE_IMAGE}],
+                },
+            }
+            self.kube.request("POST", f"/api/v1/namespaces/{ns}/pods", probe)
+            key = f"{ns}/{name}"
+            retry = time.monotonic() + 10
+            while time.monotonic() < min(retry, deadline):
+                names = self.extender.recorded(key)
+                if names == [barrier["metadata"]["name"]]:
+                    self._delete_pod(ns, name)
+                    self.extender.forget([key])
+                    return
+                time.sleep(0.05)
+            self._delete_pod(ns, name)
+            if time.monotonic() >= deadline:
+                raise AssertionError(
+                    f"barrier for {case.case_id}: kube-scheduler never sent the probe with "
+                    f"only the barrier node (got {self.extender.recorded(key)}); "
+                    f"kube-scheduler log:\n{self.scheduler_log()}"
+                )
+
+    def _delete_pod(self, ns: str, name: str) -> None:
+        try:
+            self.kube.request(
+                "DELETE", f"/api/v1/namespaces/{ns}/pods/{name}", {"gracePeriodSeconds": 0}
+            )
+        except ApiError as exc:
+            if exc.status != 404:
+                raise
+
+    def teardown(self, case: Case) -> None:
+        for pod in case.existing_pods:
+            if gen.HOLD_FINALIZER in (pod["metadata"].get("finalizers") or ()):
+                ns, name = pod["metadata"]["namespace"], pod["metadata"]["name"]
+                try:
+                    self.kube.request(
+                        "PATCH",
+                        f"/api/v1/namespaces/{ns}/pods/{name}",
+                        {"metadata": {"finalizers": None}},
+                        content_type="application/merge-patch+json",
+                    )
+                except ApiError as exc:
+                    if exc.status != 404:
+                        raise
+        for ns in case.namespaces:
+            self.kube.request("DELETE", f"/api/v1/namespaces/{ns}/pods", {"gracePeriodSeconds": 0})
+        self.kube.request(
+            "DELETE", "/api/v1/nodes", query={"labelSelector": f"{CASE_LABEL}={case.case_id}"}
+        )
+        # Namespaces stay: without a namespace controller a deleted one would stay Terminating
+        # and refuse the pods of a rerun of the same seed.
+
+    def state(self, case: Case) -> tuple[list[dict], list[dict], dict[str, dict]]:
+        """Nodes, bound pods and namespace labels as the apiserver serves them."""
+        nodes = self._list("/api/v1/nodes", labelSelector=f"{CASE_LABEL}={case.case_id}")
+        pods = []
+        ns_labels = {}
+        for ns in case.namespaces:
+            pods += [
+                p
+                for p in self._list(f"/api/v1/namespaces/{ns}/pods")
+                if (p.get("spec") or {}).get("nodeName")
+            ]
+            ns_obj = self.kube.get(f"/api/v1/namespaces/{ns}") or {}
+            ns_labels[ns] = (ns_obj.get("metadata") or {}).get("labels") or {}
+        return nodes, pods, ns_labels
+
+    # -- observing kube-scheduler ------------------------------------------------------------
+
+    def submit(self, pods: list[dict], scheduler: str, suffix: str = "") -> list[dict]:
+        """Create pending pods for ``scheduler``; the created (defaulted) objects, in order."""
+
+        def create(pod: dict) -> dict:
+            body = copy.deepcopy(pod)
+            body["spec"]["schedulerName"] = scheduler
+            if suffix:
+                body["metadata"]["name"] += suffix
+            ns = body["metadata"]["namespace"]
+            try:
+                return self.kube.request("POST", f"/api/v1/namespaces/{ns}/pods", body)
+            except ApiError as exc:
+                if exc.status != 422:
+                    raise
+                # A generator bug: say which object, so the seed can be fixed and replayed.
+                raise AssertionError(
+                    f"the apiserver rejected generated pod {ns}/{body['metadata']['name']}: "
+                    f"{exc.message}\n{json.dumps(body, indent=1)}"
+                ) from exc
+
+        return list(self.pool.map(create, pods))
+
+    def observe(self, pods: list[dict], timeout: float = WAIT_TIMEOUT) -> dict[str, Verdict]:
+        """kube-scheduler's feasible set for each pod (keyed ``ns/name``)."""
+        assert self.extender is not None
+        keys = {f"{p['metadata']['namespace']}/{p['metadata']['name']}" for p in pods}
+        namespaces = {p["metadata"]["namespace"] for p in pods}
+        verdicts: dict[str, Verdict] = {}
+        deadline = time.monotonic() + timeout
+        while True:
+            for key in keys - set(verdicts):
+                names = self.extender.recorded(key)
+                if names is not None:
+                    verdicts[key] = Verdict(frozenset(names))
+            if len(verdicts) == len(keys):
+                return verdicts
+            conditions = {}
+            for ns in namespaces:
+                for p in self._list(f"/api/v1/namespaces/{ns}/pods"):
+                    key = f"{ns}/{p['metadata']['name']}"
+                    for cond in (p.get("status") or {}).get("conditions") or ():
+                        if cond.get("type") == "PodScheduled" and cond.get("status") == "False":
+                            conditions[key] = cond
+            for key, cond in conditions.items():
+                if key not in keys or key in verdicts:
+                    continue
+                # The extender is called before the condition is written: check it again.
+                names = self.extender.recorded(key)
+                if names is not None:
+                    verdicts[key] = Verdict(frozenset(names))
+                elif cond.get("reason") == "Unschedulable":
+                    verdicts[key] = Verdict(frozenset())
+                else:
+                    verdicts[key] = Verdict(
+                        None, error=f"{cond.get('reason')}: {cond.get('message')}"
+                    )
+            if len(verdicts) == len(keys):
+                return verdicts
+            if time.monotonic() > deadline:
+                missing = sorted(keys - set(verdicts))
+                raise AssertionError(
+                    f"kube-scheduler did not evaluate {missing[:5]} within {timeout:g}s; "
+                    f"its log:\n{self.scheduler_log()}"
+                )
+            time.sleep(POLL)
+
+    # -- one case -------------------------------------------------------------------------
+
+    def run_case(self, case: Case, *, isolate: bool = False, scores: int = 0) -> Tally:
+        """Load ``case``, compare every pending pod, diagnose disagreements, clean up."""
+        started = time.monotonic()
+        tally = Tally(cases=1)
+        self.setup(case)
+        try:
+            nodes, bound, ns_labels = self.state(case)
+            node_names = [n["metadata"]["name"] for n in nodes]
+            created = self.submit(case.pending_pods, PROFILE)
+            theirs = self.observe(created)
+            full = filter_profile()
+            results = []
+            for pod in created:
+                key = f"{pod['metadata']['namespace']}/{pod['metadata']['name']}"
+                ours = our_verdict(full, nodes, bound, pod, ns_labels)
+                results.append(
+                    PodResult(case.case_id, case.seed, pod["metadata"]["name"], theirs[key], ours)
+                )
+            to_isolate = [
+                (r, p)
+                for r, p in zip(results, case.pending_pods, strict=True)
+                if isolate or not r.agree
+            ]
+            if to_isolate:
+                self.isolate(to_isolate, nodes, bound, ns_labels)
+            for result, pod in zip(results, created, strict=True):
+                if not result.agree or any(not _same(t, o) for t, o in result.isolated.values()):
+                    result.repro = self.reproduction(result, pod, nodes, bound)
+                    if result.agree:
+                        # Only an isolated plugin disagrees: still a disagreement to report.
+                        tally.disagreements.append(result)
+                tally.add(result, node_names)
+            if scores:
+                # Last: binding changes the state the feasibility answers were computed on.
+                tally.add_scores(self.score_checks(case, created, results, scores))
+        finally:
+            self.teardown(case)
+            if self.extender is not None:
+                self.extender.forget(list(self.extender.calls))
+        tally.seconds = time.monotonic() - started
+        return tally
+
+    def isolate(
+        self,
+        items: list[tuple[PodResult, dict]],
+        nodes: list[dict],
+        bound: list[dict],
+        ns_labels: dict[str, dict],
+    ) -> None:
+        """Each pod again through every single-plugin profile, on both sides."""
+        originals = [pod for _, pod in items]
+        batches = {
+            plugin: self.submit(originals, isolated_profile_name(plugin), "-" + plugin.lower())
+            for plugin in FILTER_PLUGINS
+        }
+        theirs = self.observe([pod for batch in batches.values() for pod in batch])
+        for plugin, created in batches.items():
+            profile = filter_profile([plugin])
+            for (result, _), pod in zip(items, created, strict=True):
+                key = f"{pod['metadata']['namespace']}/{pod['metadata']['name']}"
+                ours = our_verdict(profile, nodes, bound, pod, ns_labels)
+                result.isolated[plugin] = (theirs[key], ours)
+
+    def reproduction(
+        self, result: PodResult, pod: dict, nodes: list[dict], bound: list[dict]
+    ) -> dict:
+        """A minimal reproduction: the pod, each disputed node, the pods bound there."""
+        theirs, ours = result.theirs, result.ours
+        disputed: set[str] = set()
+        if theirs.feasible is not None and ours.feasible is not None:
+            disputed = set(theirs.feasible ^ ours.feasible)
+        plugins = {ours.rejected[n][0] for n in disputed if n in ours.rejected}
+        plugins |= {p for p, (t, o) in result.isolated.items() if not _same(t, o)}
+        by_name = {n["metadata"]["name"]: n for n in nodes}
+        cluster_wide = bool(plugins & {"PodTopologySpread", "InterPodAffinity"})
+        repro: dict[str, Any] = {
+            "seed": result.seed,
+            "case": result.case_id,
+            "pod": trimmed(pod),
+            "plugins": sorted(plugins),
+            "kube_scheduler": sorted(theirs.feasible) if theirs.feasible is not None else None,
+            "kube_scheduler_error": theirs.error,
+            "ours": sorted(ours.feasible) if ours.feasible is not None else None,
+            "ours_error": ours.error,
+            "nodes": [
+                {
+                    "node": trimmed(by_name[name]),
+                    "kube_scheduler": "feasible" if name in (theirs.feasible or ()) else "rejected",
+                    "ours": "feasible"
+                    if name in (ours.feasible or ())
+                    else "rejected by {}: {}".format(*ours.rejected.get(name, ("?", ""))),
+                    "pods_on_node": [
+                        trimmed(p) for p in bound if p["spec"].get("nodeName") == name
+                    ],
+                }
+                for name in sorted(disputed)
+                if name in by_name
+            ],
+            "isolated": {
+                p: {"kube_scheduler": t.describe(), "ours": o.describe()}
+                for p, (t, o) in result.isolated.items()
+                if not _same(t, o)
+            },
+        }
+        if cluster_wide:
+            # Spread and inter-pod affinity count pods on every node: give the whole state.
+            repro["all_nodes"] = [trimmed(n) for n in nodes]
+            repro["all_bound_pods"] = [trimmed(p) for p in bound]
+        if self.repro_dir is not None:
+            self.repro_dir.mkdir(parents=True, exist_ok=True)
+            path = self.repro_dir / f"{result.case_id}-{result.pod}.json"
+            path.write_text(json.dumps(repro, indent=1, sort_keys=True))
+            repro["path"] = str(path)
+        return repro
+
+    # -- scores: the node kube-scheduler binds vs the one schedule_pod picks ----------------
+
+    def our_choice(
+        self, pod: dict, nodes: list[dict], bound: list[dict], ns_labels: dict[str, dict]
+    ) -> tuple[str, list[NodePluginScores]]:
+        """Our schedule_pod on the default profile: (node or "(no fit)", scores)."""
+        from extender.config import default_profile
+
+        fwk = Framework(
+            default_profile(), registry(), namespace_labels=lambda ns: ns_labels.get(ns)
+        )
+        snapshot = Snapshot.from_objects(copy.deepcopy(nodes), copy.deepcopy(bound))
+        try:
+            result = SchedulingAlgorithm().schedule_pod(
+                fwk, CycleState(), copy.deepcopy(pod), snapshot
+            )
+        except FitError as exc:
+            return f"(no fit: {exc})", []
+        return result.suggested_host, result.scores
+
+    def bind_through_kube_scheduler(self, pod: dict, suffix: str = "") -> str:
+        """Create ``pod`` for the conformance profile with the extender passing every node
+        through; the node kube-scheduler bound it to (or "(not bound: why)")."""
+        body = copy.deepcopy(pod)
+        body["metadata"].setdefault("annotations", {})[EXTENDER_ANNOTATION] = "pass"
+        created = self.submit([body], PROFILE, suffix)[0]
+        ns, name = created["metadata"]["namespace"], created["metadata"]["name"]
+        deadline = time.monotonic() + 30
+        obj: dict = {}
+        while time.monotonic() < deadline:
+            obj = self.kube.get(f"/api/v1/namespaces/{ns}/pods/{name}") or {}
+            node = (obj.get("spec") or {}).get("nodeName")
+            if node:
+                return node
+            time.sleep(POLL)
+        why = ""
+        for cond in (obj.get("status") or {}).get("conditions") or ():
+            if cond.get("type") == "PodScheduled":
+                why = cond.get("message") or cond.get("reason") or ""
+        return f"(not bound: {why or 'not tried'})"
+
+    def run_score_case(self, case: Case) -> ScoreResult:
+        """Let kube-scheduler bind ``case.pending_pods[0]`` and compare with our choice."""
+        self.setup(case)
+        try:
+            nodes, bound, ns_labels = self.state(case)
+            pod = case.pending_pods[0]
+            # Our answer for the pod as the apiserver would default it (dry run).
+            ns = pod["metadata"]["namespace"]
+            body = copy.deepcopy(pod)
+            body["spec"]["schedulerName"] = PROFILE
+            defaulted = self.kube.request(
+                "POST", f"/api/v1/namespaces/{ns}/pods", body, query={"dryRun": "All"}
+            )
+            ours, scores = self.our_choice(defaulted, nodes, bound, ns_labels)
+            theirs = self.bind_through_kube_scheduler(pod)
+            return ScoreResult(case.case_id, pod["metadata"]["name"], theirs, ours, scores)
+        finally:
+            self.teardown(case)
+
+    def score_checks(
+        self, case: Case, created: list[dict], results: list[PodResult], limit: int
+    ) -> list[ScoreResult]:
+        """Up to ``limit`` pods of a case whose best node is clear by our scores: bind each
+        through kube-scheduler (in turn; the state is re-read after each bind) and compare."""
+        checks: list[ScoreResult] = []
+        for pod, result in zip(created, results, strict=True):
+            if len(checks) >= limit:
+                break
+            if not result.agree or len(result.ours.feasible or ()) < 2:
+                continue
+            nodes, bound, ns_labels = self.state(case)
+            ours, scores = self.our_choice(pod, nodes, bound, ns_labels)
+            totals = sorted((s.total_score for s in scores), reverse=True)
+            if len(totals) < 2 or totals[0] - totals[1] < SCORE_MARGIN:
+                continue
+            original = next(
+                p for p in case.pending_pods if p["metadata"]["name"] == pod["metadata"]["name"]
+            )
+            theirs = self.bind_through_kube_scheduler(original, "-bind")
+            checks.append(
+                ScoreResult(case.case_id, original["metadata"]["name"], theirs, ours, scores)
+            )
+        return checks
+
+
+@dataclass
+class ScoreResult:
+    case_id: str
+    pod: str
+    theirs: str
+    ours: str
+    scores: list[NodePluginScores]
+
+    @property
+    def agree(self) -> bool:
+        return self.theirs == self.ours
+
+    def describe(self) -> str:
+        lines = [
+            f"  SCORE {'agree' if self.agree else 'DISAGREE'} {self.case_id}/{self.pod}: "
+            f"kube-scheduler bound {self.theirs}, ours picked {self.ours}"
+        ]
+        for entry in sorted(self.scores, key=lambda e: -e.total_score):
+            parts = " ".join(f"{k}={v}" for k, v in sorted(entry.scores.items()))
+            lines.append(f"    {entry.name}: total {entry.total_score} ({parts})")
+        return "\n".join(lines)
+
+
+def run_seeds(
+    conformance: Conformance,
+    seeds: Iterable[int],
+    *,
+    pods_per_seed: int = 25,
+    max_nodes: int = 8,
+    isolate: bool = False,
+    scores: int = 0,
+    out: Callable[[str], None] = print,
+) -> Tally:
+    total = Tally()
+    for seed in seeds:
+        case = gen.generate(seed, pods=pods_per_seed, max_nodes=max_nodes)
+        tally = conformance.run_case(case, isolate=isolate, scores=scores)
+        out(
+            f"seed {seed}: {tally.pods_agreed}/{tally.pods} agreed "
+            f"({len(case.nodes) + 1} nodes, {len(case.existing_pods)} bound pods, "
+            f"{tally.seconds:.1f}s)"
+        )
+        total.merge(tally)
+    return total

@@ -1,0 +1,102 @@
+"""Differential conformance: feasible node sets (and clear-cut choices) of our core against the
+real kube-scheduler, on seeded generated clusters. See :mod:`tests.conformance.harness`.
+
+CI runs a fixed set of seeds (250 pending pods, each also through the eight single-plugin
+profiles); longer runs: ``python -m tests.conformance --seeds N`` (``make conformance``).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from .generator import clear_choice_cases, generate
+from .harness import Conformance, Tally, missing_plugins, run_seeds
+
+CI_SEEDS = range(1, 11)
+PODS_PER_SEED = 25
+SCORE_CHECKS_PER_SEED = 2
+BROKEN_PLUGIN_SEED = 4  # 9 of its first 10 pods meet a taint they do not tolerate
+
+# Reports printed at the end of the session (conftest's pytest_terminal_summary).
+REPORTS: list[str] = []
+
+
+@pytest.fixture(scope="module")
+def plugins_ready() -> None:
+    missing = missing_plugins()
+    if missing:
+        details = "\n".join(f"  {name}: {why}" for name, why in missing.items())
+        pytest.fail(f"filter plugins not usable yet:\n{details}", pytrace=False)
+
+
+@pytest.fixture(scope="module")
+def ci_tally(conformance: Conformance, plugins_ready: None) -> Tally:
+    tally = run_seeds(
+        conformance,
+        CI_SEEDS,
+        pods_per_seed=PODS_PER_SEED,
+        isolate=True,
+        scores=SCORE_CHECKS_PER_SEED,
+        out=lambda line: None,
+    )
+    REPORTS.append(tally.report())
+    return tally
+
+
+def test_feasible_sets_agree_with_kube_scheduler(ci_tally: Tally) -> None:
+    assert ci_tally.pods == len(CI_SEEDS) * PODS_PER_SEED
+    assert ci_tally.pods_agreed == ci_tally.pods, ci_tally.report()
+    assert not ci_tally.disagreements, ci_tally.report()
+
+
+def test_each_plugin_alone_agrees_with_kube_scheduler(ci_tally: Tally) -> None:
+    for plugin, total in ci_tally.isolated_total.items():
+        assert ci_tally.isolated_agreed[plugin] == total, ci_tally.report()
+    # The generator must exercise every plugin that can reject (NodeName cannot: pods with
+    # spec.nodeName never reach a scheduler).
+    exercised = {p for p, n in ci_tally.isolated_rejecting.items() if n}
+    assert exercised >= {
+        "NodeUnschedulable",
+        "TaintToleration",
+        "NodeAffinity",
+        "NodePorts",
+        "NodeResourcesFit",
+        "PodTopologySpread",
+        "InterPodAffinity",
+    }, ci_tally.report()
+
+
+def test_clear_choices_in_generated_cases_agree(ci_tally: Tally) -> None:
+    assert ci_tally.score_checks, "no generated pod had a clear best node"
+    assert not ci_tally.score_disagreements, ci_tally.report()
+
+
+@pytest.mark.parametrize(
+    ("case", "best"),
+    [pytest.param(case, best, id=case.case_id) for case, best in clear_choice_cases()],
+)
+def test_clear_choice_binding(conformance: Conformance, plugins_ready: None, case, best) -> None:  # noqa: ANN001
+    result = conformance.run_score_case(case)
+    REPORTS.append(
+        f"  clear choice {case.case_id}: expected {best}, kube-scheduler bound {result.theirs}, "
+        f"ours picked {result.ours}"
+    )
+    assert result.theirs == best, result.describe()
+    assert result.ours == best, result.describe()
+
+
+def test_harness_detects_a_broken_plugin(
+    conformance: Conformance, plugins_ready: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The comparison can fail: with our TaintToleration filter accepting every node, the
+    harness must report disagreements and pin them on TaintToleration."""
+    from extender.plugins import plugin_class
+
+    monkeypatch.setattr(plugin_class("TaintToleration"), "filter", lambda *args: None)
+    tally = conformance.run_case(generate(BROKEN_PLUGIN_SEED, pods=10))
+    assert tally.disagreements, tally.report()
+    for result in tally.disagreements:
+        theirs, ours = result.isolated["TaintToleration"]
+        assert theirs.feasible is not None and ours.feasible is not None
+        assert theirs.feasible < ours.feasible, tally.report()
+        assert "TaintToleration" in result.repro["plugins"], result.repro
