@@ -43,8 +43,9 @@ bench-cluster: setup controlplane
 
 ## Differential tests against the real kube-scheduler: make conformance SEEDS=50
 SEEDS ?= 20
+PODS ?= 25
 conformance: setup controlplane
-	$(BIN)/python -m tests.conformance --seeds $(SEEDS)
+	$(BIN)/python -m tests.conformance --seeds $(SEEDS) --pods-per-seed $(PODS) --isolate
 
 cluster-up: setup controlplane
 	$(BIN)/kube-extender cluster up
