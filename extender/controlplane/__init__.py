@@ -11,6 +11,7 @@ the PIDs and ports, so ``kube-extender cluster down`` can stop what ``up`` start
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -21,6 +22,7 @@ import subprocess
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -361,6 +363,17 @@ class ControlPlane:
         )
 
 
+@contextlib.contextmanager
+def running(directory: Path | str) -> Iterator[ControlPlane]:
+    """A control plane up for the ``with`` block, torn down after it (tests, benchmarks)."""
+    cp = ControlPlane(directory)
+    cp.up()
+    try:
+        yield cp
+    finally:
+        cp.down()
+
+
 def _http_ok(url: str, context: ssl.SSLContext | None = None) -> bool:
     try:
         with urllib.request.urlopen(url, timeout=2, context=context) as response:
@@ -369,4 +382,4 @@ def _http_ok(url: str, context: ssl.SSLContext | None = None) -> bool:
         return False
 
 
-__all__ = ["ControlPlane", "ControlPlaneError", "binary", "bin_dir", "free_port"]
+__all__ = ["running", "ControlPlane", "ControlPlaneError", "binary", "bin_dir", "free_port"]

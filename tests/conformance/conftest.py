@@ -7,15 +7,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from extender.controlplane import ControlPlane
+from extender.controlplane import ControlPlane, running
 
 from .harness import Conformance
-
-
-def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line(
-        "markers", "conformance: differential tests against the real kube-scheduler"
-    )
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -35,12 +29,8 @@ def pytest_terminal_summary(terminalreporter) -> None:  # noqa: ANN001
 
 @pytest.fixture(scope="session")
 def conformance_control_plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlPlane]:
-    cp = ControlPlane(tmp_path_factory.mktemp("conformance-controlplane"))
-    cp.up()
-    try:
+    with running(tmp_path_factory.mktemp("conformance-controlplane")) as cp:
         yield cp
-    finally:
-        cp.down()
 
 
 @pytest.fixture(scope="session")

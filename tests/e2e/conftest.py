@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from extender.cache.kubeconfig import api_client
-from extender.controlplane import ControlPlane
+from extender.controlplane import ControlPlane, running
 from extender.scenario.kube import Kube
 
 from .harness import Process
@@ -29,12 +29,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 @pytest.fixture(scope="session")
 def control_plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlPlane]:
-    cp = ControlPlane(tmp_path_factory.mktemp("controlplane"))
-    cp.up()
-    try:
+    with running(tmp_path_factory.mktemp("controlplane")) as cp:
         yield cp
-    finally:
-        cp.down()
 
 
 @pytest.fixture(scope="session")
