@@ -15,8 +15,6 @@ from __future__ import annotations
 import argparse
 import subprocess
 import sys
-import time
-import urllib.request
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -32,7 +30,7 @@ from bench.cluster import (  # noqa: E402
     kube_scheduler_config,
     start_control_plane,
 )
-from extender.controlplane import free_port, stop_pid  # noqa: E402
+from extender.controlplane import free_port, kube_extender, spawn, stop_pid, wait_http_ok  # noqa: E402
 
 EXTENDER_CONFIG = """\
 apiVersion: kubescheduler.config.k8s.io/v1
@@ -70,12 +68,9 @@ def start_extender(cp, workers: int, threads: int) -> tuple[subprocess.Popen, st
     config = cp.directory / "bench-extender.yaml"
     config.write_text(EXTENDER_CONFIG)
     port = free_port()
-    log = open(cp.logs / "bench-extender.log", "wb")  # noqa: SIM115
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "extender",
+    log = cp.logs / "bench-extender.log"
+    proc = spawn(
+        kube_extender(
             "serve",
             "--config",
             str(config),
@@ -89,22 +84,16 @@ def start_extender(cp, workers: int, threads: int) -> tuple[subprocess.Popen, st
             str(threads),
             "--log-level",
             "warning",
-        ],
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
+        ),
+        log,
     )
     url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        try:
-            with urllib.request.urlopen(url + "/readyz", timeout=1) as response:
-                if response.status == 200:
-                    return proc, url
-        except OSError:
-            time.sleep(0.3)
-    stop_pid(proc.pid)
-    raise RuntimeError("the extender did not become ready; see its log")
+    try:
+        wait_http_ok(url + "/readyz", proc, log)
+    except BaseException:
+        stop_pid(proc.pid)
+        raise
+    return proc, url
 
 
 def main() -> int:

@@ -10,7 +10,6 @@ client-side rate limit. Prints pods/s for each and the ratio ours/kube-scheduler
 from __future__ import annotations
 
 import argparse
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -30,7 +29,7 @@ from bench.cluster import (  # noqa: E402
     kube_scheduler_config,
     start_control_plane,
 )
-from extender.controlplane import free_port, stop_pid  # noqa: E402
+from extender.controlplane import free_port, kube_extender, spawn, stop_pid  # noqa: E402
 
 
 def run_kube_scheduler(cp, kube, pods: int, tag: str) -> float:  # noqa: ANN001
@@ -60,12 +59,8 @@ def run_ours(cp, kube, pods: int, tag: str) -> float:  # noqa: ANN001
     )
     create_pods(kube, pods, name, name)
     recorder = BindRecorder(kube, name, pods)
-    log = open(cp.logs / f"{name}.log", "wb")  # noqa: SIM115
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "extender",
+    proc = spawn(
+        kube_extender(
             "run",
             "--config",
             str(config),
@@ -75,16 +70,13 @@ def run_ours(cp, kube, pods: int, tag: str) -> float:  # noqa: ANN001
             f"127.0.0.1:{free_port()}",
             "--log-level",
             "warning",
-        ],
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
+        ),
+        cp.logs / f"{name}.log",
     )
     try:
         return recorder.wait(600)
     finally:
         stop_pid(proc.pid)
-        log.close()
         delete_all_pods(kube)
 
 

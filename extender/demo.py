@@ -18,7 +18,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from pathlib import Path
 
 import yaml
@@ -28,7 +27,10 @@ from extender.controlplane import (
     ControlPlane,
     ControlPlaneError,
     free_port,
+    kube_extender,
+    spawn,
     stop_pid,
+    wait_http_ok,
 )
 
 REPO = Path(__file__).resolve().parents[1]
@@ -38,32 +40,6 @@ STANDALONE_PROFILE = "kube-extender"
 
 def _say(message: str) -> None:
     print(f"\n### {message}", flush=True)
-
-
-def _wait_http(url: str, proc: subprocess.Popen, log: Path, timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise ControlPlaneError(f"{proc.args[3]} exited; see {log}:\n{log.read_text()[-3000:]}")
-        try:
-            with urllib.request.urlopen(url, timeout=2) as response:
-                if response.status == 200:
-                    return
-        except OSError:
-            pass
-        time.sleep(0.3)
-    raise ControlPlaneError(f"{url} not ready after {timeout:.0f} s; see {log}")
-
-
-def _spawn(argv: list[str], log: Path) -> subprocess.Popen:
-    with open(log, "ab") as out:
-        return subprocess.Popen(
-            argv,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            start_new_session=True,
-        )
 
 
 def _scenario(path: Path, kubeconfig: str, scheduler_name: str) -> bool:
@@ -87,11 +63,8 @@ def run_extender_path(
     port = free_port()
     logs = cp_dir / "logs"
     logs.mkdir(parents=True, exist_ok=True)
-    extender = _spawn(
-        [
-            sys.executable,
-            "-m",
-            "extender",
+    extender = spawn(
+        kube_extender(
             "serve",
             "--config",
             str(REPO / "deploy/extender-config.yaml"),
@@ -99,13 +72,13 @@ def run_extender_path(
             f"127.0.0.1:{port}",
             "--kubeconfig",
             kubeconfig,
-        ],
+        ),
         logs / "demo-extender.log",
     )
     procs: list[subprocess.Popen] = [extender]
     helper = cp or ControlPlane(cp_dir)
     try:
-        _wait_http(f"http://127.0.0.1:{port}/readyz", extender, logs / "demo-extender.log")
+        wait_http_ok(f"http://127.0.0.1:{port}/readyz", extender, logs / "demo-extender.log")
         print(f"extender serving on http://127.0.0.1:{port} (log: {logs / 'demo-extender.log'})")
         config = {
             "apiVersion": "kubescheduler.config.k8s.io/v1",
@@ -151,11 +124,8 @@ def run_standalone_path(cp_dir: Path, kubeconfig: str, scenario: Path) -> bool:
     )
     port = free_port()
     log = logs / "demo-standalone.log"
-    proc = _spawn(
-        [
-            sys.executable,
-            "-m",
-            "extender",
+    proc = spawn(
+        kube_extender(
             "run",
             "--config",
             str(config),
@@ -163,11 +133,11 @@ def run_standalone_path(cp_dir: Path, kubeconfig: str, scenario: Path) -> bool:
             kubeconfig,
             "--metrics-bind",
             f"127.0.0.1:{port}",
-        ],
+        ),
         log,
     )
     try:
-        _wait_http(f"http://127.0.0.1:{port}/readyz", proc, log)
+        wait_http_ok(f"http://127.0.0.1:{port}/readyz", proc, log)
         print(f"kube-extender run scheduling {STANDALONE_PROFILE!r} pods (log: {log})")
         return _scenario(scenario, kubeconfig, STANDALONE_PROFILE)
     finally:

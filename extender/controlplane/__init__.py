@@ -19,6 +19,7 @@ import signal
 import socket
 import ssl
 import subprocess
+import sys
 import time
 import urllib.error
 import urllib.request
@@ -363,6 +364,43 @@ class ControlPlane:
         )
 
 
+def kube_extender(*args: str) -> list[str]:
+    """argv for a ``kube-extender`` subcommand with this interpreter (venv or not)."""
+    return [sys.executable, "-m", "extender", *args]
+
+
+def spawn(argv: list[str], log: Path) -> subprocess.Popen:
+    """A child in its own process group (``stop_pid`` stops it all), logging to ``log``."""
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with open(log, "ab") as out:
+        return subprocess.Popen(
+            argv,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+
+
+def wait_http_ok(
+    url: str,
+    proc: subprocess.Popen,
+    log: Path,
+    timeout: float = 60,
+    context: ssl.SSLContext | None = None,
+) -> None:
+    """Wait until ``url`` answers 200; a clear error with the log's tail if ``proc`` exits."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            tail = "\n".join(log.read_text(errors="replace").splitlines()[-25:])
+            raise ControlPlaneError(f"{' '.join(proc.args[1:4])} exited; see {log}:\n{tail}")
+        if _http_ok(url, context):
+            return
+        time.sleep(0.2)
+    raise ControlPlaneError(f"{url} not ready after {timeout:.0f} s; see {log}")
+
+
 @contextlib.contextmanager
 def running(directory: Path | str) -> Iterator[ControlPlane]:
     """A control plane up for the ``with`` block, torn down after it (tests, benchmarks)."""
@@ -382,4 +420,14 @@ def _http_ok(url: str, context: ssl.SSLContext | None = None) -> bool:
         return False
 
 
-__all__ = ["running", "ControlPlane", "ControlPlaneError", "binary", "bin_dir", "free_port"]
+__all__ = [
+    "kube_extender",
+    "running",
+    "spawn",
+    "wait_http_ok",
+    "ControlPlane",
+    "ControlPlaneError",
+    "binary",
+    "bin_dir",
+    "free_port",
+]
