@@ -13,6 +13,8 @@ import random
 from collections.abc import Callable, Iterable
 from typing import Any
 
+import orjson
+
 from .cycle_state import CycleState
 from .events import ActionType, ClusterEvent, ClusterEventWithHint, Resource
 from .interfaces import (
@@ -47,6 +49,7 @@ from .waiting_pods import MAX_PERMIT_TIMEOUT, WaitingPod, WaitingPods
 
 log = logging.getLogger(__name__)
 
+POD_SIGNATURE_KEY = "PodSignature"
 MAX_NODE_SCORE = 100
 MIN_NODE_SCORE = 0
 MAX_TOTAL_SCORE = 2**63 - 1
@@ -130,6 +133,15 @@ class Framework:
         if sum(self.score_weights.values()) * MAX_NODE_SCORE > MAX_TOTAL_SCORE:
             raise ProfileError(f"profile {self.profile_name!r}: total score weight overflows")
 
+        self._memos: dict[tuple[str, str], dict] = {}
+        self._filter_memos = {
+            p.name: m
+            for p in self.points["filter"]
+            if (m := self._memo_for(p, "filter")) is not None
+        }
+        self._score_memos = {
+            p.name: m for p in self.points["score"] if (m := self._memo_for(p, "score")) is not None
+        }
         self.pre_enqueue_plugins: list[PreEnqueuePlugin] = self.points["preEnqueue"]
         self.queue_sort_plugins: list[QueueSortPlugin] = self.points["queueSort"]
         self.pre_filter_plugins: list[PreFilterPlugin] = self.points["preFilter"]
@@ -275,6 +287,22 @@ class Framework:
                 )
         return None
 
+    def pod_signature(self, state: CycleState, pod: dict) -> bytes:
+        """The pod's spec, canonical, computed once per cycle (the memo's key)."""
+        signature = state.get(POD_SIGNATURE_KEY)
+        if signature is None:
+            signature = orjson.dumps(pod.get("spec") or {}, option=orjson.OPT_SORT_KEYS)
+            state.write(POD_SIGNATURE_KEY, signature)
+        return signature
+
+    def _memo_for(self, plugin: Any, point: str) -> dict | None:
+        """Per-node memo of a plugin that declares its answer a function of the pod's spec and
+        the NodeInfo alone (``memo_points``): pods of one workload share their spec, and between
+        two of them only the node the last one landed on changed (a new NodeInfo generation)."""
+        if point not in getattr(plugin, "memo_points", ()):
+            return None
+        return self._memos.setdefault((plugin.name, point), {})
+
     def run_filter_plugins(
         self, state: CycleState, pod: dict, node_info: NodeInfo
     ) -> Status | None:
@@ -283,8 +311,19 @@ class Framework:
         for plugin in self.filter_plugins:
             if skip and plugin.name in skip:
                 continue
+            memo = self._filter_memos.get(plugin.name)
             try:
-                status = plugin.filter(state, pod, node_info)
+                if memo is None:
+                    status = plugin.filter(state, pod, node_info)
+                else:
+                    signature = self.pod_signature(state, pod)
+                    hit = memo.get(node_info.name)
+                    if hit is not None and hit[1] == node_info.generation and hit[0] == signature:
+                        status = hit[2]
+                    else:
+                        status = plugin.filter(state, pod, node_info)
+                        if status is None or status.code != Code.ERROR:
+                            memo[node_info.name] = (signature, node_info.generation, status)
             except Exception as exc:
                 log.exception("Filter plugin %s failed", plugin.name)
                 status = Status.error(str(exc))
@@ -372,12 +411,21 @@ class Framework:
         for plugin in plugins:
             score = plugin.score
             values: list[int] = []
+            memo = self._score_memos.get(plugin.name)
+            signature = self.pod_signature(state, pod) if memo is not None else b""
             for info in nodes:
+                if memo is not None:
+                    hit = memo.get(info.name)
+                    if hit is not None and hit[1] == info.generation and hit[0] == signature:
+                        values.append(hit[2])
+                        continue
                 value, status = score(state, pod, info)
                 if status is not None and status.code != Code.SUCCESS:
                     return [], Status.error(
                         f'running Score plugin "{plugin.name}": {status.message}'
                     ).with_plugin(plugin.name)
+                if memo is not None:
+                    memo[info.name] = (signature, info.generation, value)
                 values.append(value)
             ext = plugin.score_extensions()
             if ext is not None:

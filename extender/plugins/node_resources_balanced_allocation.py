@@ -82,6 +82,8 @@ class _PreScoreState:
 
 class NodeResourcesBalancedAllocation:
     name = NAME
+    # Answers depend only on the pod's spec and the NodeInfo: the runtime may memoize them.
+    memo_points = ("score",)
 
     def __init__(self, args: dict, handle: Any) -> None:
         self.handle = handle

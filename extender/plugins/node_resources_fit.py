@@ -517,6 +517,8 @@ def _parse_shape(value: Any, path: str, errors: list[str]) -> list[tuple[int, in
 
 class NodeResourcesFit:
     name = NAME
+    # Answers depend only on the pod's spec and the NodeInfo: the runtime may memoize them.
+    memo_points = ("filter", "score")
 
     def __init__(self, args: dict, handle: Any) -> None:
         self.handle = handle

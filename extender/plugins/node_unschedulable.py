@@ -25,6 +25,8 @@ UNSCHEDULABLE_TAINT = {"key": "node.kubernetes.io/unschedulable", "effect": "NoS
 
 class NodeUnschedulable:
     name = NAME
+    # Answers depend only on the pod's spec and the NodeInfo: the runtime may memoize them.
+    memo_points = ("filter",)
 
     def __init__(self, args: dict, handle: object) -> None:
         pass

@@ -78,6 +78,8 @@ class _PreScoreState:
 
 class TaintToleration:
     name = NAME
+    # Answers depend only on the pod's spec and the NodeInfo: the runtime may memoize them.
+    memo_points = ("filter", "score")
 
     def __init__(self, args: dict, handle: Any) -> None:
         self.handle = handle

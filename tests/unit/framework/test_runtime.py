@@ -237,3 +237,42 @@ def test_snapshot_normalize_example_with_default_normalize() -> None:
     default_normalize_score(100, True, scores)
     assert [s.score for s in scores] == [100, 50, 0]
     assert len(Snapshot([NodeInfo(make_node("x"))])) == 1
+
+
+def test_memoized_filter_and_score_follow_node_changes() -> None:
+    from extender.plugins import in_tree_registry
+
+    profile = Profile(
+        "memo",
+        {
+            "preFilter": [PluginSpec("NodeResourcesFit")],
+            "filter": [PluginSpec("NodeResourcesFit")],
+            "preScore": [PluginSpec("NodeResourcesFit")],
+            "score": [PluginSpec("NodeResourcesFit", 1)],
+        },
+    )
+    fwk = Framework(profile, in_tree_registry())
+    node = NodeInfo(make_node("n", cpu="2", memory="4Gi"))
+
+    def attempt(name: str) -> tuple[Status | None, int]:
+        pod = make_pod(name, cpu="1")
+        state = CycleState()
+        fwk.run_pre_filter_plugins(state, pod, [node])
+        status = fwk.run_filter_plugins(state, pod, node)
+        fwk.run_pre_score_plugins(state, pod, [node])
+        scores, _ = fwk.run_score_plugins(state, pod, [node])
+        return status, scores[0].total_score
+
+    # cpu (2000 - 1000) x 100 // 2000 = 50; memory (4096 - 200) Mi x 100 // 4096 Mi = 95
+    assert attempt("a") == (None, 72)
+    assert attempt("b") == (None, 72)  # same spec, same NodeInfo: from the memo
+    node.add_pod(make_pod("x", cpu="1", node_name="n"))
+    status, score = attempt("c")
+    assert status is None and score == 45  # cpu 0, memory 90
+    node.add_pod(make_pod("y", cpu="1", node_name="n"))
+    status, _ = attempt("d")
+    assert status is not None and status.reasons == ("Insufficient cpu",)
+    pod = make_pod("e", cpu="100m")  # another spec on the same NodeInfo: computed afresh
+    state = CycleState()
+    fwk.run_pre_filter_plugins(state, pod, [node])
+    assert fwk.run_filter_plugins(state, pod, node).reasons == ("Insufficient cpu",)
