@@ -81,14 +81,24 @@ class NodeList(fields.Field):
         return items
 
 
+class NameList(fields.Field):
+    """An array of node names, checked in one pass (a per-item Field costs ~1 us x 5000)."""
+
+    def _deserialize(self, value: Any, attr: Any, data: Any, **kwargs: Any) -> list[str]:
+        if not isinstance(value, list):
+            raise ValidationError("must be an array of node names")
+        for i, name in enumerate(value):
+            if not isinstance(name, str):
+                raise ValidationError({i: ["Not a valid string."]})
+        return value
+
+
 class ExtenderArgsSchema(Schema):
     """Request body of filter and prioritize (ExtenderArgs)."""
 
     pod = KubeObject("Pod", data_key="Pod", required=True)
     nodes = NodeList(data_key="Nodes", allow_none=True, load_default=None)
-    node_names = fields.List(
-        fields.String(), data_key="NodeNames", allow_none=True, load_default=None
-    )
+    node_names = NameList(data_key="NodeNames", allow_none=True, load_default=None)
 
     @validates_schema
     def _one_of(self, data: dict, **kwargs: Any) -> None:
