@@ -94,13 +94,14 @@ class ExtenderService:
         deadline = time.monotonic() + MISSING_NODE_GRACE_SECONDS
         while True:
             snapshot = self.cache.snapshot()
-            candidates, missing = [], []
-            for name in names:
-                info = snapshot.get(name)
-                if info is None:
-                    missing.append(name)
-                else:
-                    candidates.append(info)
+            lookup = snapshot.node_info_map.get
+            found = [lookup(name) for name in names]
+            candidates = [info for info in found if info is not None]
+            missing = (
+                [n for n, i in zip(names, found, strict=True) if i is None]
+                if len(candidates) < len(names)
+                else []
+            )
             if not missing or time.monotonic() >= deadline:
                 return snapshot, candidates, missing
             time.sleep(0.02)
