@@ -393,17 +393,21 @@ class PodTopologySpread:
 
         namespace = (pod.get("metadata") or {}).get("namespace") or "default"
         required = RequiredNodeAffinity(pod)
-        for node_info in all_nodes:
-            if require_all and not node_has_all_keys(node_info.labels, constraints):
+        # Only domains of the feasible nodes are counted, never the hostname key (Score counts
+        # a node's own pods); the cheap domain check goes before the inclusion policies.
+        counted = [(c, s.tp_counts[i]) for i, c in enumerate(constraints)]
+        counted = [(c, counts) for c, counts in counted if c.topology_key != LABEL_HOSTNAME]
+        for node_info in all_nodes if counted else ():
+            labels = node_info.labels
+            if require_all and not node_has_all_keys(labels, constraints):
                 continue
-            for i, c in enumerate(constraints):
+            for c, counts in counted:
+                value = labels.get(c.topology_key, "")
+                if value not in counts:
+                    continue
                 if not c.matches_inclusion_policies(pod, node_info, required):
                     continue
-                value = node_info.labels.get(c.topology_key, "")
-                # Only domains of the feasible nodes are counted (never the hostname key).
-                if value not in s.tp_counts[i]:
-                    continue
-                s.tp_counts[i][value] += self.match_counts.count(node_info, c.selector, namespace)
+                counts[value] += self.match_counts.count(node_info, c.selector, namespace)
         state.write(PRE_SCORE_STATE_KEY, s)
         return None
 
