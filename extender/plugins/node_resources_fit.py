@@ -128,17 +128,7 @@ def compute_pod_resource_request(pod: dict) -> Amounts:
 def pod_request_list(pod: dict, resources: Iterable[str], use_requested: bool) -> list[int]:
     """The pod's request of each resource, in order (non-zero CPU/memory unless use_requested)."""
     requests = pod_requests(pod, non_zero=not use_requested)
-    return [_amount(requests, name) for name in resources]
-
-
-def _amount(amounts: Amounts, name: str) -> int:
-    if name == CPU:
-        return amounts.milli_cpu
-    if name == MEMORY:
-        return amounts.memory
-    if name == EPHEMERAL_STORAGE:
-        return amounts.ephemeral_storage
-    return amounts.scalar.get(name, 0)
+    return [requests.get(name) for name in resources]
 
 
 # -- filter -------------------------------------------------------------------------------------
@@ -341,30 +331,29 @@ def broken_linear_function(shape: list[tuple[int, int]]) -> Callable[[int], int]
 Scorer = Callable[[list[int], list[int]], int]
 
 
-def least_resource_scorer(weights: list[int]) -> Scorer:
+def weighted_resource_scorer(
+    weights: list[int], resource_score: Callable[[int, int], int]
+) -> Scorer:
+    """Weighted mean of ``resource_score(requested, allocatable)`` over resources a node has."""
+
     def scorer(requested: list[int], allocatable: list[int]) -> int:
         node_score = weight_sum = 0
         for req, alloc, weight in zip(requested, allocatable, weights, strict=True):
             if alloc == 0:
                 continue
-            node_score += least_requested_score(req, alloc) * weight
+            node_score += resource_score(req, alloc) * weight
             weight_sum += weight
         return node_score // weight_sum if weight_sum else 0
 
     return scorer
+
+
+def least_resource_scorer(weights: list[int]) -> Scorer:
+    return weighted_resource_scorer(weights, least_requested_score)
 
 
 def most_resource_scorer(weights: list[int]) -> Scorer:
-    def scorer(requested: list[int], allocatable: list[int]) -> int:
-        node_score = weight_sum = 0
-        for req, alloc, weight in zip(requested, allocatable, weights, strict=True):
-            if alloc == 0:
-                continue
-            node_score += most_requested_score(req, alloc) * weight
-            weight_sum += weight
-        return node_score // weight_sum if weight_sum else 0
-
-    return scorer
+    return weighted_resource_scorer(weights, most_requested_score)
 
 
 def requested_to_capacity_ratio_scorer(weights: list[int], shape: list[tuple[int, int]]) -> Scorer:
