@@ -571,21 +571,19 @@ class KubeClient:
 
     def create_lease(self, namespace: str, body: dict) -> dict:
         """Create; raises :class:`LeaseConflict` (a ``Conflict``) if it already exists."""
-        try:
-            return self.request(
-                "POST", f"/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases", body
-            )
-        except ApiError as exc:
-            if exc.status == 409:
-                raise LeaseConflict(exc.status, exc.reason, exc.message, exc.details) from exc
-            raise
+        return self._lease_write(
+            "POST", f"/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases", body
+        )
 
     def update_lease(self, namespace: str, name: str, body: dict) -> dict:
         """Replace (the body's resourceVersion guards it); 409 raises :class:`LeaseConflict`."""
+        return self._lease_write(
+            "PUT", f"/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases/{name}", body
+        )
+
+    def _lease_write(self, method: str, path: str, body: dict) -> dict:
         try:
-            return self.request(
-                "PUT", f"/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases/{name}", body
-            )
+            return self.request(method, path, body)
         except ApiError as exc:
             if exc.status == 409:
                 raise LeaseConflict(exc.status, exc.reason, exc.message, exc.details) from exc

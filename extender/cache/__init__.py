@@ -19,7 +19,8 @@ from .kubeconfig import api_client
 # Assigned pods in a non-terminal phase: the ones holding node resources. Upstream's pod
 # informer filters terminal pods the same way; a pod that finishes leaves the selector, which
 # the watch reports as a deletion.
-ASSIGNED_ACTIVE_PODS = "spec.nodeName!=,status.phase!=Succeeded,status.phase!=Failed"
+ACTIVE_PODS = "status.phase!=Succeeded,status.phase!=Failed"
+ASSIGNED_ACTIVE_PODS = "spec.nodeName!=," + ACTIVE_PODS
 
 
 def wire_informers(
@@ -88,6 +89,7 @@ def _chain(first: Any, then: Any) -> Any:
 
 
 __all__ = [
+    "ACTIVE_PODS",
     "ASSIGNED_ACTIVE_PODS",
     "Cache",
     "CacheError",

@@ -22,9 +22,6 @@ from extender.config import ConfigError, SchedulerConfig, load
 
 log = logging.getLogger("extender.scheduler")
 
-# Pods in a terminal phase hold no resources: upstream's informers never see them.
-ACTIVE_PODS = "status.phase!=Succeeded,status.phase!=Failed"
-
 
 def _assigned(pod: dict) -> bool:
     return bool((pod.get("spec") or {}).get("nodeName"))
@@ -85,7 +82,7 @@ class Runtime:
     """Everything one ``kube-extender run`` process holds."""
 
     def __init__(self, config: SchedulerConfig, client: Any) -> None:
-        from extender.cache import Cache, Informer
+        from extender.cache import ACTIVE_PODS, Cache, Informer
         from extender.framework.runtime import Framework
         from extender.framework.schedule import SchedulingAlgorithm
         from extender.plugins import in_tree_registry

@@ -49,8 +49,6 @@ from .queue import SchedulingQueue, pod_update_event
 
 log = logging.getLogger(__name__)
 
-MAX_EVENT_NOTE_BYTES = 1024
-
 
 class Cache(Protocol):
     """What the loop needs of the cluster cache (``extender.cache.Cache``)."""
@@ -67,7 +65,10 @@ class Cache(Protocol):
 
 
 class Reporter(Protocol):
-    """Writes what the scheduler decided back to the API: events and pod status."""
+    """Writes what the scheduler decided back to the API: events and pod status.
+
+    The reporter owns the wire limits (an Event note is at most 1024 bytes).
+    """
 
     def record_event(
         self, pod: dict, event_type: str, reason: str, action: str, note: str
@@ -85,13 +86,6 @@ class Metrics:
 
     def pending(self, counts: dict[str, int]) -> None:
         pass
-
-
-def truncate_note(message: str) -> str:
-    data = message.encode()
-    if len(data) <= MAX_EVENT_NOTE_BYTES:
-        return message
-    return data[: MAX_EVENT_NOTE_BYTES - 4].decode(errors="ignore") + " ..."
 
 
 class Scheduler:
@@ -347,9 +341,7 @@ class Scheduler:
             if nominating is not None:
                 self.queue.nominator.add_nominated_pod(info.pod_info, nominating)
         log.info("pod %s/%s: %s", namespace, name, message)
-        self.reporter.record_event(
-            pod, "Warning", "FailedScheduling", "Scheduling", truncate_note(message)
-        )
+        self.reporter.record_event(pod, "Warning", "FailedScheduling", "Scheduling", message)
         patch: dict[str, Any] = {
             "status": {
                 "conditions": [
@@ -478,4 +470,4 @@ def _condition_changed(pod: dict, condition: dict) -> bool:
     return True
 
 
-__all__ = ["Scheduler", "pod_key", "node_update_action", "truncate_note"]
+__all__ = ["Scheduler", "pod_key", "node_update_action"]
