@@ -3,17 +3,16 @@ real kube-scheduler and our standalone scheduler against the real control plane.
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 import time
 import urllib.error
 import urllib.request
 from pathlib import Path
 
 import orjson
+import yaml
 
-from extender.controlplane import ControlPlane, free_port, stop_pid
+from extender.controlplane import ControlPlane, free_port, kube_extender, spawn, stop_pid
 
 
 def wait_until(predicate, timeout: float, what: str, interval: float = 0.2):  # noqa: ANN001, ANN201
@@ -28,21 +27,12 @@ def wait_until(predicate, timeout: float, what: str, interval: float = 0.2):  # 
 
 
 class Process:
-    """A child process in its own process group, logging to a file."""
+    """A ``kube-extender`` subcommand in its own process group, logging to a file."""
 
-    def __init__(self, name: str, argv: list[str], log_dir: Path, env: dict | None = None) -> None:
+    def __init__(self, name: str, args: list[str], log_dir: Path) -> None:
         self.name = name
         self.log_path = log_dir / f"{name}.log"
-        log_dir.mkdir(parents=True, exist_ok=True)
-        with open(self.log_path, "ab") as log:
-            self.proc = subprocess.Popen(
-                argv,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-                start_new_session=True,
-                env={**os.environ, **(env or {})},
-            )
+        self.proc = spawn(kube_extender(*args), self.log_path)
 
     def alive(self) -> bool:
         return self.proc.poll() is None
@@ -66,37 +56,11 @@ class Process:
         stop_pid(self.proc.pid, timeout=0)
 
 
-class Extender(Process):
-    """``kube-extender serve`` under gunicorn on a free port."""
+class Served(Process):
+    """A process serving HTTP on ``self.port``: health, readiness and Prometheus metrics."""
 
-    def __init__(
-        self,
-        cp: ControlPlane,
-        config_text: str,
-        name: str = "extender",
-        extra: list[str] | None = None,
-        scheme: str = "http",
-    ) -> None:
-        self.port = free_port()
-        self.scheme = scheme
-        config = cp.directory / f"{name}-config.yaml"
-        config.write_text(config_text)
-        argv = [
-            sys.executable,
-            "-m",
-            "extender",
-            "serve",
-            "--config",
-            str(config),
-            "--bind",
-            f"127.0.0.1:{self.port}",
-            "--kubeconfig",
-            str(cp.kubeconfig),
-            "--log-level",
-            "debug",
-            *(extra or ()),
-        ]
-        super().__init__(name, argv, cp.directory / "logs")
+    port: int
+    scheme = "http"
 
     @property
     def url(self) -> str:
@@ -114,10 +78,10 @@ class Extender(Process):
     def wait_ready(self, timeout: float = 30, context=None) -> None:  # noqa: ANN001
         def ready() -> bool:
             if not self.alive():
-                raise AssertionError(f"the extender exited:\n{self.log()}")
+                raise AssertionError(f"{self.name} exited:\n{self.log()}")
             return self.get("/readyz", context)[0] == 200
 
-        wait_until(ready, timeout, "the extender's /readyz")
+        wait_until(ready, timeout, f"{self.name} /readyz")
 
     def metric(self, name: str, **labels: str) -> float:
         """Sum of a Prometheus sample over the series matching ``labels``."""
@@ -130,6 +94,26 @@ class Extender(Process):
             if all(f'{k}="{v}"' in line for k, v in labels.items()):
                 total += float(line.rsplit(" ", 1)[1])
         return total
+
+
+class Extender(Served):
+    """``kube-extender serve`` under gunicorn on a free port."""
+
+    def __init__(
+        self,
+        cp: ControlPlane,
+        config_text: str,
+        name: str = "extender",
+        extra: list[str] | None = None,
+        scheme: str = "http",
+    ) -> None:
+        self.port = free_port()
+        self.scheme = scheme
+        config = cp.directory / f"{name}-config.yaml"
+        config.write_text(config_text)
+        args = ["serve", "--config", str(config), "--bind", f"127.0.0.1:{self.port}"]
+        args += ["--kubeconfig", str(cp.kubeconfig), "--log-level", "debug", *(extra or ())]
+        super().__init__(name, args, cp.directory / "logs")
 
     def post(self, verb: str, body: object) -> tuple[int, object]:
         request = urllib.request.Request(
@@ -168,7 +152,7 @@ def scheduler_config(extender: Extender | None, **extender_fields: object) -> di
     return config
 
 
-class Standalone(Process):
+class Standalone(Served):
     """``kube-extender run``: our standalone scheduler against the control plane."""
 
     def __init__(
@@ -178,55 +162,14 @@ class Standalone(Process):
         name: str = "standalone",
         identity: str | None = None,
     ) -> None:
-        import yaml
-
         self.port = free_port()
         path = cp.directory / f"{name}-config.yaml"
         path.write_text(yaml.safe_dump(config, sort_keys=False))
-        argv = [
-            sys.executable,
-            "-m",
-            "extender",
-            "run",
-            "--config",
-            str(path),
-            "--kubeconfig",
-            str(cp.kubeconfig),
-            "--metrics-bind",
-            f"127.0.0.1:{self.port}",
-            "--log-level",
-            "debug",
-        ]
+        args = ["run", "--config", str(path), "--kubeconfig", str(cp.kubeconfig)]
+        args += ["--metrics-bind", f"127.0.0.1:{self.port}", "--log-level", "debug"]
         if identity:
-            argv += ["--identity", identity]
-        super().__init__(name, argv, cp.directory / "logs")
-
-    def get(self, path: str) -> tuple[int, bytes]:
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{self.port}{path}", timeout=5) as r:
-                return r.status, r.read()
-        except urllib.error.HTTPError as exc:
-            return exc.code, exc.read()
-        except (urllib.error.URLError, OSError):
-            return 0, b""
-
-    def wait_ready(self, timeout: float = 30) -> None:
-        def ready() -> bool:
-            if not self.alive():
-                raise AssertionError(f"{self.name} exited:\n{self.log()}")
-            return self.get("/readyz")[0] == 200
-
-        wait_until(ready, timeout, f"{self.name} /readyz")
-
-    def metric(self, name: str, **labels: str) -> float:
-        status, body = self.get("/metrics")
-        assert status == 200, body
-        total = 0.0
-        for line in body.decode().splitlines():
-            if line.startswith(name + "{") or line.startswith(name + " "):
-                if all(f'{k}="{v}"' in line for k, v in labels.items()):
-                    total += float(line.rsplit(" ", 1)[1])
-        return total
+            args += ["--identity", identity]
+        super().__init__(name, args, cp.directory / "logs")
 
 
 def standalone_config(
