@@ -392,14 +392,12 @@ class Snapshot:
         ]
         snap.generation = self.generation
         for info in replacing.values():
-            states = {}
-            for name, size in info.images.items():
-                base = self.node_info_map.get(info.name)
-                known = next(
-                    (i.image_states[name] for i in (base,) if i and name in i.image_states), None
-                )
-                states[name] = known or ImageStateSummary(size, 1)
-            info.image_states = states
+            before = self.node_info_map.get(info.name)
+            known = before.image_states if before is not None else {}
+            info.image_states = {
+                name: known.get(name) or ImageStateSummary(size, 1)
+                for name, size in info.images.items()
+            }
         return snap
 
     def _summarize_images(self) -> None:

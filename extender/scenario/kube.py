@@ -9,10 +9,9 @@ from __future__ import annotations
 import time
 from typing import Any
 
-import orjson
 from kubernetes.client import ApiClient
 
-from extender.kube import ApiError, raw_request
+from extender.kube import ApiError, KubeClient
 
 
 class ScenarioError(AssertionError):
@@ -29,13 +28,14 @@ class Kube:
         out: Any = print,
     ) -> None:
         self.api = api_client
+        self.client = KubeClient(api_client)
         self.namespace = namespace
         self.scheduler_name = scheduler_name
         self.out = out
         self.created_nodes: list[str] = []
         self.created_pods: list[str] = []
 
-    # -- raw requests ---------------------------------------------------------------------
+    # -- raw requests (the project's raw-JSON client) ------------------------------------
 
     def request(
         self,
@@ -45,20 +45,10 @@ class Kube:
         query: dict | None = None,
         content_type: str = "application/json",
     ) -> Any:
-        response = raw_request(self.api, method, path, body, query, content_type)
-        try:
-            data = response.data
-        finally:
-            response.release_conn()
-        return orjson.loads(data) if data else None
+        return self.client.request(method, path, body, query, content_type)
 
     def get(self, path: str, **query: Any) -> Any:
-        try:
-            return self.request("GET", path, query=query)
-        except ApiError as exc:
-            if exc.status == 404:
-                return None
-            raise
+        return self.client.get(path, **query)
 
     # -- objects --------------------------------------------------------------------------
 
