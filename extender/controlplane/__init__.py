@@ -369,7 +369,7 @@ def kube_extender(*args: str) -> list[str]:
     return [sys.executable, "-m", "extender", *args]
 
 
-def spawn(argv: list[str], log: Path) -> subprocess.Popen:
+def spawn(argv: list[str], log: Path, cwd: Path | None = None) -> subprocess.Popen:
     """A child in its own process group (``stop_pid`` stops it all), logging to ``log``."""
     log.parent.mkdir(parents=True, exist_ok=True)
     with open(log, "ab") as out:
@@ -379,6 +379,7 @@ def spawn(argv: list[str], log: Path) -> subprocess.Popen:
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
             start_new_session=True,
+            cwd=cwd,
         )
 
 

@@ -9,13 +9,11 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import time
-import urllib.request
 from pathlib import Path
 
 import pytest
 
-from extender.controlplane import free_port
+from extender.controlplane import free_port, kube_extender, spawn, stop_pid, wait_http_ok
 
 SAMPLES = Path(__file__).resolve().parents[2] / "examples" / "requests"
 
@@ -46,12 +44,9 @@ def server(tmp_path_factory: pytest.TempPathFactory):  # noqa: ANN201
     config = tmp / "config.yaml"
     config.write_text(CONFIG)
     port = free_port()
-    log = open(tmp / "serve.log", "wb")  # noqa: SIM115
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "extender",
+    log = tmp / "serve.log"
+    proc = spawn(
+        kube_extender(
             "serve",
             "--config",
             str(config),
@@ -62,24 +57,13 @@ def server(tmp_path_factory: pytest.TempPathFactory):  # noqa: ANN201
             "2",
             "--threads",
             "4",
-        ],
-        stdout=log,
-        stderr=subprocess.STDOUT,
+        ),
+        log,
     )
     url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        assert proc.poll() is None, (tmp / "serve.log").read_text()
-        try:
-            with urllib.request.urlopen(url + "/readyz", timeout=1) as response:
-                if response.status == 200:
-                    break
-        except OSError:
-            time.sleep(0.2)
+    wait_http_ok(url + "/readyz", proc, log, timeout=30)
     yield url
-    proc.terminate()
-    proc.wait(10)
-    log.close()
+    stop_pid(proc.pid)
 
 
 def curl(url: str, *args: str, stdin: str | None = None) -> tuple[int, str]:

@@ -6,12 +6,9 @@ import json
 import re
 import shlex
 import subprocess
-import sys
-import time
-import urllib.request
 from pathlib import Path
 
-from extender.controlplane import free_port
+from extender.controlplane import free_port, kube_extender, spawn, stop_pid, wait_http_ok
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -30,23 +27,10 @@ def test_readme_curl_walkthrough(tmp_path: Path) -> None:
     assert serve.startswith("kube-extender serve ")
     port = free_port()
     argv = shlex.split(serve.replace("127.0.0.1:8888", f"127.0.0.1:{port}"))
-    log = open(tmp_path / "serve.log", "wb")  # noqa: SIM115
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "extender", *argv[1:]],
-        cwd=REPO,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
+    log = tmp_path / "serve.log"
+    proc = spawn(kube_extender(*argv[1:]), log, cwd=REPO)
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            assert proc.poll() is None, (tmp_path / "serve.log").read_text()
-            try:
-                urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=1)
-                break
-            except OSError:
-                assert time.monotonic() < deadline
-                time.sleep(0.2)
+        wait_http_ok(f"http://127.0.0.1:{port}/healthz", proc, log, timeout=30)
         outputs = []
         for line in lines[1:]:
             assert line.startswith("curl ")
@@ -62,9 +46,7 @@ def test_readme_curl_walkthrough(tmp_path: Path) -> None:
             ).stdout
             outputs.append(json.loads(out))
     finally:
-        proc.terminate()
-        proc.wait(10)
-        log.close()
+        stop_pid(proc.pid)
     filtered, prioritized, bad, ready = outputs
     assert [n["metadata"]["name"] for n in filtered["Nodes"]["items"]] == [
         "ext-node-0",
