@@ -89,7 +89,9 @@ class EmptyLister:
 class Nominator(Protocol):
     """Pods nominated to nodes by preemption (upstream ``PodNominator``)."""
 
-    def add_nominated_pod(self, info: PodInfo, nominating: NominatingInfo | None = None) -> None: ...
+    def add_nominated_pod(
+        self, info: PodInfo, nominating: NominatingInfo | None = None
+    ) -> None: ...
 
     def delete_nominated_pod_if_exists(self, pod: dict) -> None: ...
 
@@ -140,10 +142,9 @@ class Client(Protocol):
         self,
         namespace: str,
         name: str,
-        *,
         uid: str | None = None,
         grace_period_seconds: int | None = None,
-    ) -> None: ...
+    ) -> dict | None: ...
 
     def patch_pod_status(self, namespace: str, name: str, patch: dict) -> dict | None: ...
 
@@ -169,7 +170,8 @@ class Extender(Protocol):
 
     ``filter`` returns (kept nodes, failed node -> reason, failed-and-unresolvable node ->
     reason); ``prioritize`` node -> score in ``0..MAX_EXTENDER_PRIORITY``;
-    ``process_preemption`` the candidates (node -> victims) it keeps. Each raises on failure;
+    ``process_preemption`` gets node -> (victim pods, PDB violations) and answers the candidates it
+    keeps as node -> (victim UIDs, PDB violations). Each raises on failure;
     ``ignorable`` says whether the scheduler may go on without it.
     """
 
@@ -194,8 +196,8 @@ class Extender(Protocol):
     def prioritize(self, pod: dict, nodes: list[NodeInfo]) -> dict[str, int]: ...
 
     def process_preemption(
-        self, pod: dict, victims: dict[str, list[dict]], node_infos: dict[str, NodeInfo]
-    ) -> dict[str, list[dict]]: ...
+        self, pod: dict, node_to_victims: dict[str, tuple[list[dict], int]]
+    ) -> dict[str, tuple[list[str], int]]: ...
 
     def bind(self, pod: dict, node_name: str) -> None: ...
 

@@ -25,5 +25,9 @@ class Profile:
     # None: use the global value; 0: adaptive (spec §2.5)
     percentage_of_nodes_to_score: int | None = None
 
+    def plugin_names(self) -> set[str]:
+        """Every plugin the profile enables, at any point."""
+        return {spec.name for specs in self.plugins.values() for spec in specs}
+
     def enabled(self, point: str) -> list[str]:
         return [spec.name for spec in self.plugins.get(point, ())]

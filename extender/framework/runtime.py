@@ -9,7 +9,6 @@ framework serves concurrent cycles (webhook request threads) safely.
 from __future__ import annotations
 
 import logging
-import random
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -17,6 +16,7 @@ import orjson
 
 from .cycle_state import CycleState
 from .events import ActionType, ClusterEvent, ClusterEventWithHint, Resource
+from .handle import Kind, Lister, Services
 from .interfaces import (
     EXTENSION_POINTS,
     BindPlugin,
@@ -59,16 +59,6 @@ class ProfileError(ValueError):
     """A profile that cannot be built (unknown plugin, plugin lacking the point, bad weight)."""
 
 
-class Nominator:
-    """What the framework needs from a nominator: pods nominated to a node (spec §4.7)."""
-
-    def nominated_pods_for_node(self, node_name: str) -> list[PodInfo]:
-        return []
-
-    def has_nominated_pods(self) -> bool:
-        return False
-
-
 def _pod_uid(pod: dict) -> str:
     return (pod.get("metadata") or {}).get("uid", "")
 
@@ -80,25 +70,20 @@ class Framework:
         self,
         profile: Profile,
         registry: Registry,
-        *,
-        client: Any = None,
-        nominator: Nominator | None = None,
-        rng: random.Random | None = None,
-        pdb_lister: Callable[[], list[dict]] | None = None,
-        namespace_labels: Callable[[str], dict | None] | None = None,
-        event_recorder: Any = None,
+        services: Services | None = None,
     ) -> None:
+        services = services or Services()
         self.profile = profile
         self.profile_name = profile.scheduler_name
         self.percentage_of_nodes_to_score = profile.percentage_of_nodes_to_score
-        self.client = client
-        self.nominator = nominator or Nominator()
-        self.rng = rng or random.Random()
-        self.pdb_lister = pdb_lister or (lambda: [])
-        self.namespace_labels = namespace_labels or (lambda namespace: None)
-        self.event_recorder = event_recorder
-        # Prometheus hooks of the standalone scheduler (``preemption(victims)``), if any.
-        self.metrics: Any = None
+        # The Handle (extender.framework.handle): what plugins reach outside the core.
+        self.services = services
+        self.client = services.client
+        self.event_recorder = services.event_recorder
+        self.nominator = services.nominator
+        self.metrics = services.metrics
+        self.extenders = services.extenders
+        self.rng = services.rng
         self.waiting_pods = WaitingPods()
 
         self.plugins: dict[str, Any] = {}
@@ -161,6 +146,12 @@ class Framework:
 
     def plugin(self, name: str) -> Any:
         return self.plugins.get(name)
+
+    def lister(self, kind: Kind) -> Lister:
+        return self.services.listers(kind)
+
+    def namespace_labels(self, namespace: str) -> dict | None:
+        return self.services.namespace_labels(namespace)
 
     def has_filter_plugins(self) -> bool:
         return bool(self.filter_plugins)

@@ -11,9 +11,9 @@ import random
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
 
 from .cycle_state import CycleState
+from .handle import Extender
 from .runtime import Framework
 from .status import Code, Status
 from .types import NodeInfo, NodePluginScores, Snapshot
@@ -91,26 +91,6 @@ class SchedulingError(Exception):
     def __init__(self, status: Status) -> None:
         self.status = status
         super().__init__(status.message)
-
-
-class Extender(Protocol):
-    """What the algorithm needs from an HTTP extender (the standalone scheduler's client)."""
-
-    name: str
-    weight: int
-    ignorable: bool
-
-    def is_interested(self, pod: dict) -> bool: ...
-
-    def is_filter(self) -> bool: ...
-
-    def is_prioritizer(self) -> bool: ...
-
-    def filter(
-        self, pod: dict, nodes: list[NodeInfo]
-    ) -> tuple[list[NodeInfo], dict[str, str], dict[str, str]]: ...
-
-    def prioritize(self, pod: dict, nodes: list[NodeInfo]) -> dict[str, int]: ...
 
 
 @dataclass
@@ -360,5 +340,4 @@ def _fresh_state(state: CycleState) -> CycleState:
 
 
 def _has_nominations(fwk: Framework) -> bool:
-    has = getattr(fwk.nominator, "has_nominated_pods", None)
-    return True if has is None else bool(has())
+    return fwk.nominator.has_nominated_pods()

@@ -6,10 +6,7 @@ on first use, so a profile only pays for the plugins it enables.
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
-
-from extender.framework.registry import PluginFactory, Registry
+from extender.framework.registry import LazyPlugin, Registry
 
 # plugin name -> "module:Class" under extender.plugins
 IN_TREE_PLUGINS: dict[str, str] = {
@@ -33,24 +30,16 @@ IN_TREE_PLUGINS: dict[str, str] = {
 }
 
 
-def _lazy(target: str) -> PluginFactory:
-    module_name, class_name = target.split(":")
-
-    def factory(args: dict, handle: Any) -> Any:
-        module = importlib.import_module(f"{__name__}.{module_name}")
-        return getattr(module, class_name)(args, handle)
-
-    return factory
+IN_TREE = "in-tree"
 
 
 def in_tree_registry() -> Registry:
     registry = Registry()
     for name, target in IN_TREE_PLUGINS.items():
-        registry.register(name, _lazy(target))
+        registry.register(name, LazyPlugin(f"{__name__}.{target}"), IN_TREE)
     return registry
 
 
 def plugin_class(name: str) -> type:
     """The class of an in-tree plugin (for config validation and docs)."""
-    module_name, class_name = IN_TREE_PLUGINS[name].split(":")
-    return getattr(importlib.import_module(f"{__name__}.{module_name}"), class_name)
+    return LazyPlugin(f"{__name__}.{IN_TREE_PLUGINS[name]}").load()

@@ -7,9 +7,8 @@ binding cycle then unreserves, forgets the assumed pod and requeues it. Mutates 
 
 from __future__ import annotations
 
-from typing import Any
-
 from extender.framework.cycle_state import CycleState
+from extender.framework.handle import Handle
 from extender.framework.status import Status
 
 NAME = "DefaultBinder"
@@ -18,11 +17,11 @@ NAME = "DefaultBinder"
 class DefaultBinder:
     name = NAME
 
-    def __init__(self, args: dict, handle: Any) -> None:
+    def __init__(self, args: dict, handle: Handle) -> None:
         self.handle = handle
 
     def bind(self, state: CycleState, pod: dict, node_name: str) -> Status | None:
-        client = getattr(self.handle, "client", None)
+        client = self.handle.client
         if client is None:
             return Status.error("no API client to bind with", plugin=NAME)
         try:

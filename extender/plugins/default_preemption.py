@@ -30,6 +30,7 @@ from typing import Any
 
 from extender.framework.cycle_state import CycleState
 from extender.framework.events import ClusterEventWithHint
+from extender.framework.handle import POD_DISRUPTION_BUDGETS, PODS, Handle
 from extender.framework.labels import LabelSelector
 from extender.framework.schedule import Diagnosis, fit_error_message
 from extender.framework.status import Code, Status
@@ -434,8 +435,9 @@ def _is_not_found(exc: BaseException) -> bool:
 
 class DefaultPreemption:
     name = NAME
+    reads = (PODS, POD_DISRUPTION_BUDGETS)
 
-    def __init__(self, args: dict, handle: Any) -> None:
+    def __init__(self, args: dict, handle: Handle) -> None:
         args = args or {}
         self.min_candidate_nodes_percentage = _int_arg(
             args, "minCandidateNodesPercentage", DEFAULT_MIN_CANDIDATE_NODES_PERCENTAGE
@@ -445,9 +447,6 @@ class DefaultPreemption:
         )
         validate_args(self.min_candidate_nodes_percentage, self.min_candidate_nodes_absolute)
         self.handle = handle
-        # HTTP extenders with a preemptVerb (objects like
-        # extender.scheduler.http_extender.HTTPExtender); the standalone scheduler sets them.
-        self.extenders: list[Any] = []
 
     def events_to_register(self) -> list[ClusterEventWithHint]:
         # Preemption never rejects a pod by itself (no PreEnqueue here), so no event is
@@ -527,7 +526,7 @@ class DefaultPreemption:
         potential = nodes_where_preemption_might_help(filtered_node_status, snapshot)
         if not potential:
             return [], {}, None
-        pdbs = list(self.handle.pdb_lister() or ())
+        pdbs = self.handle.lister(POD_DISRUPTION_BUDGETS).list()
         offset, num = self.get_offset_and_num_candidates(len(potential))
         candidates, statuses = dry_run_preemption(
             self.handle, state, pod, potential, pdbs, offset, num
@@ -549,12 +548,13 @@ class DefaultPreemption:
         ``{node: (victim UIDs, PDB violations)}`` (``HTTPExtender.process_preemption``);
         UIDs are resolved against the pods on the node in the snapshot.
         """
-        if not self.extenders or not candidates:
+        extenders = self.handle.extenders
+        if not extenders or not candidates:
             return candidates, None
         victims_map: dict[str, tuple[list[PodInfo], int]] = {
             c.name: (c.victims, c.num_pdb_violations) for c in candidates
         }
-        for extender in self.extenders:
+        for extender in extenders:
             if not extender.supports_preemption() or not extender.is_interested(pod):
                 continue
             request = {node: ([v.pod for v in vs], n) for node, (vs, n) in victims_map.items()}
@@ -562,13 +562,13 @@ class DefaultPreemption:
                 reply = extender.process_preemption(pod, request)
                 resolved = _resolve_victims(extender, reply, snapshot)
             except Exception as exc:
-                if getattr(extender, "ignorable", False):
+                if extender.ignorable:
                     log.info("skipping ignorable extender %s: %s", extender.name, exc)
                     continue
                 return [], Status.error(exc)
             for node in list(resolved):
                 if not resolved[node][0]:
-                    if getattr(extender, "ignorable", False):
+                    if extender.ignorable:
                         del resolved[node]
                         continue
                     return [], Status.error(f'expected at least one victim pod on node "{node}"')
@@ -581,9 +581,7 @@ class DefaultPreemption:
 
     def prepare_candidate(self, candidate: Candidate, pod: dict) -> Status | None:
         """Evict the victims and clear lower-priority nominations on the chosen node."""
-        metrics = getattr(self.handle, "metrics", None)
-        if metrics is not None:
-            metrics.preemption(len(candidate.victims))
+        self.handle.metrics.preemption(len(candidate.victims))
         for victim in candidate.victims:
             if victim.deleting:
                 continue  # graceful deletion already under way
@@ -602,6 +600,8 @@ class DefaultPreemption:
             waiting.reject(NAME, "preempted")
         else:
             client = self.handle.client
+            if client is None:
+                raise RuntimeError("no API client to evict preemption victims with")
             scheduler_name = (preemptor.get("spec") or {}).get(
                 "schedulerName"
             ) or self.handle.profile_name
@@ -611,10 +611,11 @@ class DefaultPreemption:
                 "reason": REASON_PREEMPTION_BY_SCHEDULER,
                 "message": f"{scheduler_name}: preempting to accommodate a higher priority pod",
             }
-            patch = getattr(client, "patch_pod_status", None)
-            if patch is not None and not _has_condition(victim.pod, condition):
+            if not _has_condition(victim.pod, condition):
                 try:
-                    patch(victim.namespace, victim.name, {"status": {"conditions": [condition]}})
+                    client.patch_pod_status(
+                        victim.namespace, victim.name, {"status": {"conditions": [condition]}}
+                    )
                 except Exception as exc:
                     if _is_not_found(exc):
                         return
@@ -626,31 +627,29 @@ class DefaultPreemption:
                     return
                 raise
         uid = (preemptor.get("metadata") or {}).get("uid", "")
-        recorder = getattr(self.handle.event_recorder, "record_event", None)
-        if recorder is not None:
-            recorder(
-                victim.pod,
-                "Normal",
-                "Preempted",
-                "Preempting",
-                f"Preempted by pod {uid} on node {node_name}",
-            )
+        self.handle.event_recorder.record_event(
+            victim.pod,
+            "Normal",
+            "Preempted",
+            "Preempting",
+            f"Preempted by pod {uid} on node {node_name}",
+        )
 
     def clear_lower_priority_nominations(self, pod: dict, node_name: str) -> None:
         """Lower-priority pods nominated to ``node_name`` may no longer fit there."""
         nominator = self.handle.nominator
         priority = pod_priority(pod)
         lower = [p for p in nominator.nominated_pods_for_node(node_name) if p.priority < priority]
-        patch = getattr(self.handle.client, "patch_pod_status", None)
+        client = self.handle.client
         for info in lower:
-            if patch is not None and _nominated_node_name(info.pod):
+            if client is not None and _nominated_node_name(info.pod):
                 try:
-                    patch(info.namespace, info.name, {"status": {"nominatedNodeName": None}})
+                    client.patch_pod_status(
+                        info.namespace, info.name, {"status": {"nominatedNodeName": None}}
+                    )
                 except Exception:
                     log.warning("clearing nominatedNodeName of %s failed", info.key, exc_info=True)
-            delete = getattr(nominator, "delete_nominated_pod_if_exists", None)
-            if delete is not None:
-                delete(info.pod)
+            nominator.delete_nominated_pod_if_exists(info.pod)
 
 
 def _has_condition(pod: dict, condition: dict) -> bool:

@@ -28,7 +28,6 @@ Contract
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import Any
 
 from extender.framework.cycle_state import CycleState, StateNotFound
 from extender.framework.events import (
@@ -38,6 +37,7 @@ from extender.framework.events import (
     QueueingHint,
     Resource,
 )
+from extender.framework.handle import NAMESPACES, PODS, Handle
 from extender.framework.runtime import MAX_NODE_SCORE
 from extender.framework.status import SKIP, Status, unresolvable, unschedulable
 from extender.framework.types import (
@@ -70,16 +70,13 @@ class NamespaceLabels:
 
     __slots__ = ("_lookup", "_cache")
 
-    def __init__(self, handle: Any) -> None:
-        lookup = getattr(handle, "namespace_labels", None) if handle is not None else None
-        self._lookup: Callable[[str], dict | None] | None = lookup if callable(lookup) else None
+    def __init__(self, handle: Handle) -> None:
+        self._lookup: Callable[[str], dict | None] = handle.namespace_labels
         self._cache: dict[str, dict | None] = {}
 
     def get(self, namespace: str) -> dict | None:
         if namespace not in self._cache:
-            self._cache[namespace] = (
-                self._lookup(namespace) if self._lookup is not None else None
-            ) or None
+            self._cache[namespace] = self._lookup(namespace) or None
         return self._cache[namespace]
 
 
@@ -169,8 +166,9 @@ class PreScoreState:
 
 class InterPodAffinity:
     name = NAME
+    reads = (PODS, NAMESPACES)
 
-    def __init__(self, args: dict, handle: Any) -> None:
+    def __init__(self, args: dict, handle: Handle) -> None:
         self.handle = handle
         args = args or {}
         weight = args.get("hardPodAffinityWeight", DEFAULT_HARD_POD_AFFINITY_WEIGHT)

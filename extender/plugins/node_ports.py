@@ -15,7 +15,6 @@ Reads ``NodeInfo.used_ports``; mutates nothing.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any
 
 from extender.framework.cycle_state import CycleState, StateNotFound
 from extender.framework.events import (
@@ -25,6 +24,7 @@ from extender.framework.events import (
     QueueingHint,
     Resource,
 )
+from extender.framework.handle import PODS, Handle
 from extender.framework.status import SKIP, Status, unschedulable
 from extender.framework.types import NodeInfo, PreFilterResult, host_ports_of
 
@@ -72,8 +72,9 @@ class _PreFilterState:
 
 class NodePorts:
     name = NAME
+    reads = (PODS,)
 
-    def __init__(self, args: dict, handle: Any) -> None:
+    def __init__(self, args: dict, handle: Handle) -> None:
         self.handle = handle
 
     def pre_filter(

@@ -16,9 +16,9 @@ Reads NodeInfo aggregates; writes only its PreScore key; mutates nothing.
 from __future__ import annotations
 
 import math
-from typing import Any
 
 from extender.framework.cycle_state import CycleState, StateNotFound
+from extender.framework.handle import PODS, Handle
 from extender.framework.runtime import MAX_NODE_SCORE
 from extender.framework.status import SKIP, Status
 from extender.framework.types import NodeInfo
@@ -82,10 +82,11 @@ class _PreScoreState:
 
 class NodeResourcesBalancedAllocation:
     name = NAME
+    reads = (PODS,)
     # Answers depend only on the pod's spec and the NodeInfo: the runtime may memoize them.
     memo_points = ("score",)
 
-    def __init__(self, args: dict, handle: Any) -> None:
+    def __init__(self, args: dict, handle: Handle) -> None:
         self.handle = handle
         errors: list[str] = []
         specs = parse_resource_specs((args or {}).get("resources"), "resources", errors)

@@ -37,6 +37,8 @@ from extender.framework.events import (
     QueueingHint,
     Resource,
 )
+from extender.framework.handle import PODS as POD_OBJECTS
+from extender.framework.handle import Handle
 from extender.framework.resources import CPU, EPHEMERAL_STORAGE, MEMORY, PODS, pod_requests
 from extender.framework.resources import Resource as Amounts
 from extender.framework.runtime import MAX_NODE_SCORE
@@ -506,10 +508,11 @@ def _parse_shape(value: Any, path: str, errors: list[str]) -> list[tuple[int, in
 
 class NodeResourcesFit:
     name = NAME
+    reads = (POD_OBJECTS,)
     # Answers depend only on the pod's spec and the NodeInfo: the runtime may memoize them.
     memo_points = ("filter", "score")
 
-    def __init__(self, args: dict, handle: Any) -> None:
+    def __init__(self, args: dict, handle: Handle) -> None:
         self.handle = handle
         args = args or {}
         errors: list[str] = []

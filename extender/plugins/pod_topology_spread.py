@@ -30,12 +30,10 @@ zone maxSkew 5, both ScheduleAnyway; ``List`` uses ``defaultConstraints``. They 
 pod without any constraints, and only with the selector upstream derives from the Services
 selecting the pod and the pod's controlling ReplicationController/ReplicaSet/StatefulSet
 (``helper.DefaultSelector``). An empty derived selector means *no* default constraints. This
-plugin finds those objects through two optional handle hooks: ``handle.service_lister() ->
-list[service dict]`` and ``handle.controller_lookup(kind, namespace, name) -> dict | None``. The
-current framework provides neither, so a pod without constraints gets no default spreading
-(PreScore Skip) — the same answer upstream gives a bare pod that no Service or controller
-selects. With System defaulting, nodes missing a default key are not ignored (hostname spreading
-still works on nodes without a zone label).
+plugin reads those objects from the handle's listers (``reads`` declares the kinds, so both
+shells watch them); a pod that no Service or controller selects gets no default spreading
+(PreScore Skip), as upstream. With System defaulting, nodes missing a default key are not
+ignored (hostname spreading still works on nodes without a zone label).
 """
 
 from __future__ import annotations
@@ -43,7 +41,6 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
 
 from extender.framework.cycle_state import CycleState, StateNotFound
 from extender.framework.events import (
@@ -52,6 +49,15 @@ from extender.framework.events import (
     ClusterEventWithHint,
     QueueingHint,
     Resource,
+)
+from extender.framework.handle import (
+    PODS,
+    REPLICA_SETS,
+    REPLICATION_CONTROLLERS,
+    SERVICES,
+    STATEFUL_SETS,
+    Handle,
+    Kind,
 )
 from extender.framework.labels import LabelSelector, RequiredNodeAffinity, find_untolerated_taint
 from extender.framework.runtime import MAX_NODE_SCORE
@@ -225,8 +231,9 @@ class PreScoreState:
 
 class PodTopologySpread:
     name = NAME
+    reads = (PODS, SERVICES, REPLICATION_CONTROLLERS, REPLICA_SETS, STATEFUL_SETS)
 
-    def __init__(self, args: dict, handle: Any) -> None:
+    def __init__(self, args: dict, handle: Handle) -> None:
         self.handle = handle
         self.match_counts = MatchCounts()
         args = args or {}
@@ -262,16 +269,12 @@ class PodTopologySpread:
         return constraints
 
     def _default_selector(self, pod: dict) -> LabelSelector | None:
-        service_lister: Callable[[], list[dict]] | None = getattr(
-            self.handle, "service_lister", None
-        )
-        controller_lookup: Callable[[str, str, str], dict | None] | None = getattr(
-            self.handle, "controller_lookup", None
-        )
-        services = service_lister() if callable(service_lister) else []
-        return default_selector(
-            pod, services, controller_lookup if callable(controller_lookup) else None
-        )
+        namespace = (pod.get("metadata") or {}).get("namespace") or "default"
+        services = self.handle.lister(SERVICES).list(namespace)
+        return default_selector(pod, services, self._controller)
+
+    def _controller(self, kind: str, namespace: str, name: str) -> dict | None:
+        return self.handle.lister(CONTROLLER_KINDS[kind]).get(namespace, name)
 
     # -- PreFilter / Filter -----------------------------------------------------------
 
@@ -548,6 +551,14 @@ def _involved(changed: dict, pod: dict) -> bool:
         (pod.get("metadata") or {}).get("namespace") or "default"
     )
     return assigned and same_ns
+
+
+# The controllers whose selector upstream's DefaultSelector merges, by owner kind.
+CONTROLLER_KINDS: dict[str, Kind] = {
+    "ReplicationController": REPLICATION_CONTROLLERS,
+    "ReplicaSet": REPLICA_SETS,
+    "StatefulSet": STATEFUL_SETS,
+}
 
 
 def default_selector(

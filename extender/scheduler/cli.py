@@ -15,206 +15,23 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from extender import logs
-from extender.config import ConfigError, SchedulerConfig, load
+from extender.composition import StandaloneScheduler
+from extender.config import ConfigError, load
 
 log = logging.getLogger("extender.scheduler")
 
 
-def _assigned(pod: dict) -> bool:
-    return bool((pod.get("spec") or {}).get("nodeName"))
-
-
-class PodDispatcher:
-    """Routes pod events: assigned pods to the cache, unassigned ones to the queue (spec §5.1)."""
-
-    def __init__(self, cache: Any, scheduler: Any) -> None:
-        self.cache = cache
-        self.scheduler = scheduler
-
-    def on_add(self, pod: dict) -> None:
-        if _assigned(pod):
-            self.cache.add_pod(pod)
-            self.scheduler.on_assigned_pod_add(pod)
-        else:
-            self.scheduler.on_unassigned_pod_add(pod)
-
-    def on_update(self, old: dict, new: dict) -> None:
-        if _assigned(new):
-            if _assigned(old):
-                self.cache.update_pod(old, new)
-                self.scheduler.on_assigned_pod_update(old, new)
-            else:
-                self.cache.add_pod(new)
-                self.scheduler.on_assigned_pod_add(new)
-        else:
-            self.scheduler.on_unassigned_pod_update(old, new)
-
-    def on_delete(self, pod: dict) -> None:
-        if _assigned(pod):
-            self.cache.remove_pod(pod)
-            self.scheduler.on_assigned_pod_delete(pod)
-        else:
-            self.scheduler.on_unassigned_pod_delete(pod)
-
-
-class NodeDispatcher:
-    def __init__(self, cache: Any, scheduler: Any) -> None:
-        self.cache = cache
-        self.scheduler = scheduler
-
-    def on_add(self, node: dict) -> None:
-        self.cache.add_node(node)
-        self.scheduler.on_node_add(node)
-
-    def on_update(self, old: dict, new: dict) -> None:
-        self.cache.update_node(old, new)
-        self.scheduler.on_node_update(old, new)
-
-    def on_delete(self, node: dict) -> None:
-        self.cache.remove_node(node)
-        self.scheduler.on_node_delete(node)
-
-
-class Runtime:
-    """Everything one ``kube-extender run`` process holds."""
-
-    def __init__(self, config: SchedulerConfig, client: Any) -> None:
-        from extender.cache import ACTIVE_PODS, Cache, Informer
-        from extender.framework.runtime import Framework
-        from extender.framework.schedule import SchedulingAlgorithm
-        from extender.plugins import in_tree_registry
-
-        from .http_extender import HTTPExtender
-        from .metrics import PrometheusMetrics
-        from .queue import SchedulingQueue
-        from .scheduler import Scheduler
-
-        self.config = config
-        self.client = client
-        self.registry = CollectorRegistry()
-        self.metrics = PrometheusMetrics(self.registry)
-        self.cache = Cache()
-        frameworks: dict[str, Framework] = {}
-
-        def profile_of(pod: dict) -> Framework | None:
-            return frameworks.get((pod.get("spec") or {}).get("schedulerName") or "")
-
-        def pre_enqueue(pod: dict) -> object | None:
-            fwk = profile_of(pod)
-            return fwk.run_pre_enqueue_plugins(pod) if fwk is not None else None
-
-        def plugin_events(pod: dict) -> dict:
-            fwk = profile_of(pod)
-            return fwk.events_to_register() if fwk is not None else {}
-
-        first: list[Framework] = []
-        self.queue = SchedulingQueue(
-            lambda a, b: first[0].queue_sort_less(a, b),
-            pre_enqueue=pre_enqueue,
-            plugin_events=plugin_events,
-            pod_initial_backoff=config.pod_initial_backoff_seconds,
-            pod_max_backoff=config.pod_max_backoff_seconds,
-        )
-        self.pdbs = Informer(client, "/apis/policy/v1/poddisruptionbudgets")
-        # Handlers are set once the scheduler exists (it needs the frameworks first).
-        self.pods = Informer(client, "/api/v1/pods", field_selector=ACTIVE_PODS)
-        registry = in_tree_registry()
-        for profile in config.profiles:
-            frameworks[profile.scheduler_name] = Framework(
-                profile,
-                registry,
-                client=client,
-                nominator=self.queue.nominator,
-                pdb_lister=lambda: list(self.pdbs.store.values()),
-                namespace_labels=self.cache.namespace_labels,
-                event_recorder=client,
-            )
-        first.append(next(iter(frameworks.values())))
-        for fwk in frameworks.values():
-            fwk.metrics = self.metrics
-        extenders = [HTTPExtender(entry) for entry in config.extenders]
-        for fwk in frameworks.values():
-            for plugin in fwk.plugins.values():
-                if hasattr(plugin, "extenders"):
-                    plugin.extenders = extenders  # preemption asks the extenders too
-        self.scheduler = Scheduler(
-            frameworks,
-            self.cache,
-            self.queue,
-            client,
-            algorithm=SchedulingAlgorithm(
-                extenders, percentage_of_nodes_to_score=config.percentage_of_nodes_to_score
-            ),
-            # As upstream, the failure handler reads the informer's copy, not the API.
-            get_pod=lambda namespace, name: self.pods.get(f"{namespace}/{name}"),
-            bind_workers=config.parallelism,
-            metrics=self.metrics,
-        )
-        nodes = NodeDispatcher(self.cache, self.scheduler)
-        pods = PodDispatcher(self.cache, self.scheduler)
-        self.pods.on_add = pods.on_add
-        self.pods.on_update = pods.on_update
-        self.pods.on_delete = pods.on_delete
-        self.informers = [
-            Informer(
-                client,
-                "/api/v1/nodes",
-                on_add=nodes.on_add,
-                on_update=nodes.on_update,
-                on_delete=nodes.on_delete,
-            ),
-            self.pods,
-            Informer(
-                client,
-                "/api/v1/namespaces",
-                on_add=self.cache.add_namespace,
-                on_update=self.cache.update_namespace,
-                on_delete=self.cache.remove_namespace,
-            ),
-            self.pdbs,
-        ]
-        self.stop_event = threading.Event()
-        self.leading = threading.Event()
-
-    def synced(self) -> bool:
-        return all(informer.has_synced() for informer in self.informers)
-
-    def start_informers(self, timeout: float = 60) -> None:
-        # Nodes first, so that the pods arriving next find their NodeInfos.
-        for informer in self.informers:
-            informer.start()
-            if not informer.wait_for_sync(timeout):
-                raise RuntimeError(f"informer {informer.path} did not sync in {timeout:.0f} s")
-
-    def schedule(self) -> None:
-        self.leading.set()
-        log.info("scheduling pods of profiles %s", ", ".join(self.scheduler.frameworks))
-        pending = threading.Thread(target=self._report_pending, daemon=True)
-        pending.start()
-        self.scheduler.run(self.stop_event)
-
-    def _report_pending(self) -> None:
-        while not self.stop_event.wait(5):
-            self.metrics.pending(self.queue.pending_pods())
-
-    def stop(self) -> None:
-        self.stop_event.set()
-        self.scheduler.stop()
-        for informer in self.informers:
-            informer.stop()
-
-
-def serve_http(runtime: Runtime, bind: str) -> ThreadingHTTPServer:
+def serve_http(runtime: StandaloneScheduler, bind: str) -> ThreadingHTTPServer:
     """/healthz, /readyz (informers synced) and /metrics."""
     host, _, port = bind.rpartition(":")
 
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self) -> None:  # noqa: N802 - http.server's name
             if self.path == "/metrics":
-                self._reply(200, generate_latest(runtime.registry), CONTENT_TYPE_LATEST)
+                self._reply(200, generate_latest(runtime.metrics.registry), CONTENT_TYPE_LATEST)
             elif self.path == "/healthz":
                 self._reply(200, b"ok")
             elif self.path == "/readyz":
@@ -268,7 +85,7 @@ def main(argv: list[str]) -> int:
     except Exception as exc:
         print(f"kube-extender run: no cluster connection: {exc}", file=sys.stderr)
         return 2
-    runtime = Runtime(config, client)
+    runtime = StandaloneScheduler(config, client)
     server = serve_http(runtime, args.metrics_bind)
 
     def shutdown(signum: int, frame: Any) -> None:

@@ -45,6 +45,14 @@ class PrometheusMetrics(Metrics):
             registry=self.registry,
         )
 
+        self.plugin_errors = Counter(
+            "kube_extender_plugin_errors_total",
+            "Plugin calls that raised, timed out or returned an Error status, by plugin and "
+            "extension point.",
+            ["plugin", "extension_point"],
+            registry=self.registry,
+        )
+
     def attempt(self, result: str, profile: str, seconds: float) -> None:
         self.schedule_attempts.labels(result=result, profile=profile).inc()
         self.attempt_duration.labels(result=result, profile=profile).observe(seconds)
@@ -53,6 +61,9 @@ class PrometheusMetrics(Metrics):
         """One preemption attempt that chose a node and ``victims`` pods to evict."""
         self.preemption_attempts.inc()
         self.preemption_victims.observe(victims)
+
+    def plugin_error(self, plugin: str, point: str) -> None:
+        self.plugin_errors.labels(plugin=plugin, extension_point=point).inc()
 
     def pending(self, counts: dict[str, int]) -> None:
         for queue, count in counts.items():

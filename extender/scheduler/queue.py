@@ -144,6 +144,7 @@ class SchedulingQueue:
         self,
         less: Callable[[QueuedPodInfo, QueuedPodInfo], bool],
         *,
+        nominator: Nominator | None = None,
         pre_enqueue: Callable[[dict], object | None] = lambda pod: None,
         plugin_events: Callable[[dict], dict[str, list[ClusterEventWithHint]]] = lambda pod: {},
         clock: Callable[[], float] = time.monotonic,
@@ -171,7 +172,7 @@ class SchedulingQueue:
         self._seq = itertools.count()
         self._closed = False
         self.scheduling_cycle = 0
-        self.nominator = Nominator()
+        self.nominator = nominator or Nominator()
 
     # -- introspection ------------------------------------------------------------------
 

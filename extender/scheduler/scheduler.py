@@ -29,6 +29,7 @@ from extender.framework.events import (
     ClusterEvent,
     Resource,
 )
+from extender.framework.handle import EventRecorder
 from extender.framework.runtime import Framework
 from extender.framework.schedule import (
     Diagnosis,
@@ -64,17 +65,10 @@ class Cache(Protocol):
     def is_assumed(self, uid: str) -> bool: ...
 
 
-class Reporter(Protocol):
-    """Writes what the scheduler decided back to the API: events and pod status.
+class StatusWriter(Protocol):
+    """Writes the scheduler's verdict on a pod back to the API (its PodScheduled condition)."""
 
-    The reporter owns the wire limits (an Event note is at most 1024 bytes).
-    """
-
-    def record_event(
-        self, pod: dict, event_type: str, reason: str, action: str, note: str
-    ) -> None: ...
-
-    def patch_pod_status(self, namespace: str, name: str, patch: dict) -> None: ...
+    def patch_pod_status(self, namespace: str, name: str, patch: dict) -> dict | None: ...
 
 
 @dataclass
@@ -94,7 +88,8 @@ class Scheduler:
         frameworks: dict[str, Framework],
         cache: Cache,
         queue: SchedulingQueue,
-        reporter: Reporter,
+        events: EventRecorder,
+        status_writer: StatusWriter,
         *,
         algorithm: SchedulingAlgorithm | None = None,
         get_pod: Callable[[str, str], dict | None] = lambda namespace, name: None,
@@ -105,7 +100,8 @@ class Scheduler:
         self.frameworks = frameworks
         self.cache = cache
         self.queue = queue
-        self.reporter = reporter
+        self.events = events
+        self.status_writer = status_writer
         self.algorithm = algorithm or SchedulingAlgorithm()
         self.get_pod = get_pod
         self.metrics = metrics or Metrics()
@@ -144,7 +140,7 @@ class Scheduler:
             self.queue.done(info.pod_info.key)
             return True
         if info.pod_info.deleting:
-            self.reporter.record_event(
+            self.events.record_event(
                 pod,
                 "Warning",
                 "FailedScheduling",
@@ -245,7 +241,7 @@ class Scheduler:
                 self._binding_failed(fwk, state, info, assumed, host, status, None, start)
                 return
             meta = assumed.get("metadata") or {}
-            self.reporter.record_event(
+            self.events.record_event(
                 assumed,
                 "Normal",
                 "Scheduled",
@@ -341,7 +337,7 @@ class Scheduler:
             if nominating is not None:
                 self.queue.nominator.add_nominated_pod(info.pod_info, nominating)
         log.info("pod %s/%s: %s", namespace, name, message)
-        self.reporter.record_event(pod, "Warning", "FailedScheduling", "Scheduling", message)
+        self.events.record_event(pod, "Warning", "FailedScheduling", "Scheduling", message)
         patch: dict[str, Any] = {
             "status": {
                 "conditions": [
@@ -362,7 +358,7 @@ class Scheduler:
             "nominatedNodeName" in patch["status"]
         ):
             try:
-                self.reporter.patch_pod_status(namespace, name, patch)
+                self.status_writer.patch_pod_status(namespace, name, patch)
             except Exception:
                 log.warning("patching status of %s/%s failed", namespace, name, exc_info=True)
 

@@ -21,19 +21,6 @@ from gunicorn.app.base import BaseApplication
 from extender import logs
 from extender.config import ConfigError, SchedulerConfig, load
 
-# Plugins that read the pods on each node: without a cluster connection they would see every
-# node as empty and silently answer wrong, so the service refuses to start with them.
-PLUGINS_NEEDING_PODS = frozenset(
-    {
-        "NodeResourcesFit",
-        "NodeResourcesBalancedAllocation",
-        "NodePorts",
-        "InterPodAffinity",
-        "PodTopologySpread",
-        "DefaultPreemption",
-    }
-)
-
 log = logging.getLogger("extender.webhook")
 
 
@@ -66,8 +53,8 @@ def has_cluster(kubeconfig: str | None) -> bool:
 
 def build_app(config_path: str, kubeconfig: str | None, offline: bool) -> Any:
     """The app of one worker process: framework, cache and informers, Flask routes."""
-    from extender.framework.runtime import Framework
-    from extender.plugins import in_tree_registry
+    from extender.composition import build_extender
+    from extender.framework.handle import PODS
 
     from .app import create_app
     from .service import ExtenderService
@@ -75,53 +62,36 @@ def build_app(config_path: str, kubeconfig: str | None, offline: bool) -> Any:
     config = load(config_path)
     settings = config.extender
     profile = _profile(config)
-    used = {spec.name for specs in profile.plugins.values() for spec in specs}
     kubeconfig = kubeconfig or settings.kubeconfig
     connected = not offline and has_cluster(kubeconfig)
-    if not connected and used & PLUGINS_NEEDING_PODS:
-        need = ", ".join(sorted(used & PLUGINS_NEEDING_PODS))
+    client = None
+    if connected:
+        from extender.cache import api_client
+        from extender.kube import KubeClient
+
+        client = KubeClient(api_client(kubeconfig))
+    parts = build_extender(profile, client, watch_pods=settings.watch_pods)
+    if not connected and PODS in parts.kinds:
+        need = ", ".join(sorted(n for n in profile.plugin_names() if PODS in parts.reads(n)))
         raise StartupError(
             f"profile {profile.scheduler_name!r} enables {need}, which need the pods on each "
             "node; the extender reads them from the cluster, but it has no cluster "
             "connection: give --kubeconfig (or run in a cluster), or disable those plugins"
         )
-
-    cache = client = None
-    informers: list[Any] = []
-    if connected:
-        from extender.cache import Cache, api_client, wire_informers
-        from extender.kube import KubeClient
-
-        client = KubeClient(api_client(kubeconfig))
-        cache = Cache()
-        watch_pods = settings.watch_pods
-        if watch_pods is None:
-            watch_pods = bool(used & PLUGINS_NEEDING_PODS)
-        informers = wire_informers(
-            client, cache, pods=watch_pods, namespaces="InterPodAffinity" in used
-        )
-        for informer in informers:
-            informer.start()
-        threading.Thread(target=_freeze_after_sync, args=(informers,), daemon=True).start()
-
-    fwk = Framework(
-        profile,
-        in_tree_registry(),
-        client=client,
-        pdb_lister=lambda: [],
-        namespace_labels=cache.namespace_labels if cache is not None else None,
-    )
+    parts.start()
+    if parts.informers:
+        threading.Thread(target=_freeze_after_sync, args=(parts.informers,), daemon=True).start()
     service = ExtenderService(
-        fwk,
-        cache=cache,
+        parts.framework,
+        cache=parts.cache,
         client=client,
-        ready=lambda: all(i.has_synced() for i in informers),
+        ready=parts.synced,
         filter_unresolvable=settings.filter_unresolvable,
     )
     log.info(
         "serving profile %r (%s) at %s; cluster connection: %s",
         profile.scheduler_name,
-        ", ".join(sorted(used)),
+        ", ".join(sorted(profile.plugin_names())),
         settings.url_prefix,
         "yes" if connected else "no",
     )

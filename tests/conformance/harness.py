@@ -47,6 +47,7 @@ import orjson
 from extender.controlplane import ControlPlane, free_port
 from extender.framework.cycle_state import CycleState
 from extender.framework.profile import PluginSpec, Profile
+from extender.framework.handle import Services
 from extender.framework.runtime import Framework
 from extender.framework.schedule import FitError, SchedulingAlgorithm, SchedulingError
 from extender.framework.status import Status
@@ -286,7 +287,7 @@ def our_verdict(
     pod: dict,
     namespace_labels: dict[str, dict],
 ) -> Verdict:
-    fwk = Framework(profile, registry(), namespace_labels=lambda ns: namespace_labels.get(ns))
+    fwk = Framework(profile, registry(), Services(namespace_labels=namespace_labels.get))
     snapshot = Snapshot.from_objects(copy.deepcopy(nodes), copy.deepcopy(pods))
     state = CycleState()
     try:
@@ -882,9 +883,7 @@ class Conformance:
         """Our schedule_pod on the default profile: (node or "(no fit)", scores)."""
         from extender.config import default_profile
 
-        fwk = Framework(
-            default_profile(), registry(), namespace_labels=lambda ns: ns_labels.get(ns)
-        )
+        fwk = Framework(default_profile(), registry(), Services(namespace_labels=ns_labels.get))
         snapshot = Snapshot.from_objects(copy.deepcopy(nodes), copy.deepcopy(bound))
         try:
             result = SchedulingAlgorithm().schedule_pod(

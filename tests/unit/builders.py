@@ -74,3 +74,38 @@ def make_pod(
         "spec": spec,
         "status": {"phase": "Pending" if not node_name else "Running"},
     }
+
+
+def make_handle(**services: Any) -> Any:
+    """A real Handle (a Framework with no plugins) over ``Services(**services)``."""
+    from extender.framework.handle import Services
+    from extender.framework.profile import Profile
+    from extender.framework.registry import Registry
+    from extender.framework.runtime import Framework
+
+    return Framework(Profile("test"), Registry(), Services(**services))
+
+
+class ListLister:
+    """A Lister over a fixed list of objects (what an informer's store would hold)."""
+
+    def __init__(self, objects: list[dict]) -> None:
+        self.objects = objects
+
+    def list(self, namespace: str | None = None) -> list[dict]:
+        return [
+            o
+            for o in self.objects
+            if namespace is None or o["metadata"].get("namespace") == namespace
+        ]
+
+    def get(self, namespace: str, name: str) -> dict | None:
+        for o in self.list(namespace or None):
+            if o["metadata"]["name"] == name:
+                return o
+        return None
+
+
+def make_listers(objects: dict[Any, list[dict]]) -> Any:
+    """``Services.listers`` answering from ``{Kind: [objects]}`` (empty for other kinds)."""
+    return lambda kind: ListLister(objects.get(kind, []))

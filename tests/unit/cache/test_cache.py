@@ -6,7 +6,7 @@ import threading
 
 import pytest
 
-from extender.cache import Cache, CacheError, wire_informers
+from extender.cache import Cache, CacheError
 from tests.unit.builders import make_node, make_pod
 
 
@@ -375,26 +375,6 @@ def test_concurrent_assume_and_snapshot_stay_consistent(cache: Cache) -> None:
     thread.join()
     assert not errors
     assert cpu_on(cache, "a") == 2000
-
-
-def test_wire_informers_builds_the_informers() -> None:
-    class Extra:
-        def __init__(self) -> None:
-            self.seen: list[str] = []
-
-        def on_add(self, pod: dict) -> None:
-            self.seen.append(pod["metadata"]["name"])
-
-    cache, extra = Cache(), Extra()
-    informers = wire_informers(object(), cache, namespaces=True, extra_pod_handler=extra)
-    assert [i.path for i in informers] == ["/api/v1/nodes", "/api/v1/pods", "/api/v1/namespaces"]
-    assert informers[1].query == {
-        "fieldSelector": "spec.nodeName!=,status.phase!=Succeeded,status.phase!=Failed"
-    }
-    informers[1].on_add(make_pod("p", node_name="n"))
-    assert extra.seen == ["p"]
-    assert cache.pod_count() == 1
-    assert [i.path for i in wire_informers(object(), cache, pods=False)] == ["/api/v1/nodes"]
 
 
 def test_pod_changes_swap_node_infos_without_rebuilding_image_summaries() -> None:

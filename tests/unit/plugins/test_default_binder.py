@@ -55,6 +55,6 @@ def test_any_exception_type_is_caught() -> None:
 
 
 def test_no_client_is_an_error() -> None:
-    for handle in (None, Handle(None)):
+    for handle in (Handle(None),):
         status = DefaultBinder({}, handle).bind(CycleState(), make_pod("p"), "n")
         assert status is not None and status.code == Code.ERROR

@@ -11,6 +11,7 @@ import random
 import pytest
 
 from extender.framework.cycle_state import CycleState
+from extender.framework.handle import POD_DISRUPTION_BUDGETS, Services
 from extender.framework.profile import PluginSpec, Profile
 from extender.framework.registry import Registry
 from extender.framework.runtime import Framework
@@ -35,7 +36,7 @@ from extender.plugins.default_preemption import (
     select_victims_on_node,
 )
 from extender.scheduler.queue import Nominator
-from tests.unit.builders import make_node, make_pod
+from tests.unit.builders import make_listers, make_node, make_pod
 
 FIT = "FakeCPUFit"
 
@@ -102,7 +103,7 @@ class FakeRecorder:
         self.events.append((pod["metadata"]["name"], event_type, reason, note))
 
 
-def make_framework(*, pdbs=(), client=None, nominator=None, recorder=None, args=None):
+def make_framework(*, pdbs=(), client=None, nominator=None, recorder=None, args=None, extenders=()):
     registry = Registry()
     registry.register(FIT, FakeCPUFit)
     registry.register("DefaultPreemption", DefaultPreemption)
@@ -114,15 +115,15 @@ def make_framework(*, pdbs=(), client=None, nominator=None, recorder=None, args=
         },
         plugin_config={"DefaultPreemption": args or {}},
     )
-    return Framework(
-        profile,
-        registry,
+    services = Services(
         client=client or FakeClient(),
         nominator=nominator or Nominator(),
         rng=random.Random(0),
-        pdb_lister=lambda: list(pdbs),
-        event_recorder=recorder,
+        listers=make_listers({POD_DISRUPTION_BUDGETS: list(pdbs)}),
+        event_recorder=recorder or FakeRecorder(),
+        extenders=extenders,
     )
+    return Framework(profile, registry, services)
 
 
 def pod(name, cpu, priority, *, node=None, start=None, labels=None, **spec):
@@ -662,9 +663,8 @@ class FakeExtender:
 
 def test_extender_answering_no_nodes_leaves_no_candidate():
     snapshot = _three_nodes()
-    fwk = make_framework()
     extender = FakeExtender(lambda victims: {})
-    fwk.plugin("DefaultPreemption").extenders = [extender]
+    fwk = make_framework(extenders=[extender])
     preemptor = pod("preemptor", "2", 5)
 
     result, status = _post_filter(fwk, preemptor, snapshot)
@@ -677,9 +677,8 @@ def test_extender_answering_no_nodes_leaves_no_candidate():
 
 def test_extender_narrowing_to_one_node_decides():
     snapshot = _three_nodes()
-    fwk = make_framework()
     uid_b = snapshot.get("n1").pods[0].uid
-    fwk.plugin("DefaultPreemption").extenders = [FakeExtender(lambda v: {"n1": ([uid_b], 0)})]
+    fwk = make_framework(extenders=[FakeExtender(lambda v: {"n1": ([uid_b], 0)})])
     preemptor = pod("preemptor", "2", 5)
 
     result, status = _post_filter(fwk, preemptor, snapshot)
@@ -691,8 +690,7 @@ def test_extender_narrowing_to_one_node_decides():
 
 def test_extender_naming_unknown_pod_is_an_error():
     snapshot = _three_nodes()
-    fwk = make_framework()
-    fwk.plugin("DefaultPreemption").extenders = [FakeExtender(lambda v: {"n1": (["nope"], 0)})]
+    fwk = make_framework(extenders=[FakeExtender(lambda v: {"n1": (["nope"], 0)})])
     preemptor = pod("preemptor", "2", 5)
 
     result, status = _post_filter(fwk, preemptor, snapshot)
@@ -710,7 +708,6 @@ def test_args_defaults_and_validation():
     plugin = fwk.plugin("DefaultPreemption")
     assert plugin.min_candidate_nodes_percentage == 10
     assert plugin.min_candidate_nodes_absolute == 100
-    assert plugin.extenders == []
     with pytest.raises(ValueError, match="minCandidateNodesPercentage"):
         DefaultPreemption({"minCandidateNodesPercentage": 101}, fwk)
     with pytest.raises(ValueError, match="minCandidateNodesAbsolute"):

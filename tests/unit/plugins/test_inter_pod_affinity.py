@@ -14,7 +14,7 @@ from extender.plugins.inter_pod_affinity import (
     ERR_REASON_EXISTING_ANTI_AFFINITY_RULES_NOT_MATCH,
     InterPodAffinity,
 )
-from tests.unit.builders import make_node, make_pod
+from tests.unit.builders import make_handle, make_node, make_pod
 
 ZONE = "topology.kubernetes.io/zone"
 HOST = "kubernetes.io/hostname"
@@ -91,7 +91,7 @@ def run_scoring(plugin, pod, pods=(), nodes=NODES) -> tuple[dict[str, int], dict
 
 
 def test_required_affinity_needs_a_matching_pod_in_the_domain():
-    plugin = InterPodAffinity({}, None)
+    plugin = InterPodAffinity({}, make_handle())
     db = make_pod("db", labels={"app": "db"}, node_name="n1")
     pod = make_pod("web", labels={"app": "web"}, affinity=affinity([term({"app": "db"}, ZONE)]))
     state, snapshot, status = run_pre_filter(plugin, pod, [db])
@@ -108,7 +108,7 @@ def test_required_affinity_needs_a_matching_pod_in_the_domain():
 
 
 def test_first_pod_matching_its_own_affinity_is_allowed():
-    plugin = InterPodAffinity({}, None)
+    plugin = InterPodAffinity({}, make_handle())
     pod = make_pod("web", labels={"app": "web"}, affinity=affinity([term({"app": "web"}, ZONE)]))
     unrelated = make_pod("db", labels={"app": "db"}, node_name="n1")
     state, snapshot, _ = run_pre_filter(plugin, pod, [unrelated])
@@ -122,14 +122,14 @@ def test_first_pod_matching_its_own_affinity_is_allowed():
 
 
 def test_first_pod_rule_needs_the_pod_to_match_its_own_terms():
-    plugin = InterPodAffinity({}, None)
+    plugin = InterPodAffinity({}, make_handle())
     pod = make_pod("web", labels={"app": "web"}, affinity=affinity([term({"app": "db"}, ZONE)]))
     state, snapshot, _ = run_pre_filter(plugin, pod)
     assert set(filter_all(plugin, state, pod, snapshot).values()) == {AFFINITY_FAIL}
 
 
 def test_first_pod_rule_does_not_apply_once_a_match_exists_elsewhere():
-    plugin = InterPodAffinity({}, None)
+    plugin = InterPodAffinity({}, make_handle())
     pod = make_pod("web", labels={"app": "web"}, affinity=affinity([term({"app": "web"}, ZONE)]))
     other = make_pod("web-0", labels={"app": "web"}, node_name="n3")
     state, snapshot, _ = run_pre_filter(plugin, pod, [other])
@@ -138,7 +138,7 @@ def test_first_pod_rule_does_not_apply_once_a_match_exists_elsewhere():
 
 
 def test_required_anti_affinity_rejects_the_domain_of_a_matching_pod():
-    plugin = InterPodAffinity({}, None)
+    plugin = InterPodAffinity({}, make_handle())
     web = make_pod("web-0", labels={"app": "web"}, node_name="n1")
     pod = make_pod(
         "web-1", labels={"app": "web"}, affinity=affinity(anti=[term({"app": "web"}, HOST)])
@@ -154,7 +154,7 @@ def test_required_anti_affinity_rejects_the_domain_of_a_matching_pod():
 
 
 def test_existing_pods_anti_affinity_is_symmetric():
-    plugin = InterPodAffinity({}, None)
+    plugin = InterPodAffinity({}, make_handle())
     hater = make_pod(
         "hater",
         labels={"app": "db"},
@@ -173,7 +173,7 @@ def test_existing_pods_anti_affinity_is_symmetric():
 
 
 def test_pre_filter_skips_when_nothing_constrains_the_pod():
-    plugin = InterPodAffinity({}, None)
+    plugin = InterPodAffinity({}, make_handle())
     hater = make_pod(
         "hater", node_name="n1", affinity=affinity(anti=[term({"app": "other"}, ZONE)])
     )
@@ -182,7 +182,7 @@ def test_pre_filter_skips_when_nothing_constrains_the_pod():
 
 
 def test_add_and_remove_pod_update_a_cloned_state():
-    plugin = InterPodAffinity({}, None)
+    plugin = InterPodAffinity({}, make_handle())
     hater = make_pod(
         "hater",
         labels={"app": "db"},
@@ -218,7 +218,7 @@ def test_add_and_remove_pod_update_a_cloned_state():
 
 
 def test_removing_the_only_match_reenables_the_first_pod_rule():
-    plugin = InterPodAffinity({}, None)
+    plugin = InterPodAffinity({}, make_handle())
     pod = make_pod("web", labels={"app": "web"}, affinity=affinity([term({"app": "web"}, ZONE)]))
     other = make_pod("web-0", labels={"app": "web"}, node_name="n3")
     state, snapshot, _ = run_pre_filter(plugin, pod, [other])
@@ -229,12 +229,8 @@ def test_removing_the_only_match_reenables_the_first_pod_rule():
     assert plugin.filter(sim, pod, n1) is None
 
 
-class NamespaceHandle:
-    def __init__(self, labels: dict[str, dict]) -> None:
-        self._labels = labels
-
-    def namespace_labels(self, namespace: str) -> dict | None:
-        return self._labels.get(namespace)
+def namespace_handle(labels: dict[str, dict]):
+    return make_handle(namespace_labels=labels.get)
 
 
 def test_namespace_selector_uses_handle_namespace_labels():
@@ -242,14 +238,14 @@ def test_namespace_selector_uses_handle_namespace_labels():
     selected = term({"app": "db"}, ZONE, namespaceSelector={"matchLabels": {"team": "x"}})
     pod = make_pod("web", labels={"app": "web"}, affinity=affinity([selected]))
 
-    plugin = InterPodAffinity({}, NamespaceHandle({"data": {"team": "x"}}))
+    plugin = InterPodAffinity({}, namespace_handle({"data": {"team": "x"}}))
     state, snapshot, _ = run_pre_filter(plugin, pod, [db])
     got = filter_all(plugin, state, pod, snapshot)
     assert (got["n1"], got["n3"]) == (AFFINITY_FAIL, None)
 
     # Without namespace labels the db pod is out of the term's namespaces: no match anywhere,
     # and the pod does not match its own term, so every node fails.
-    plugin = InterPodAffinity({}, None)
+    plugin = InterPodAffinity({}, make_handle())
     state, snapshot, _ = run_pre_filter(plugin, pod, [db])
     assert set(filter_all(plugin, state, pod, snapshot).values()) == {AFFINITY_FAIL}
 
@@ -258,14 +254,14 @@ def test_empty_namespace_selector_matches_all_namespaces():
     db = make_pod("db", labels={"app": "db"}, node_name="n3", namespace="data")
     everywhere = term({"app": "db"}, ZONE, namespaceSelector={})
     pod = make_pod("web", labels={"app": "web"}, affinity=affinity([everywhere]))
-    plugin = InterPodAffinity({}, None)
+    plugin = InterPodAffinity({}, make_handle())
     state, snapshot, _ = run_pre_filter(plugin, pod, [db])
     got = filter_all(plugin, state, pod, snapshot)
     assert (got["n1"], got["n3"]) == (AFFINITY_FAIL, None)
 
 
 def test_filter_without_pre_filter_state_is_an_error():
-    plugin = InterPodAffinity({}, None)
+    plugin = InterPodAffinity({}, make_handle())
     status = plugin.filter(CycleState(), make_pod("p"), Snapshot.from_objects(NODES).get("n1"))
     assert status is not None and status.code == Code.ERROR
 
@@ -274,7 +270,7 @@ def test_filter_without_pre_filter_state_is_an_error():
 
 
 def test_scores_from_incoming_and_existing_terms():
-    plugin = InterPodAffinity({}, None)
+    plugin = InterPodAffinity({}, make_handle())
     pods = [
         make_pod("db", labels={"app": "db"}, node_name="n1"),
         make_pod("web", labels={"app": "web"}, node_name="n2"),
@@ -301,7 +297,7 @@ def test_scores_from_incoming_and_existing_terms():
 
 
 def test_existing_pods_terms_and_hard_pod_affinity_weight():
-    plugin = InterPodAffinity({"hardPodAffinityWeight": 2}, None)
+    plugin = InterPodAffinity({"hardPodAffinityWeight": 2}, make_handle())
     frontend = {"app": "frontend"}
     pods = [
         make_pod("a", node_name="n1", affinity=affinity(preferred=[weighted(50, frontend, ZONE)])),
@@ -318,7 +314,7 @@ def test_existing_pods_terms_and_hard_pod_affinity_weight():
 
 
 def test_hard_pod_affinity_weight_zero_ignores_required_terms_of_existing_pods():
-    plugin = InterPodAffinity({"hardPodAffinityWeight": 0}, None)
+    plugin = InterPodAffinity({"hardPodAffinityWeight": 0}, make_handle())
     frontend = {"app": "frontend"}
     pods = [make_pod("b", node_name="n2", affinity=affinity([term(frontend, HOST)]))]
     snapshot = Snapshot.from_objects(NODES, pods)
@@ -329,7 +325,7 @@ def test_hard_pod_affinity_weight_zero_ignores_required_terms_of_existing_pods()
 
 
 def test_equal_scores_normalize_to_zero():
-    plugin = InterPodAffinity({}, None)
+    plugin = InterPodAffinity({}, make_handle())
     nodes = [make_node("n1", labels={ZONE: "a"}), make_node("n2", labels={ZONE: "a"})]
     pods = [make_pod("db", labels={"app": "db"}, node_name="n1")]
     pod = make_pod("f", affinity=affinity(preferred=[weighted(10, {"app": "db"}, ZONE)]))
@@ -348,17 +344,19 @@ def test_ignore_preferred_terms_of_existing_pods_skips_pods_without_preferences(
 
     state = CycleState()
     state.snapshot = snapshot
-    assert InterPodAffinity({}, None).pre_score(state, pod, snapshot.node_info_list) is None
+    assert (
+        InterPodAffinity({}, make_handle()).pre_score(state, pod, snapshot.node_info_list) is None
+    )
 
     state = CycleState()
     state.snapshot = snapshot
-    plugin = InterPodAffinity({"ignorePreferredTermsOfExistingPods": True}, None)
+    plugin = InterPodAffinity({"ignorePreferredTermsOfExistingPods": True}, make_handle())
     status = plugin.pre_score(state, pod, snapshot.node_info_list)
     assert status is not None and status.code == Code.SKIP
 
 
 def test_pre_score_skips_when_no_term_matches():
-    plugin = InterPodAffinity({}, None)
+    plugin = InterPodAffinity({}, make_handle())
     snapshot = Snapshot.from_objects(NODES, [make_pod("x", labels={"app": "x"}, node_name="n1")])
     state = CycleState()
     state.snapshot = snapshot
@@ -373,18 +371,21 @@ def test_pre_score_skips_when_no_term_matches():
 @pytest.mark.parametrize("weight", [-1, 101, "5", 1.5])
 def test_invalid_hard_pod_affinity_weight(weight):
     with pytest.raises(ValueError, match="^hardPodAffinityWeight"):
-        InterPodAffinity({"hardPodAffinityWeight": weight}, None)
+        InterPodAffinity({"hardPodAffinityWeight": weight}, make_handle())
 
 
 def test_default_args():
-    plugin = InterPodAffinity({}, None)
+    plugin = InterPodAffinity({}, make_handle())
     assert plugin.hard_pod_affinity_weight == 1
     assert plugin.ignore_preferred_terms_of_existing_pods is False
-    assert InterPodAffinity({"hardPodAffinityWeight": 100}, None).hard_pod_affinity_weight == 100
+    assert (
+        InterPodAffinity({"hardPodAffinityWeight": 100}, make_handle()).hard_pod_affinity_weight
+        == 100
+    )
 
 
 def test_events_to_register():
-    events = InterPodAffinity({}, None).events_to_register()
+    events = InterPodAffinity({}, make_handle()).events_to_register()
     by_resource = {e.event.resource: e for e in events}
     assert by_resource[Resource.POD].event.action == (
         ActionType.ADD | ActionType.UPDATE_POD_LABEL | ActionType.DELETE
@@ -396,7 +397,7 @@ def test_events_to_register():
 
 
 def test_pod_queueing_hints():
-    plugin = InterPodAffinity({}, None)
+    plugin = InterPodAffinity({}, make_handle())
     hint = plugin.is_schedulable_after_pod_change
     pod = make_pod(
         "web",
@@ -417,7 +418,7 @@ def test_pod_queueing_hints():
 
 
 def test_node_queueing_hints():
-    plugin = InterPodAffinity({}, None)
+    plugin = InterPodAffinity({}, make_handle())
     hint = plugin.is_schedulable_after_node_change
     pod = make_pod("web", affinity=affinity([term({"app": "db"}, ZONE)]))
     assert hint(pod, None, make_node("n9", labels={ZONE: "c"})) == QueueingHint.QUEUE

@@ -8,6 +8,7 @@ import pytest
 
 from extender.framework.cycle_state import CycleState
 from extender.framework.events import ActionType, QueueingHint, Resource
+from extender.framework.handle import SERVICES
 from extender.framework.status import Code, Status
 from extender.framework.types import NodeScore, PodInfo, Snapshot
 from extender.plugins.pod_topology_spread import (
@@ -16,7 +17,7 @@ from extender.plugins.pod_topology_spread import (
     PRE_FILTER_STATE_KEY,
     PodTopologySpread,
 )
-from tests.unit.builders import make_node, make_pod
+from tests.unit.builders import make_handle, make_listers, make_node, make_pod
 
 ZONE = "topology.kubernetes.io/zone"
 HOST = "kubernetes.io/hostname"
@@ -87,7 +88,7 @@ ZONED = [
 
 
 def test_skew_violation_rejects_crowded_zone():
-    plugin = PodTopologySpread({}, None)
+    plugin = PodTopologySpread({}, make_handle())
     pod = incoming(constraint(ZONE))
     state, snapshot, status = run_pre_filter(plugin, pod, ZONED, web_pods({"n1": 2}))
     assert status is None
@@ -100,14 +101,14 @@ def test_skew_violation_rejects_crowded_zone():
 
 
 def test_skew_within_max_skew_passes():
-    plugin = PodTopologySpread({}, None)
+    plugin = PodTopologySpread({}, make_handle())
     pod = incoming(constraint(ZONE, max_skew=3))
     state, snapshot, _ = run_pre_filter(plugin, pod, ZONED, web_pods({"n1": 2}))
     assert all(s is None for s in filter_all(plugin, state, pod, snapshot).values())
 
 
 def test_pod_not_matching_its_selector_does_not_count_itself():
-    plugin = PodTopologySpread({}, None)
+    plugin = PodTopologySpread({}, make_handle())
     pod = make_pod("other", labels={"app": "db"}, topologySpreadConstraints=[constraint(ZONE)])
     state, snapshot, _ = run_pre_filter(plugin, pod, ZONED, web_pods({"n1": 1}))
     # 1 + 0 - 0 = 1 <= 1.
@@ -117,7 +118,7 @@ def test_pod_not_matching_its_selector_does_not_count_itself():
 def test_min_domains_forces_global_minimum_to_zero():
     nodes = [make_node("n1", labels={ZONE: "a"}), make_node("n2", labels={ZONE: "a"})]
     pods = web_pods({"n1": 1})
-    plugin = PodTopologySpread({}, None)
+    plugin = PodTopologySpread({}, make_handle())
 
     plain = incoming(constraint(ZONE))
     state, snapshot, _ = run_pre_filter(plugin, plain, nodes, pods)
@@ -133,7 +134,7 @@ def test_min_domains_forces_global_minimum_to_zero():
 
 def test_node_missing_topology_key_is_unresolvable():
     nodes = [*ZONED, make_node("bare")]
-    plugin = PodTopologySpread({}, None)
+    plugin = PodTopologySpread({}, make_handle())
     pod = incoming(constraint(ZONE, max_skew=5))
     state, snapshot, _ = run_pre_filter(plugin, pod, nodes)
     status = plugin.filter(state, pod, snapshot.get("bare"))
@@ -150,7 +151,7 @@ def test_node_affinity_policy_honor_excludes_unselected_domains():
         make_node("n3", labels={ZONE: "c", "pool": "x"}),
     ]
     pods = web_pods({"n1": 1, "n3": 1})
-    plugin = PodTopologySpread({}, None)
+    plugin = PodTopologySpread({}, make_handle())
 
     honor = incoming(constraint(ZONE), nodeSelector={"pool": "x"})
     state, snapshot, _ = run_pre_filter(plugin, honor, nodes, pods)
@@ -172,7 +173,7 @@ def test_node_taints_policy_honor_excludes_tainted_domains():
         make_node("n2", labels={ZONE: "b"}, taints=[taint]),
     ]
     pods = web_pods({"n1": 1})
-    plugin = PodTopologySpread({}, None)
+    plugin = PodTopologySpread({}, make_handle())
 
     ignore = incoming(constraint(ZONE))
     state, snapshot, _ = run_pre_filter(plugin, ignore, nodes, pods)
@@ -187,7 +188,7 @@ def test_terminating_and_foreign_namespace_pods_are_not_counted():
     terminating = make_pod("dying", labels=WEB, node_name="n1")
     terminating["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
     pods = [terminating, *web_pods({"n1": 3}, namespace="other")]
-    plugin = PodTopologySpread({}, None)
+    plugin = PodTopologySpread({}, make_handle())
     pod = incoming(constraint(ZONE))
     state, snapshot, _ = run_pre_filter(plugin, pod, ZONED, pods)
     assert state.read(PRE_FILTER_STATE_KEY).tp_counts == [{"a": 0, "b": 0}]
@@ -199,7 +200,7 @@ def test_match_label_keys_narrow_the_selector():
         make_pod("old", labels={"app": "web", "rev": "1"}, node_name="n1"),
         make_pod("old2", labels={"app": "web", "rev": "1"}, node_name="n1"),
     ]
-    plugin = PodTopologySpread({}, None)
+    plugin = PodTopologySpread({}, make_handle())
     pod = make_pod(
         "incoming",
         labels={"app": "web", "rev": "2"},
@@ -211,7 +212,7 @@ def test_match_label_keys_narrow_the_selector():
 
 
 def test_pre_filter_skips_without_hard_constraints():
-    plugin = PodTopologySpread({}, None)
+    plugin = PodTopologySpread({}, make_handle())
     soft_only = incoming(constraint(ZONE, when="ScheduleAnyway"))
     _, _, status = run_pre_filter(plugin, soft_only, ZONED)
     assert status is not None and status.code == Code.SKIP
@@ -220,7 +221,7 @@ def test_pre_filter_skips_without_hard_constraints():
 
 
 def test_add_and_remove_pod_update_a_cloned_state():
-    plugin = PodTopologySpread({}, None)
+    plugin = PodTopologySpread({}, make_handle())
     pod = incoming(constraint(ZONE))
     state, snapshot, _ = run_pre_filter(plugin, pod, ZONED, web_pods({"n1": 2}))
     n1, n3 = snapshot.get("n1"), snapshot.get("n3")
@@ -251,7 +252,7 @@ def test_add_and_remove_pod_update_a_cloned_state():
 
 
 def test_filter_without_pre_filter_state_is_an_error():
-    plugin = PodTopologySpread({}, None)
+    plugin = PodTopologySpread({}, make_handle())
     snapshot = Snapshot.from_objects(ZONED)
     status = plugin.filter(CycleState(), incoming(constraint(ZONE)), snapshot.get("n1"))
     assert status is not None and status.code == Code.ERROR
@@ -261,7 +262,7 @@ def test_filter_without_pre_filter_state_is_an_error():
 
 
 def test_zone_scores_prefer_the_emptier_zone():
-    plugin = PodTopologySpread({}, None)
+    plugin = PodTopologySpread({}, make_handle())
     pod = incoming(constraint(ZONE, when="ScheduleAnyway"))
     got = run_scoring(plugin, pod, ZONED, web_pods({"n1": 2, "n3": 1}))
     # w = ln(2 + 2); a: 2 * 1.386 = 2.77 -> 3, b: 1.386 -> 1.
@@ -272,7 +273,7 @@ def test_zone_scores_prefer_the_emptier_zone():
 
 def test_hostname_scores_count_pods_per_node():
     nodes = [make_node("n1"), make_node("n2"), make_node("n3")]
-    plugin = PodTopologySpread({}, None)
+    plugin = PodTopologySpread({}, make_handle())
     pod = incoming(constraint(HOST, when="ScheduleAnyway"))
     got = run_scoring(plugin, pod, nodes, web_pods({"n1": 3, "n2": 1}))
     # w = ln(3 + 2) = 1.609: 4.83 -> 5, 1.61 -> 2, 0.
@@ -286,7 +287,7 @@ def test_nodes_missing_a_key_are_ignored_and_max_skew_waters_down():
         make_node("n2", labels={ZONE: "b"}),
         make_node("n4"),
     ]
-    plugin = PodTopologySpread({}, None)
+    plugin = PodTopologySpread({}, make_handle())
     pod = incoming(
         constraint(ZONE, max_skew=3, when="ScheduleAnyway"),
         constraint(HOST, when="ScheduleAnyway"),
@@ -298,14 +299,14 @@ def test_nodes_missing_a_key_are_ignored_and_max_skew_waters_down():
 
 
 def test_all_zero_scores_normalize_to_max():
-    plugin = PodTopologySpread({}, None)
+    plugin = PodTopologySpread({}, make_handle())
     pod = incoming(constraint(ZONE, when="ScheduleAnyway"))
     got = run_scoring(plugin, pod, ZONED)
     assert (got["norm:n1"], got["norm:n2"], got["norm:n3"]) == (100, 100, 100)
 
 
 def test_only_feasible_nodes_define_domains():
-    plugin = PodTopologySpread({}, None)
+    plugin = PodTopologySpread({}, make_handle())
     pod = incoming(constraint(ZONE, when="ScheduleAnyway"))
     got = run_scoring(plugin, pod, ZONED, web_pods({"n1": 1, "n3": 4}), feasible=["n1", "n2"])
     # Only zone a is a candidate domain: size 1, w = ln 3 = 1.0986; zone b is never counted.
@@ -314,7 +315,7 @@ def test_only_feasible_nodes_define_domains():
 
 
 def test_pre_score_skips_without_soft_constraints_or_default_selector():
-    plugin = PodTopologySpread({}, None)
+    plugin = PodTopologySpread({}, make_handle())
     snapshot = Snapshot.from_objects(ZONED)
     state = CycleState()
     state.snapshot = snapshot
@@ -325,17 +326,13 @@ def test_pre_score_skips_without_soft_constraints_or_default_selector():
     assert status is not None and status.code == Code.SKIP
 
 
-class ServiceHandle:
-    def __init__(self, services: list[dict]) -> None:
-        self._services = services
-
-    def service_lister(self) -> list[dict]:
-        return self._services
+def service_handle(services: list[dict]):
+    return make_handle(listers=make_listers({SERVICES: services}))
 
 
 def test_system_defaults_apply_with_a_service_selector():
     service = {"metadata": {"name": "web", "namespace": "default"}, "spec": {"selector": WEB}}
-    plugin = PodTopologySpread({}, ServiceHandle([service]))
+    plugin = PodTopologySpread({}, service_handle([service]))
     nodes = [
         make_node("n1", labels={ZONE: "a"}),
         make_node("n2", labels={ZONE: "a"}),
@@ -357,7 +354,7 @@ def test_list_defaults_with_do_not_schedule_filter():
         ],
     }
     service = {"metadata": {"name": "web", "namespace": "default"}, "spec": {"selector": WEB}}
-    plugin = PodTopologySpread(args, ServiceHandle([service]))
+    plugin = PodTopologySpread(args, service_handle([service]))
     pod = make_pod("bare", labels=WEB)
     state, snapshot, status = run_pre_filter(plugin, pod, ZONED, web_pods({"n1": 2}))
     assert status is None
@@ -419,11 +416,11 @@ def test_list_defaults_with_do_not_schedule_filter():
 )
 def test_invalid_args_name_the_field(args, field):
     with pytest.raises(ValueError, match="^" + re.escape(field)):
-        PodTopologySpread(args, None)
+        PodTopologySpread(args, make_handle())
 
 
 def test_events_to_register():
-    events = PodTopologySpread({}, None).events_to_register()
+    events = PodTopologySpread({}, make_handle()).events_to_register()
     by_resource = {e.event.resource: e for e in events}
     assert by_resource[Resource.POD].event.action == (
         ActionType.ADD
@@ -441,7 +438,7 @@ def test_events_to_register():
 
 
 def test_queueing_hints():
-    plugin = PodTopologySpread({}, None)
+    plugin = PodTopologySpread({}, make_handle())
     pod = incoming(constraint(ZONE))
     assigned_web = make_pod("w", labels=WEB, node_name="n1")
     assigned_db = make_pod("d", labels={"app": "db"}, node_name="n1")
