@@ -46,8 +46,8 @@ import orjson
 
 from extender.controlplane import ControlPlane, free_port
 from extender.framework.cycle_state import CycleState
-from extender.framework.profile import PluginSpec, Profile
 from extender.framework.handle import Services
+from extender.framework.profile import PluginSpec, Profile
 from extender.framework.runtime import Framework
 from extender.framework.schedule import FitError, SchedulingAlgorithm, SchedulingError
 from extender.framework.status import Status
