@@ -24,6 +24,8 @@ class Profile:
     plugin_config: dict[str, dict] = field(default_factory=dict)
     # None: use the global value; 0: adaptive (spec §2.5)
     percentage_of_nodes_to_score: int | None = None
+    # plugin name -> extension point -> seconds: a call that takes longer is an Error status
+    plugin_timeouts: dict[str, dict[str, float]] = field(default_factory=dict)
 
     def plugin_names(self) -> set[str]:
         """Every plugin the profile enables, at any point."""

@@ -1,9 +1,16 @@
 """The profile runner: runs a profile's plugins at each extension point with upstream semantics.
 
-One :class:`Framework` per profile. It is also the *handle* given to plugin factories: plugins
-reach the client, the nominator, the waiting pods and the other plugins' extension points
-through it. Per-cycle data (including the snapshot) lives in :class:`CycleState`, so one
-framework serves concurrent cycles (webhook request threads) safely.
+One :class:`Framework` per profile (upstream ``pkg/scheduler/framework/runtime/framework.go``).
+It is also the typed *handle* given to plugin factories (:mod:`extender.framework.handle`).
+Per-cycle data (including the snapshot) lives in :class:`CycleState`, so one framework serves
+concurrent cycles (webhook request threads) safely.
+
+Every plugin call goes through the failure contract of :mod:`extender.framework.failures`: an
+exception, an overrun timeout or an Error status becomes an Error status naming the plugin and
+the point, counted in ``handle.metrics.plugin_error``; nothing a plugin raises escapes.
+
+Kept above ~400 lines on purpose: it is one extension point after another, each a short loop
+with upstream's semantics, and reads best in one place.
 """
 
 from __future__ import annotations
@@ -16,6 +23,7 @@ import orjson
 
 from .cycle_state import CycleState
 from .events import ActionType, ClusterEvent, ClusterEventWithHint, Resource
+from .failures import METHODS, error_status, timed
 from .handle import Kind, Lister, Services
 from .interfaces import (
     EXTENSION_POINTS,
@@ -35,7 +43,7 @@ from .interfaces import (
 )
 from .profile import Profile
 from .registry import Registry
-from .status import REJECTED_CODES, Code, Status
+from .status import REJECTED_CODES, Code, Status, is_non_success, is_success
 from .types import (
     NodeInfo,
     NodePluginScores,
@@ -87,14 +95,21 @@ class Framework:
         self.waiting_pods = WaitingPods()
 
         self.plugins: dict[str, Any] = {}
-        wanted = {spec.name for specs in profile.plugins.values() for spec in specs}
-        for name in sorted(wanted):
+        for name in sorted(profile.plugin_names()):
             factory = registry.get(name)
             if factory is None:
                 raise ProfileError(f"profile {self.profile_name!r}: unknown plugin {name!r}")
-            self.plugins[name] = factory(profile.plugin_config.get(name) or {}, self)
+            try:
+                self.plugins[name] = factory(profile.plugin_config.get(name) or {}, self)
+            except Exception as exc:
+                raise ProfileError(
+                    f"profile {self.profile_name!r}: plugin {name!r} failed to start: "
+                    f"{type(exc).__name__}: {exc}"
+                ) from exc
 
         self.points: dict[str, list[Any]] = {}
+        # point -> [(plugin name, the plugin's method for it, timed if configured)]
+        self._calls: dict[str, list[tuple[str, Callable[..., Any]]]] = {}
         for point, protocol in EXTENSION_POINTS.items():
             instances = []
             for spec in profile.plugins.get(point, ()):
@@ -106,6 +121,7 @@ class Framework:
                     )
                 instances.append(plugin)
             self.points[point] = instances
+            self._calls[point] = [(p.name, self._method(p, point)) for p in instances]
 
         self.score_weights: dict[str, int] = {}
         for spec in profile.plugins.get("score", ()):
@@ -142,6 +158,27 @@ class Framework:
         if len(self.queue_sort_plugins) > 1:
             raise ProfileError(f"profile {self.profile_name!r}: only one queueSort plugin allowed")
 
+    def _method(self, plugin: Any, point: str) -> Callable[..., Any]:
+        method = getattr(plugin, METHODS[point])  # the protocol check above guarantees it
+        seconds = self.profile.plugin_timeouts.get(plugin.name, {}).get(point)
+        return method if seconds is None else timed(method, seconds)
+
+    def _failed(self, plugin: str, point: str, detail: str | BaseException) -> Status:
+        """The failure contract: an Error status naming the plugin and point, a log line and
+        one count in the per-plugin error metric."""
+        if isinstance(detail, BaseException):
+            log.error(
+                "profile %s: plugin %s failed at %s: %s: %s",
+                self.profile_name,
+                plugin,
+                point,
+                type(detail).__name__,
+                detail,
+                exc_info=detail,
+            )
+        self.metrics.plugin_error(plugin, point)
+        return error_status(plugin, point, detail)
+
     # -- handle -------------------------------------------------------------------------
 
     def plugin(self, name: str) -> Any:
@@ -165,37 +202,52 @@ class Framework:
     def events_to_register(self) -> dict[str, list[ClusterEventWithHint]]:
         """Per plugin, the cluster events that may make a pod it rejected schedulable.
 
-        Plugins that do not say register for every event (spec §1.5).
+        Plugins that do not say register for every event (upstream
+        ``pkg/scheduler/framework/interface.go``, ``EnqueueExtensions``).
         """
         events: dict[str, list[ClusterEventWithHint]] = {}
         for name, plugin in self.plugins.items():
+            registered = None
             if isinstance(plugin, EnqueueExtensions):
-                events[name] = list(plugin.events_to_register())
-            else:
-                events[name] = [
-                    ClusterEventWithHint(ClusterEvent(Resource.WILDCARD, ActionType.ALL))
-                ]
+                try:
+                    registered = list(plugin.events_to_register())
+                except Exception as exc:
+                    self._failed(name, "preEnqueue", exc)
+            events[name] = registered or [
+                ClusterEventWithHint(ClusterEvent(Resource.WILDCARD, ActionType.ALL))
+            ]
         return events
 
     # -- queue --------------------------------------------------------------------------
 
     def run_pre_enqueue_plugins(self, pod: dict) -> Status | None:
-        for plugin in self.pre_enqueue_plugins:
-            status = plugin.pre_enqueue(pod)
-            if status is not None and status.code != Code.SUCCESS:
-                status.plugin = plugin.name
+        for name, pre_enqueue in self._calls["preEnqueue"]:
+            try:
+                status = pre_enqueue(pod)
+            except Exception as exc:
+                return self._failed(name, "preEnqueue", exc)
+            if is_non_success(status):
+                if status.code == Code.ERROR:
+                    return self._failed(name, "preEnqueue", status.message)
+                status.plugin = name
                 return status
         return None
 
     def queue_sort_less(self, a: QueuedPodInfo, b: QueuedPodInfo) -> bool:
-        return self.queue_sort_plugins[0].less(a, b)
+        name, less = self._calls["queueSort"][0]
+        try:
+            return bool(less(a, b))
+        except Exception as exc:
+            # A broken order must not break the queue: keep the insertion order.
+            self._failed(name, "queueSort", exc)
+            return False
 
     # -- prefilter / filter ---------------------------------------------------------------
 
     def run_pre_filter_plugins(
         self, state: CycleState, pod: dict, nodes: list[NodeInfo]
     ) -> tuple[PreFilterResult | None, Status | None, set[str]]:
-        """PreFilter in profile order (spec §2.3).
+        """PreFilter in profile order (upstream ``RunPreFilterPlugins``).
 
         Returns the merged node subset (``None``: all nodes), a rejecting or error status, and
         the plugins that rejected.
@@ -204,31 +256,26 @@ class Framework:
         rejected_by: set[str] = set()
         rejection: Status | None = None
         subset_plugins: list[str] = []
-        for plugin in self.pre_filter_plugins:
+        for name, pre_filter in self._calls["preFilter"]:
             try:
-                res, status = plugin.pre_filter(state, pod, nodes)
-            except Exception as exc:  # a plugin bug must not kill the scheduler
-                log.exception("PreFilter plugin %s failed", plugin.name)
-                return None, Status.error(f'running PreFilter plugin "{plugin.name}": {exc}'), set()
-            if status is not None and status.code != Code.SUCCESS:
+                res, status = pre_filter(state, pod, nodes)
+            except Exception as exc:
+                return None, self._failed(name, "preFilter", exc), set()
+            if is_non_success(status):
                 if status.code == Code.SKIP:
-                    state.skip_filter_plugins.add(plugin.name)
+                    state.skip_filter_plugins.add(name)
                     continue
-                status.plugin = plugin.name
+                status.plugin = name
                 if status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
-                    return None, status, {plugin.name}
+                    return None, status, {name}
                 if status.code in REJECTED_CODES:
-                    rejected_by.add(plugin.name)
+                    rejected_by.add(name)
                     if rejection is None:
                         rejection = status
                     continue
-                return (
-                    None,
-                    Status.error(f'running PreFilter plugin "{plugin.name}": {status.message}'),
-                    set(),
-                )
+                return None, self._failed(name, "preFilter", status.message), set()
             if res is not None and not res.all_nodes():
-                subset_plugins.append(plugin.name)
+                subset_plugins.append(name)
                 result = res if result is None else result.merge(res)
                 if not result.node_names:
                     message = (
@@ -237,8 +284,7 @@ class Framework:
                         if len(subset_plugins) > 1
                         else f"node(s) didn't satisfy plugin {subset_plugins[0]}"
                     )
-                    status = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, message)
-                    status.plugin = plugin.name
+                    status = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, message, plugin=name)
                     return None, status, set(subset_plugins)
         if rejection is not None:
             return None, rejection, rejected_by
@@ -246,37 +292,37 @@ class Framework:
             result.plugins = subset_plugins
         return result, None, set()
 
-    def run_pre_filter_extension_add_pod(
-        self, state: CycleState, pod: dict, pod_to_add: PodInfo, node_info: NodeInfo
+    def _run_pre_filter_extension(
+        self, point: str, state: CycleState, pod: dict, other: PodInfo, node_info: NodeInfo
     ) -> Status | None:
         for plugin in self.pre_filter_plugins:
             if plugin.name in state.skip_filter_plugins:
                 continue
-            ext = plugin.pre_filter_extensions()
-            if ext is None:
-                continue
-            status = ext.add_pod(state, pod, pod_to_add, node_info)
-            if status is not None and status.code != Code.SUCCESS:
-                return Status.error(
-                    f'running AddPod on PreFilter plugin "{plugin.name}": {status.message}'
-                )
+            try:
+                ext = plugin.pre_filter_extensions()
+                if ext is None:
+                    continue
+                if point == "preFilterAddPod":
+                    status = ext.add_pod(state, pod, other, node_info)
+                else:
+                    status = ext.remove_pod(state, pod, other, node_info)
+            except Exception as exc:
+                return self._failed(plugin.name, point, exc)
+            if is_non_success(status):
+                return self._failed(plugin.name, point, status.message)
         return None
+
+    def run_pre_filter_extension_add_pod(
+        self, state: CycleState, pod: dict, pod_to_add: PodInfo, node_info: NodeInfo
+    ) -> Status | None:
+        return self._run_pre_filter_extension("preFilterAddPod", state, pod, pod_to_add, node_info)
 
     def run_pre_filter_extension_remove_pod(
         self, state: CycleState, pod: dict, pod_to_remove: PodInfo, node_info: NodeInfo
     ) -> Status | None:
-        for plugin in self.pre_filter_plugins:
-            if plugin.name in state.skip_filter_plugins:
-                continue
-            ext = plugin.pre_filter_extensions()
-            if ext is None:
-                continue
-            status = ext.remove_pod(state, pod, pod_to_remove, node_info)
-            if status is not None and status.code != Code.SUCCESS:
-                return Status.error(
-                    f'running RemovePod on PreFilter plugin "{plugin.name}": {status.message}'
-                )
-        return None
+        return self._run_pre_filter_extension(
+            "preFilterRemovePod", state, pod, pod_to_remove, node_info
+        )
 
     def pod_signature(self, state: CycleState, pod: dict) -> bytes:
         """The pod's spec, canonical, computed once per cycle (the memo's key)."""
@@ -297,40 +343,39 @@ class Framework:
     def run_filter_plugins(
         self, state: CycleState, pod: dict, node_info: NodeInfo
     ) -> Status | None:
-        """Filter plugins in order, stopping at the first non-Success (spec §2.5)."""
+        """Filter plugins in order, stopping at the first non-Success (upstream
+        ``RunFilterPlugins``)."""
         skip = state.skip_filter_plugins
-        for plugin in self.filter_plugins:
-            if skip and plugin.name in skip:
+        for name, filter_ in self._calls["filter"]:
+            if skip and name in skip:
                 continue
-            memo = self._filter_memos.get(plugin.name)
+            memo = self._filter_memos.get(name)
             try:
                 if memo is None:
-                    status = plugin.filter(state, pod, node_info)
+                    status = filter_(state, pod, node_info)
                 else:
                     signature = self.pod_signature(state, pod)
                     hit = memo.get(node_info.name)
                     if hit is not None and hit[1] == node_info.generation and hit[0] == signature:
                         status = hit[2]
                     else:
-                        status = plugin.filter(state, pod, node_info)
+                        status = filter_(state, pod, node_info)
                         if status is None or status.code != Code.ERROR:
                             memo[node_info.name] = (signature, node_info.generation, status)
             except Exception as exc:
-                log.exception("Filter plugin %s failed", plugin.name)
-                status = Status.error(str(exc))
-            if status is not None and status.code != Code.SUCCESS:
+                return self._failed(name, "filter", exc)
+            if is_non_success(status):
                 if status.code not in REJECTED_CODES:
-                    status = Status.error(
-                        f'running "{plugin.name}" filter plugin: {status.message}'
-                    )
-                status.plugin = plugin.name
+                    return self._failed(name, "filter", status.message)
+                status.plugin = name
                 return status
         return None
 
     def run_filter_plugins_with_nominated_pods(
         self, state: CycleState, pod: dict, node_info: NodeInfo
     ) -> Status | None:
-        """Filter, counting pods nominated to the node with >= priority (spec §2.6)."""
+        """Filter, counting pods nominated to the node with >= priority (upstream
+        ``RunFilterPluginsWithNominatedPods``)."""
         priority = (pod.get("spec") or {}).get("priority") or 0
         uid = _pod_uid(pod)
         nominated = [
@@ -354,23 +399,25 @@ class Framework:
     def run_post_filter_plugins(
         self, state: CycleState, pod: dict, filtered_node_status: dict[str, Status]
     ) -> tuple[PostFilterResult | None, Status]:
-        """PostFilter (spec §2.8): the first Success or Unresolvable ends it."""
+        """PostFilter (upstream ``RunPostFilterPlugins``): the first Success or Unresolvable
+        ends it."""
         reasons: list[str] = []
         result: PostFilterResult | None = None
         rejector = ""
-        for plugin in self.post_filter_plugins:
-            res, status = plugin.post_filter(state, pod, filtered_node_status)
-            if status is None or status.code == Code.SUCCESS:
+        for name, post_filter in self._calls["postFilter"]:
+            try:
+                res, status = post_filter(state, pod, filtered_node_status)
+            except Exception as exc:
+                return None, self._failed(name, "postFilter", exc)
+            if is_success(status):
                 return res, status or Status(Code.SUCCESS)
             if status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
-                status.plugin = plugin.name
+                status.plugin = name
                 return res, status
             if status.code != Code.UNSCHEDULABLE:
-                return None, Status.error(
-                    f'running PostFilter plugin "{plugin.name}": {status.message}'
-                ).with_plugin(plugin.name)
+                return None, self._failed(name, "postFilter", status.message)
             reasons.extend(status.reasons)
-            rejector = rejector or plugin.name
+            rejector = rejector or name
             if res is not None and res.nominating_info is not None:
                 result = res
         return result, Status(Code.UNSCHEDULABLE, *reasons, plugin=rejector)
@@ -380,60 +427,63 @@ class Framework:
     def run_pre_score_plugins(
         self, state: CycleState, pod: dict, nodes: list[NodeInfo]
     ) -> Status | None:
-        for plugin in self.pre_score_plugins:
-            status = plugin.pre_score(state, pod, nodes)
-            if status is None or status.code == Code.SUCCESS:
+        for name, pre_score in self._calls["preScore"]:
+            try:
+                status = pre_score(state, pod, nodes)
+            except Exception as exc:
+                return self._failed(name, "preScore", exc)
+            if is_success(status):
                 continue
             if status.code == Code.SKIP:
-                state.skip_score_plugins.add(plugin.name)
+                state.skip_score_plugins.add(name)
                 continue
-            return Status.error(
-                f'running PreScore plugin "{plugin.name}": {status.message}'
-            ).with_plugin(plugin.name)
+            return self._failed(name, "preScore", status.message)
         return None
 
     def run_score_plugins(
         self, state: CycleState, pod: dict, nodes: list[NodeInfo]
     ) -> tuple[list[NodePluginScores], Status | None]:
-        """Score, NormalizeScore, validation and weights (spec §2.9 steps 2-5)."""
+        """Score, NormalizeScore, validation and weights (upstream ``RunScorePlugins``)."""
         skip = state.skip_score_plugins
-        plugins = [p for p in self.score_plugins if p.name not in skip]
         all_scores = [NodePluginScores(info.name) for info in nodes]
-        for plugin in plugins:
-            score = plugin.score
+        for plugin, (name, score) in zip(self.score_plugins, self._calls["score"], strict=True):
+            if name in skip:
+                continue
             values: list[int] = []
-            memo = self._score_memos.get(plugin.name)
+            memo = self._score_memos.get(name)
             signature = self.pod_signature(state, pod) if memo is not None else b""
-            for info in nodes:
-                if memo is not None:
-                    hit = memo.get(info.name)
-                    if hit is not None and hit[1] == info.generation and hit[0] == signature:
-                        values.append(hit[2])
-                        continue
-                value, status = score(state, pod, info)
-                if status is not None and status.code != Code.SUCCESS:
-                    return [], Status.error(
-                        f'running Score plugin "{plugin.name}": {status.message}'
-                    ).with_plugin(plugin.name)
-                if memo is not None:
-                    memo[info.name] = (signature, info.generation, value)
-                values.append(value)
-            ext = plugin.score_extensions()
-            if ext is not None:
-                # NodeScore objects only for the plugins that normalize across nodes.
-                node_scores = [
-                    NodeScore(info.name, v) for info, v in zip(nodes, values, strict=True)
-                ]
-                status = ext.normalize_score(state, pod, node_scores)
-                if status is not None and status.code != Code.SUCCESS:
-                    return [], Status.error(
-                        f'running Normalize on Score plugin "{plugin.name}": {status.message}'
-                    ).with_plugin(plugin.name)
-                values = [ns.score for ns in node_scores]
-            weight = self.score_weights.get(plugin.name, 1)
-            name = plugin.name
+            try:
+                for info in nodes:
+                    if memo is not None:
+                        hit = memo.get(info.name)
+                        if hit is not None and hit[1] == info.generation and hit[0] == signature:
+                            values.append(hit[2])
+                            continue
+                    value, status = score(state, pod, info)
+                    if is_non_success(status):
+                        return [], self._failed(name, "score", status.message)
+                    if memo is not None:
+                        memo[info.name] = (signature, info.generation, value)
+                    values.append(value)
+            except Exception as exc:
+                return [], self._failed(name, "score", exc)
+            try:
+                ext = plugin.score_extensions()
+                if ext is not None:
+                    # NodeScore objects only for the plugins that normalize across nodes.
+                    node_scores = [
+                        NodeScore(info.name, v) for info, v in zip(nodes, values, strict=True)
+                    ]
+                    status = ext.normalize_score(state, pod, node_scores)
+                    if is_non_success(status):
+                        return [], self._failed(name, "normalizeScore", status.message)
+                    values = [ns.score for ns in node_scores]
+            except Exception as exc:
+                return [], self._failed(name, "normalizeScore", exc)
+            weight = self.score_weights.get(name, 1)
             for entry, value in zip(all_scores, values, strict=True):
-                if not MIN_NODE_SCORE <= value <= MAX_NODE_SCORE:
+                if not (isinstance(value, int) and MIN_NODE_SCORE <= value <= MAX_NODE_SCORE):
+                    self.metrics.plugin_error(name, "score")
                     return [], Status.error(
                         f'plugin "{name}" returns an invalid score {value}, '
                         f"it should in the range of [{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] "
@@ -449,14 +499,15 @@ class Framework:
     def run_reserve_plugins_reserve(
         self, state: CycleState, pod: dict, node_name: str
     ) -> Status | None:
-        for plugin in self.reserve_plugins:
-            status = plugin.reserve(state, pod, node_name)
-            if status is not None and status.code != Code.SUCCESS:
+        for name, reserve in self._calls["reserve"]:
+            try:
+                status = reserve(state, pod, node_name)
+            except Exception as exc:
+                return self._failed(name, "reserve", exc)
+            if is_non_success(status):
                 if status.code not in REJECTED_CODES:
-                    status = Status.error(
-                        f'running Reserve plugin "{plugin.name}": {status.message}'
-                    )
-                status.plugin = plugin.name
+                    return self._failed(name, "reserve", status.message)
+                status.plugin = name
                 return status
         return None
 
@@ -465,25 +516,27 @@ class Framework:
         for plugin in reversed(self.reserve_plugins):
             try:
                 plugin.unreserve(state, pod, node_name)
-            except Exception:
-                log.exception("Unreserve of plugin %s failed", plugin.name)
+            except Exception as exc:
+                self._failed(plugin.name, "unreserve", exc)
 
     def run_permit_plugins(self, state: CycleState, pod: dict, node_name: str) -> Status | None:
-        """Permit (spec §2.11): a rejection stops; Wait parks the pod in the waiting map."""
+        """Permit (upstream ``RunPermitPlugins``): a rejection stops; Wait parks the pod in the
+        waiting map."""
         timeouts: dict[str, float] = {}
-        for plugin in self.permit_plugins:
-            status, timeout = plugin.permit(state, pod, node_name)
-            if status is None or status.code == Code.SUCCESS:
+        for name, permit in self._calls["permit"]:
+            try:
+                status, timeout = permit(state, pod, node_name)
+            except Exception as exc:
+                return self._failed(name, "permit", exc)
+            if is_success(status):
                 continue
             if status.code in REJECTED_CODES:
-                status.plugin = plugin.name
+                status.plugin = name
                 return status
             if status.code == Code.WAIT:
-                timeouts[plugin.name] = min(timeout, MAX_PERMIT_TIMEOUT)
+                timeouts[name] = min(timeout, MAX_PERMIT_TIMEOUT)
                 continue
-            return Status.error(
-                f'running Permit plugin "{plugin.name}": {status.message}'
-            ).with_plugin(plugin.name)
+            return self._failed(name, "permit", status.message)
         if timeouts:
             waiting = WaitingPod(pod, node_name, timeouts)
             self.waiting_pods.add(waiting)
@@ -522,33 +575,41 @@ class Framework:
     # -- binding ------------------------------------------------------------------------
 
     def run_pre_bind_plugins(self, state: CycleState, pod: dict, node_name: str) -> Status | None:
-        for plugin in self.pre_bind_plugins:
-            status = plugin.pre_bind(state, pod, node_name)
-            if status is not None and status.code != Code.SUCCESS:
+        for name, pre_bind in self._calls["preBind"]:
+            try:
+                status = pre_bind(state, pod, node_name)
+            except Exception as exc:
+                return self._failed(name, "preBind", exc)
+            if is_non_success(status):
                 if status.code not in REJECTED_CODES:
-                    status = Status.error(
-                        f'running PreBind plugin "{plugin.name}": {status.message}'
-                    )
-                status.plugin = plugin.name
+                    return self._failed(name, "preBind", status.message)
+                status.plugin = name
                 return status
         return None
 
     def run_bind_plugins(self, state: CycleState, pod: dict, node_name: str) -> Status | None:
         """The first binder that does not Skip decides; all skipping is a Skip status."""
-        for plugin in self.bind_plugins:
-            status = plugin.bind(state, pod, node_name)
+        for name, bind in self._calls["bind"]:
+            try:
+                status = bind(state, pod, node_name)
+            except Exception as exc:
+                return self._failed(name, "bind", exc)
             if status is not None and status.code == Code.SKIP:
                 continue
-            if status is not None and status.code != Code.SUCCESS:
+            if is_non_success(status):
                 if status.code not in REJECTED_CODES:
-                    status = Status.error(f'running Bind plugin "{plugin.name}": {status.message}')
-                status.plugin = plugin.name
+                    return self._failed(name, "bind", status.message)
+                status.plugin = name
             return status
         return Status(Code.SKIP)
 
     def run_post_bind_plugins(self, state: CycleState, pod: dict, node_name: str) -> None:
-        for plugin in self.post_bind_plugins:
-            plugin.post_bind(state, pod, node_name)
+        # Informational: the pod is bound; a failure is logged and counted, nothing else.
+        for name, post_bind in self._calls["postBind"]:
+            try:
+                post_bind(state, pod, node_name)
+            except Exception as exc:
+                self._failed(name, "postBind", exc)
 
 
 def plugins_implementing(plugins: Iterable[Any], point: str) -> list[str]:

@@ -8,6 +8,7 @@ with code ERROR.
 from __future__ import annotations
 
 from enum import IntEnum
+from typing import TypeGuard
 
 
 class Code(IntEnum):
@@ -97,6 +98,11 @@ def code_of(status: Status | None) -> Code:
 
 def is_success(status: Status | None) -> bool:
     return status is None or status.code == Code.SUCCESS
+
+
+def is_non_success(status: Status | None) -> TypeGuard[Status]:
+    """Anything but Success (``None`` is Success): a rejection, a skip, a wait or an error."""
+    return status is not None and status.code != Code.SUCCESS
 
 
 def unschedulable(*reasons: str) -> Status:

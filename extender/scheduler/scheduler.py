@@ -50,6 +50,8 @@ from .queue import SchedulingQueue, pod_update_event
 
 log = logging.getLogger(__name__)
 
+DEFAULT_PROFILE = "default-scheduler"
+
 
 class Cache(Protocol):
     """What the loop needs of the cluster cache (``extender.cache.Cache``)."""
@@ -131,14 +133,42 @@ class Scheduler:
         info = self.queue.pop(timeout)
         if info is None:
             return False
+        try:
+            self._scheduling_cycle(info)
+        except Exception as exc:  # the last resort: a bug must neither stop the loop nor lose
+            log.exception("scheduling cycle of %s failed", info.pod_info.key)
+            self._cycle_crashed(info, exc)
+        return True
+
+    def _cycle_crashed(self, info: QueuedPodInfo, exc: Exception) -> None:
+        """Requeue a pod whose cycle raised past every plugin guard, with backoff."""
+        status = Status.error(f"scheduling cycle failed: {type(exc).__name__}: {exc}")
+        fwk = self._framework_of(info.pod)
+        if self.cache.is_assumed(info.pod_info.uid):
+            try:
+                self.cache.forget_pod(info.pod)
+            except Exception:
+                log.exception("forgetting the assumed %s failed", info.pod_info.key)
+        try:
+            if fwk is None:
+                self.queue.done(info.pod_info.key)
+            else:
+                self._fail(fwk, info, status, None, _clear_nomination(), self.clock())
+        except Exception:
+            log.exception("failure handler of %s failed", info.pod_info.key)
+
+    def _framework_of(self, pod: dict) -> Framework | None:
+        return self.frameworks.get((pod.get("spec") or {}).get("schedulerName") or DEFAULT_PROFILE)
+
+    def _scheduling_cycle(self, info: QueuedPodInfo) -> None:
         pod = info.pod
         start = self.clock()
         spec = pod.get("spec") or {}
-        fwk = self.frameworks.get(spec.get("schedulerName") or "default-scheduler")
+        fwk = self._framework_of(pod)
         if fwk is None:
             log.error("no profile for scheduler name %r", spec.get("schedulerName"))
             self.queue.done(info.pod_info.key)
-            return True
+            return
         if info.pod_info.deleting:
             self.events.record_event(
                 pod,
@@ -148,10 +178,10 @@ class Scheduler:
                 f"skip schedule deleting pod: {info.pod_info.namespace}/{info.pod_info.name}",
             )
             self.queue.done(info.pod_info.key)
-            return True
+            return
         if self.cache.is_assumed(info.pod_info.uid):
             self.queue.done(info.pod_info.key)
-            return True
+            return
 
         state = CycleState()
         try:
@@ -159,11 +189,11 @@ class Scheduler:
         except FitError as fit:
             nominating = self._post_filter(fwk, state, pod, fit)
             self._fail(fwk, info, Status(Code.UNSCHEDULABLE, str(fit)), fit, nominating, start)
-            return True
+            return
         except SchedulingError as err:
             nominating = NominatingInfo("", NominatingMode.OVERRIDE)
             self._fail(fwk, info, err.status, None, nominating, start)
-            return True
+            return
 
         host = result.suggested_host
         assumed = copy.copy(pod)
@@ -172,7 +202,7 @@ class Scheduler:
             self.cache.assume_pod(assumed)
         except Exception as exc:
             self._fail(fwk, info, Status.error(exc), None, None, start)
-            return True
+            return
         self.queue.nominator.delete_nominated_pod_if_exists(pod)
 
         status = fwk.run_reserve_plugins_reserve(state, assumed, host)
@@ -187,12 +217,11 @@ class Scheduler:
             if status.is_rejected():
                 fit = _single_node_fit_error(pod, host, status)
             self._fail(fwk, info, status, fit, _clear_nomination(), start)
-            return True
+            return
 
         if state.pods_to_activate:
             self.queue.activate(state.pods_to_activate.values())
         self._binders.submit(self._binding_cycle, fwk, state, info, assumed, host, start)
-        return True
 
     def _post_filter(
         self, fwk: Framework, state: CycleState, pod: dict, fit: FitError
@@ -252,9 +281,14 @@ class Scheduler:
             fwk.run_post_bind_plugins(state, assumed, host)
             if state.pods_to_activate:
                 self.queue.activate(state.pods_to_activate.values())
-        except Exception as exc:  # never lose a pod to a bug in the binding cycle
-            log.exception("binding cycle failed")
-            self._binding_failed(fwk, state, info, assumed, host, Status.error(exc), None, start)
+        except Exception as exc:  # the last resort: never lose a pod to a bug in binding
+            log.exception("binding cycle of %s failed", info.pod_info.key)
+            try:
+                self._binding_failed(
+                    fwk, state, info, assumed, host, Status.error(exc), None, start
+                )
+            except Exception:
+                log.exception("failure handler of %s failed", info.pod_info.key)
 
     def _bind(self, fwk: Framework, state: CycleState, pod: dict, host: str) -> Status | None:
         """Extenders with a bindVerb first (the first interested one decides, ignorable ones
@@ -365,9 +399,7 @@ class Scheduler:
     # -- informer handlers (spec §5.1) ----------------------------------------------------
 
     def responsible_for(self, pod: dict) -> bool:
-        return ((pod.get("spec") or {}).get("schedulerName") or "default-scheduler") in (
-            self.frameworks
-        )
+        return self._framework_of(pod) is not None
 
     def on_unassigned_pod_add(self, pod: dict) -> None:
         if self.responsible_for(pod):

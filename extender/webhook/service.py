@@ -188,7 +188,13 @@ class ExtenderService:
             return host_priority_list([(info.name, 0) for info in candidates])
         state = CycleState()
         state.snapshot = snapshot
-        scores = self.algorithm.prioritize_nodes(self.fwk, state, pod, candidates)
+        try:
+            scores = self.algorithm.prioritize_nodes(self.fwk, state, pod, candidates)
+        except SchedulingError as exc:
+            # The protocol has no Error field here and kube-scheduler ignores prioritize
+            # errors anyway: answer "no score" in band; the log and metric say why.
+            log.warning("prioritize: %s", exc.status.message)
+            return []
         total_weight = sum(self.fwk.score_weights.values()) or 1
         # The weighted mean of 0..100 plugin scores, scaled to the extender range 0..10;
         # kube-scheduler multiplies it back by weight x 10.
