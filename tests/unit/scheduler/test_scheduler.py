@@ -873,3 +873,25 @@ def test_postbind_plugin_exception_keeps_the_bound_pod() -> None:
     assert "unreserve" not in h.probe.points()
     assert h.cache.is_assumed(pod_key(pod))  # still accounted until the watch confirms it
     assert h.where(pod) is None
+
+
+def test_prebind_rejection_is_charged_to_the_prebind_plugin() -> None:
+    # Attempt 1: rejected by NodeResourcesFit. Attempt 2: room, but PreBind rejects.
+    probe = Probe(pre_bind=lambda pod: unschedulable("volume not bound"))
+    small = make_node("n1", cpu="1")
+    h = make_harness([small], probe=probe)
+    pod = h.run(make_pod("p", cpu="2"))
+    grown = make_node("n1", cpu="4")
+    h.cache.update_node(small, grown)
+    h.sched.on_node_update(small, grown)
+    h.clock.now += 1
+    h.queue.flush_backoff_completed()
+    assert h.sched.schedule_one(timeout=0)
+    h.drain()
+
+    assert h.reporter.events[-1].note == "0/1 nodes are available: 1 volume not bound."
+    assert h.where(pod) == UNSCHEDULABLE_Q
+    # Probe registers no events (so every event may help): a label change wakes the pod,
+    # which it would not if the rejection were still charged to NodeResourcesFit.
+    h.sched.on_node_update(grown, make_node("n1", cpu="4", labels={"zone": "a"}))
+    assert h.where(pod) in (ACTIVE_Q, BACKOFF_Q)
