@@ -267,7 +267,12 @@ class Scheduler:
                 status = self._bind(fwk, state, assumed, host)
             self.cache.finish_binding(assumed)
             if status is not None:
-                self._binding_failed(fwk, state, info, assumed, host, status, None, start)
+                # As for Permit: a rejection is charged to its plugin, not to the plugins of
+                # an earlier attempt, so the events that plugin registered wake the pod.
+                fit = (
+                    _single_node_fit_error(info.pod, host, status) if status.is_rejected() else None
+                )
+                self._binding_failed(fwk, state, info, assumed, host, status, fit, start)
                 return
             meta = assumed.get("metadata") or {}
             self.events.record_event(
