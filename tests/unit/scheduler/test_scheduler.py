@@ -17,6 +17,7 @@ import pytest
 
 from extender.cache import Cache
 from extender.framework.events import ActionType
+from extender.framework.handle import Services
 from extender.framework.profile import PluginSpec, Profile
 from extender.framework.registry import Registry
 from extender.framework.runtime import Framework
@@ -276,8 +277,12 @@ def make_harness(
     api, reporter = Api(), Reporter()
     for name in profiles:
         profile = Profile(name, {p: [PluginSpec(n) for n in ns] for p, ns in merged.items()})
-        frameworks[name] = Framework(profile, registry, client=api, nominator=queue.nominator)
-    sched = Scheduler(frameworks, cache, queue, reporter, get_pod=api.get_pod, clock=clock)
+        frameworks[name] = Framework(
+            profile, registry, Services(client=api, nominator=queue.nominator)
+        )
+    sched = Scheduler(
+        frameworks, cache, queue, reporter, reporter, get_pod=api.get_pod, clock=clock
+    )
     sched._binders.shutdown(wait=False)
     executor = sched._binders = RecordingExecutor()
     return Harness(sched, cache, queue, api, reporter, clock, probe, executor, frameworks)
@@ -806,12 +811,9 @@ def test_node_update_action_flags(changes: dict, expected: ActionType) -> None:
     assert node_update_action(_node(), _node(**changes)) == expected
 
 
-# -- plugin exceptions (the failure contract, issue 10) -----------------------------------------
-
-ISSUE_10 = "failure contract: issue 10"
+# -- plugin exceptions (the failure contract) --------------------------------------------------------
 
 
-@pytest.mark.xfail(strict=True, reason=ISSUE_10)
 def test_score_plugin_exception_fails_the_pod_not_the_loop() -> None:
     h = make_harness(
         [make_node("n1"), make_node("n2")],  # two feasible nodes, so Score runs
@@ -828,7 +830,6 @@ def test_score_plugin_exception_fails_the_pod_not_the_loop() -> None:
     assert h.cache.pod_count() == 0 and h.api.bindings == []
 
 
-@pytest.mark.xfail(strict=True, reason=ISSUE_10)
 def test_reserve_plugin_exception_unreserves_and_requeues() -> None:
     h = make_harness([make_node("n1")], probe=Probe(reserve=RuntimeError("reserve exploded")))
     pod = h.submit(make_pod("p"))
@@ -854,7 +855,6 @@ def test_prebind_plugin_exception_unreserves_and_requeues() -> None:
     assert h.api.bindings == []
 
 
-@pytest.mark.xfail(strict=True, reason=ISSUE_10)
 def test_prebind_plugin_exception_message_names_the_plugin() -> None:
     h = make_harness([make_node("n1")], probe=Probe(pre_bind=RuntimeError("prebind exploded")))
     h.run(make_pod("p"))
@@ -862,7 +862,6 @@ def test_prebind_plugin_exception_message_names_the_plugin() -> None:
     assert "Probe" in h.reporter.events[0].note
 
 
-@pytest.mark.xfail(strict=True, reason=ISSUE_10)
 def test_postbind_plugin_exception_keeps_the_bound_pod() -> None:
     # PostBind is informational and runs after the binding exists: the pod is scheduled.
     h = make_harness([make_node("n1")], probe=Probe(post_bind=RuntimeError("postbind exploded")))
