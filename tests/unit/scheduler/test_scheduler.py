@@ -811,7 +811,7 @@ def test_node_update_action_flags(changes: dict, expected: ActionType) -> None:
     assert node_update_action(_node(), _node(**changes)) == expected
 
 
-# -- plugin exceptions (the failure contract) --------------------------------------------------------
+# -- plugin exceptions (the failure contract) -----------------------------------------------
 
 
 def test_score_plugin_exception_fails_the_pod_not_the_loop() -> None:
