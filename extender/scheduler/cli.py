@@ -78,6 +78,20 @@ class NodeDispatcher:
         self.scheduler.on_node_delete(node)
 
 
+class Reporter:
+    """The scheduler's ``Reporter``: events through the recorder, pod status through the client."""
+
+    def __init__(self, client: Any, events: Any) -> None:
+        self.client = client
+        self.events = events
+
+    def record_event(self, pod: dict, event_type: str, reason: str, action: str, note: str) -> None:
+        self.events.record_event(pod, event_type, reason, action, note)
+
+    def patch_pod_status(self, namespace: str, name: str, patch: dict) -> None:
+        self.client.patch_pod_status(namespace, name, patch)
+
+
 class Runtime:
     """Everything one ``kube-extender run`` process holds."""
 
@@ -85,6 +99,7 @@ class Runtime:
         from extender.cache import ACTIVE_PODS, Cache, Informer
         from extender.framework.runtime import Framework
         from extender.framework.schedule import SchedulingAlgorithm
+        from extender.kube import EventRecorder
         from extender.plugins import in_tree_registry
 
         from .http_extender import HTTPExtender
@@ -94,6 +109,7 @@ class Runtime:
 
         self.config = config
         self.client = client
+        self.events = EventRecorder(client)
         self.registry = CollectorRegistry()
         self.metrics = PrometheusMetrics(self.registry)
         self.cache = Cache()
@@ -130,7 +146,7 @@ class Runtime:
                 nominator=self.queue.nominator,
                 pdb_lister=lambda: list(self.pdbs.store.values()),
                 namespace_labels=self.cache.namespace_labels,
-                event_recorder=client,
+                event_recorder=self.events,
             )
         first.append(next(iter(frameworks.values())))
         for fwk in frameworks.values():
@@ -144,7 +160,7 @@ class Runtime:
             frameworks,
             self.cache,
             self.queue,
-            client,
+            Reporter(client, self.events),
             algorithm=SchedulingAlgorithm(
                 extenders, percentage_of_nodes_to_score=config.percentage_of_nodes_to_score
             ),

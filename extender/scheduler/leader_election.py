@@ -32,10 +32,6 @@ DEFAULT_RETRY_PERIOD = 2.0
 JITTER_FACTOR = 1.2
 
 
-class Conflict(Exception):
-    """The Lease changed since it was read (HTTP 409) or already exists on create."""
-
-
 class LeaseClient(Protocol):
     def get_lease(self, namespace: str, name: str) -> dict | None: ...
 

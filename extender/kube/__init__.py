@@ -1,0 +1,35 @@
+"""The API layer: talking to the apiserver, and nothing else of the project.
+
+Everything here uses only the standard library and third-party packages, never the rest of
+``extender`` (``tests/unit/kube/test_layering.py`` checks it), so every other layer may
+import it.
+
+* :mod:`.errors`: :class:`ApiError` and its subclasses by HTTP status.
+* :mod:`.client`: :func:`raw_request` and :class:`KubeClient` (raw JSON verbs).
+* :mod:`.watch`: :class:`WatchStream`, one watch request's events.
+* :mod:`.events`: :class:`EventRecorder`, best-effort Events from a background thread.
+"""
+
+from .client import DEFAULT_TIMEOUT, MERGE_PATCH, STRATEGIC_MERGE_PATCH, KubeClient, raw_request
+from .errors import ApiError, Conflict, Gone, Invalid, NotFound, error_class
+from .events import MAX_NOTE_BYTES, EventRecorder, micro_time, truncate
+from .watch import WatchStream
+
+__all__ = [
+    "DEFAULT_TIMEOUT",
+    "MAX_NOTE_BYTES",
+    "MERGE_PATCH",
+    "STRATEGIC_MERGE_PATCH",
+    "ApiError",
+    "Conflict",
+    "EventRecorder",
+    "Gone",
+    "Invalid",
+    "KubeClient",
+    "NotFound",
+    "WatchStream",
+    "error_class",
+    "micro_time",
+    "raw_request",
+    "truncate",
+]
