@@ -10,11 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from extender.kube import Gone
+from extender.kube import Informer
 
 from .cache import Cache, CacheError
-from .informer import Informer
-from .kubeconfig import api_client
 
 # Assigned pods in a non-terminal phase: the ones holding node resources. Upstream's pod
 # informer filters terminal pods the same way; a pod that finishes leaves the selector, which
@@ -93,8 +91,5 @@ __all__ = [
     "ASSIGNED_ACTIVE_PODS",
     "Cache",
     "CacheError",
-    "Gone",
-    "Informer",
-    "api_client",
     "wire_informers",
 ]

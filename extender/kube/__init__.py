@@ -8,14 +8,19 @@ import it.
 * :mod:`.client`: :func:`raw_request` and :class:`KubeClient` (raw JSON verbs).
 * :mod:`.watch`: :class:`WatchStream`, one watch request's events.
 * :mod:`.events`: :class:`EventRecorder`, best-effort Events from a background thread.
+* :mod:`.informer`: :class:`Informer`, list+watch of one resource into a store and handlers.
+* :mod:`.kubeconfig`: :func:`api_client`, the one ``ApiClient`` of a process.
 """
 
 from .client import DEFAULT_TIMEOUT, MERGE_PATCH, STRATEGIC_MERGE_PATCH, KubeClient, raw_request
 from .errors import ApiError, Conflict, Gone, Invalid, NotFound, error_class
 from .events import MAX_NOTE_BYTES, EventRecorder, micro_time, truncate
+from .informer import Informer, object_key
+from .kubeconfig import CONNECTION_POOL_SIZE, KubeconfigError, api_client, load_configuration
 from .watch import WatchStream
 
 __all__ = [
+    "CONNECTION_POOL_SIZE",
     "DEFAULT_TIMEOUT",
     "MAX_NOTE_BYTES",
     "MERGE_PATCH",
@@ -24,12 +29,17 @@ __all__ = [
     "Conflict",
     "EventRecorder",
     "Gone",
+    "Informer",
     "Invalid",
     "KubeClient",
+    "KubeconfigError",
     "NotFound",
     "WatchStream",
+    "api_client",
     "error_class",
+    "load_configuration",
     "micro_time",
+    "object_key",
     "raw_request",
     "truncate",
 ]

@@ -96,10 +96,10 @@ class Runtime:
     """Everything one ``kube-extender run`` process holds."""
 
     def __init__(self, config: SchedulerConfig, client: Any) -> None:
-        from extender.cache import ACTIVE_PODS, Cache, Informer
+        from extender.cache import ACTIVE_PODS, Cache
         from extender.framework.runtime import Framework
         from extender.framework.schedule import SchedulingAlgorithm
-        from extender.kube import EventRecorder
+        from extender.kube import EventRecorder, Informer
         from extender.plugins import in_tree_registry
 
         from .http_extender import HTTPExtender
@@ -274,8 +274,7 @@ def main(argv: list[str]) -> int:
         print(f"kube-extender run: {exc}", file=sys.stderr)
         return 2
 
-    from extender.cache import api_client
-    from extender.kube import KubeClient
+    from extender.kube import KubeClient, api_client
 
     from .leader_election import LeaderElectionConfig, LeaderElector
 

@@ -89,8 +89,8 @@ def build_app(config_path: str, kubeconfig: str | None, offline: bool) -> Any:
     cache = client = None
     informers: list[Any] = []
     if connected:
-        from extender.cache import Cache, api_client, wire_informers
-        from extender.kube import KubeClient
+        from extender.cache import Cache, wire_informers
+        from extender.kube import KubeClient, api_client
 
         client = KubeClient(api_client(kubeconfig))
         cache = Cache()

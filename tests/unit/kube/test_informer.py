@@ -20,8 +20,7 @@ import orjson
 import pytest
 from kubernetes.client import ApiClient, Configuration
 
-from extender.cache import Informer
-from extender.kube import ApiError, Conflict, EventRecorder, Gone, KubeClient
+from extender.kube import ApiError, Conflict, EventRecorder, Gone, Informer, KubeClient
 
 
 def node(name: str, rv: int, **labels: str) -> dict:
