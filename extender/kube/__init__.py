@@ -10,6 +10,7 @@ import it.
 * :mod:`.events`: :class:`EventRecorder`, best-effort Events from a background thread.
 * :mod:`.informer`: :class:`Informer`, list+watch of one resource into a store and handlers.
 * :mod:`.kubeconfig`: :func:`api_client`, the one ``ApiClient`` of a process.
+* :mod:`.leader_election`: :class:`LeaderElector` on a Lease, and its defaults.
 """
 
 from .client import DEFAULT_TIMEOUT, MERGE_PATCH, STRATEGIC_MERGE_PATCH, KubeClient, raw_request
@@ -17,6 +18,7 @@ from .errors import ApiError, Conflict, Gone, Invalid, NotFound, error_class
 from .events import MAX_NOTE_BYTES, EventRecorder, micro_time, truncate
 from .informer import Informer, object_key
 from .kubeconfig import CONNECTION_POOL_SIZE, KubeconfigError, api_client, load_configuration
+from .leader_election import LeaderElectionConfig, LeaderElector, LeaseClient
 from .watch import WatchStream
 
 __all__ = [
@@ -33,6 +35,9 @@ __all__ = [
     "Invalid",
     "KubeClient",
     "KubeconfigError",
+    "LeaderElectionConfig",
+    "LeaderElector",
+    "LeaseClient",
     "NotFound",
     "WatchStream",
     "api_client",

@@ -6,8 +6,7 @@ import copy
 
 import pytest
 
-from extender.kube import Conflict
-from extender.scheduler.leader_election import LeaderElectionConfig, LeaderElector
+from extender.kube import Conflict, LeaderElectionConfig, LeaderElector
 
 
 class LeaseStore:
