@@ -4,6 +4,7 @@ Everything here uses only the standard library and third-party packages, never t
 ``extender`` (``tests/unit/kube/test_layering.py`` checks it), so every other layer may
 import it.
 
+* :mod:`.duration`: :func:`parse_duration`, Go's ``time.ParseDuration``.
 * :mod:`.errors`: :class:`ApiError` and its subclasses by HTTP status.
 * :mod:`.client`: :func:`raw_request` and :class:`KubeClient` (raw JSON verbs).
 * :mod:`.watch`: :class:`WatchStream`, one watch request's events.
@@ -14,6 +15,7 @@ import it.
 """
 
 from .client import DEFAULT_TIMEOUT, MERGE_PATCH, STRATEGIC_MERGE_PATCH, KubeClient, raw_request
+from .duration import DurationError, parse_duration
 from .errors import ApiError, Conflict, Gone, Invalid, NotFound, error_class
 from .events import MAX_NOTE_BYTES, EventRecorder, micro_time, truncate
 from .informer import Informer, object_key
@@ -29,6 +31,7 @@ __all__ = [
     "STRATEGIC_MERGE_PATCH",
     "ApiError",
     "Conflict",
+    "DurationError",
     "EventRecorder",
     "Gone",
     "Informer",
@@ -45,6 +48,7 @@ __all__ = [
     "load_configuration",
     "micro_time",
     "object_key",
+    "parse_duration",
     "raw_request",
     "truncate",
 ]
