@@ -21,9 +21,8 @@ import orjson
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.workload import make_node  # noqa: E402
-from extender.cache.kubeconfig import api_client  # noqa: E402
 from extender.controlplane import ControlPlane  # noqa: E402
-from extender.kube import raw_request  # noqa: E402
+from extender.kube import api_client, raw_request  # noqa: E402
 from extender.scenario.kube import Kube  # noqa: E402
 
 BENCH_NAMESPACE = "bench"

@@ -19,7 +19,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from extender.cache import ACTIVE_PODS, ASSIGNED_ACTIVE_PODS, Cache, Informer
+from extender.cache import ACTIVE_PODS, ASSIGNED_ACTIVE_PODS, Cache
 from extender.config import SchedulerConfig
 from extender.framework.handle import (
     CACHE_KINDS,
@@ -36,6 +36,7 @@ from extender.framework.registry import Registry
 from extender.framework.runtime import Framework
 from extender.framework.schedule import SchedulingAlgorithm
 from extender.framework.status import Status
+from extender.kube import EventRecorder, Informer
 from extender.plugins import in_tree_registry
 from extender.scheduler.http_extender import HTTPExtender
 from extender.scheduler.metrics import PrometheusMetrics
@@ -285,7 +286,6 @@ class StandaloneScheduler:
         client: Any,
         *,
         registry: Registry | None = None,
-        event_recorder: Any = None,
         extenders: list[Extender] | None = None,
     ) -> None:
         registry = registry or in_tree_registry()
@@ -293,6 +293,7 @@ class StandaloneScheduler:
         self.client = client
         self.metrics = PrometheusMetrics()
         self.cache = Cache()
+        self.events = EventRecorder(client)
         nominator = Nominator()
         self.kinds = kinds_read(config.profiles, registry)
         self.listers = Listers.watching(client, self.kinds - CACHE_KINDS)
@@ -300,7 +301,7 @@ class StandaloneScheduler:
             extenders = [HTTPExtender(entry) for entry in config.extenders]
         services = Services(
             client=client,
-            event_recorder=event_recorder if event_recorder is not None else client,
+            event_recorder=self.events,
             nominator=nominator,
             metrics=self.metrics,
             extenders=extenders,
@@ -325,7 +326,7 @@ class StandaloneScheduler:
             self.frameworks,
             self.cache,
             self.queue,
-            services.event_recorder,
+            self.events,
             client,
             algorithm=SchedulingAlgorithm(
                 extenders, percentage_of_nodes_to_score=config.percentage_of_nodes_to_score
@@ -387,3 +388,4 @@ class StandaloneScheduler:
         self.scheduler.stop()
         for informer in self.informers:
             informer.stop()
+        self.events.close()

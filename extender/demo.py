@@ -43,7 +43,7 @@ def _say(message: str) -> None:
 
 
 def _scenario(path: Path, kubeconfig: str, scheduler_name: str) -> bool:
-    from extender.cache.kubeconfig import api_client
+    from extender.kube import api_client
     from extender.scenario.cli import run_scenario
     from extender.scenario.kube import Kube, ScenarioError
 

@@ -6,11 +6,7 @@ namespaces) from what its plugins declare they read.
 
 from __future__ import annotations
 
-from extender.kube import Gone
-
 from .cache import Cache, CacheError
-from .informer import Informer
-from .kubeconfig import api_client
 
 # Assigned pods in a non-terminal phase: the ones holding node resources. Upstream's pod
 # informer filters terminal pods the same way; a pod that finishes leaves the selector, which
@@ -24,7 +20,4 @@ __all__ = [
     "ASSIGNED_ACTIVE_PODS",
     "Cache",
     "CacheError",
-    "Gone",
-    "Informer",
-    "api_client",
 ]

@@ -17,7 +17,7 @@ from .loader import (
     merge_plugin_set,
     plugin_points,
 )
-from .schema import API_VERSION, EXTENDER_API_VERSION, EXTENDER_KIND, KIND, parse_duration
+from .schema import API_VERSION, EXTENDER_API_VERSION, EXTENDER_KIND, KIND
 
 __all__ = [
     "API_VERSION",
@@ -36,6 +36,5 @@ __all__ = [
     "load",
     "loads",
     "merge_plugin_set",
-    "parse_duration",
     "plugin_points",
 ]

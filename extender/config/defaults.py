@@ -17,6 +17,14 @@ import copy
 from typing import Any
 
 from extender.framework.profile import PluginSpec
+from extender.kube.leader_election import (
+    DEFAULT_LEASE_DURATION,
+    DEFAULT_LEASE_NAME,
+    DEFAULT_LEASE_NAMESPACE,
+    DEFAULT_RENEW_DEADLINE,
+    DEFAULT_RESOURCE_LOCK,
+    DEFAULT_RETRY_PERIOD,
+)
 
 # Upstream's name for the profile created when a config names none.
 DEFAULT_SCHEDULER_NAME = "default-scheduler"
@@ -179,13 +187,12 @@ def default_args(name: str, args: dict | None = None) -> dict:
 
 DEFAULT_LEADER_ELECTION: dict[str, Any] = {
     "leaderElect": True,
-    "leaseDuration": 15.0,
-    "renewDeadline": 10.0,
-    "retryPeriod": 2.0,
-    "resourceLock": "leases",
-    # Upstream says "kube-scheduler"; ours must not wait for (or take) kube-scheduler's lease.
-    "resourceName": "kube-extender",
-    "resourceNamespace": "kube-system",
+    "leaseDuration": DEFAULT_LEASE_DURATION,
+    "renewDeadline": DEFAULT_RENEW_DEADLINE,
+    "retryPeriod": DEFAULT_RETRY_PERIOD,
+    "resourceLock": DEFAULT_RESOURCE_LOCK,
+    "resourceName": DEFAULT_LEASE_NAME,
+    "resourceNamespace": DEFAULT_LEASE_NAMESPACE,
 }
 
 DEFAULT_CLIENT_CONNECTION: dict[str, Any] = {

@@ -9,10 +9,11 @@ merging, duplicates) live in :mod:`extender.config.loader`.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from marshmallow import RAISE, Schema, ValidationError, fields, validate, validates_schema
+
+from extender.kube.duration import parse_duration
 
 from .defaults import DEFAULT_CLIENT_CONNECTION, DEFAULT_LEADER_ELECTION, DEFAULT_MAX_REQUEST_BYTES
 
@@ -36,39 +37,6 @@ POINTS = (
     "bind",
     "postBind",
 )
-
-_DURATION = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|μs|ms|s|m|h)")
-_UNITS = {
-    "ns": 1e-9,
-    "us": 1e-6,
-    "µs": 1e-6,
-    "μs": 1e-6,
-    "ms": 1e-3,
-    "s": 1.0,
-    "m": 60.0,
-    "h": 3600.0,
-}
-
-
-def parse_duration(value: str) -> float:
-    """A Go duration string ("15s", "1m30s", "500ms", "1.5h") in seconds."""
-    text = value.strip()
-    sign = 1.0
-    if text[:1] in ("+", "-"):
-        sign = -1.0 if text[0] == "-" else 1.0
-        text = text[1:]
-    if text == "0":
-        return 0.0
-    pos, total = 0, 0.0
-    for match in _DURATION.finditer(text):
-        if match.start() != pos:
-            break
-        total += float(match.group(1)) * _UNITS[match.group(2)]
-        pos = match.end()
-    if pos == 0 or pos != len(text):
-        raise ValueError(f"invalid duration {value!r} (use Go syntax such as 10s, 1m30s, 500ms)")
-    return sign * total
-
 
 # -- strict scalar fields ---------------------------------------------------------------------
 

@@ -54,7 +54,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--keep", action="store_true", help="do not delete what it created")
     args = parser.parse_args(argv)
 
-    from extender.cache.kubeconfig import api_client
+    from extender.kube import api_client
 
     kube = Kube(
         api_client(args.kubeconfig), namespace=args.namespace, scheduler_name=args.scheduler_name

@@ -75,8 +75,7 @@ def main(argv: list[str]) -> int:
         print(f"kube-extender run: {exc}", file=sys.stderr)
         return 2
 
-    from extender.cache import api_client
-    from extender.kube import KubeClient
+    from extender.kube import KubeClient, api_client
 
     from .leader_election import LeaderElectionConfig, LeaderElector
 

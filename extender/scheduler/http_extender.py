@@ -10,25 +10,13 @@ import orjson
 import requests
 
 from extender.framework.types import NodeInfo
+from extender.kube.duration import parse_duration
 
 DEFAULT_HTTP_TIMEOUT = 5.0
 
 
 class ExtenderError(Exception):
     pass
-
-
-def _duration_seconds(value: object) -> float:
-    """``httpTimeout`` as the config writes it: a Go duration ("5s", "500ms") or seconds."""
-    if value in (None, "", 0):
-        return DEFAULT_HTTP_TIMEOUT
-    if isinstance(value, int | float):
-        return float(value)
-    text = str(value)
-    for suffix, factor in (("ms", 0.001), ("s", 1.0), ("m", 60.0), ("h", 3600.0)):
-        if text.endswith(suffix):
-            return float(text[: -len(suffix)]) * factor
-    return float(text)
 
 
 class HTTPExtender:
@@ -44,7 +32,12 @@ class HTTPExtender:
         self.weight = int(config.get("weight") or 1)
         self.node_cache_capable = bool(config.get("nodeCacheCapable"))
         self.ignorable = bool(config.get("ignorable"))
-        self.timeout = _duration_seconds(config.get("httpTimeout"))
+        # Seconds from the config loader, or a Go duration string; 0 means the default, as
+        # upstream's NewHTTPExtender.
+        timeout = config.get("httpTimeout") or 0
+        if isinstance(timeout, str):
+            timeout = parse_duration(timeout)
+        self.timeout = float(timeout) or DEFAULT_HTTP_TIMEOUT
         self.managed = {m["name"] for m in config.get("managedResources") or ()}
         self.session = session or requests.Session()
         tls = config.get("tlsConfig") or {}

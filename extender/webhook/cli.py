@@ -66,8 +66,7 @@ def build_app(config_path: str, kubeconfig: str | None, offline: bool) -> Any:
     connected = not offline and has_cluster(kubeconfig)
     client = None
     if connected:
-        from extender.cache import api_client
-        from extender.kube import KubeClient
+        from extender.kube import KubeClient, api_client
 
         client = KubeClient(api_client(kubeconfig))
     parts = build_extender(profile, client, watch_pods=settings.watch_pods)

@@ -499,7 +499,7 @@ class Conformance:
         out: Callable[[str], None] = print,
         repro_dir: Path | None = None,
     ) -> None:
-        from extender.cache.kubeconfig import api_client
+        from extender.kube import api_client
         from extender.scenario.kube import Kube
 
         self.cp = cp

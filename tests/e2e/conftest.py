@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from extender.cache.kubeconfig import api_client
 from extender.controlplane import ControlPlane, running
+from extender.kube import api_client
 from extender.scenario.kube import Kube
 
 from .harness import Process

@@ -17,7 +17,6 @@ from extender.config import (
     default_profile,
     load,
     loads,
-    parse_duration,
 )
 from extender.config import loader as config_loader
 from extender.config.defaults import KNOWN_POINTS
@@ -221,31 +220,6 @@ def test_top_level_fields_and_durations() -> None:
     assert election["retryPeriod"] == pytest.approx(0.1)
     assert election["resourceName"] == "kube-extender"
     assert election["resourceNamespace"] == "kube-system"
-
-
-@pytest.mark.parametrize(
-    ("text", "seconds"),
-    [
-        ("15s", 15.0),
-        ("1m30s", 90.0),
-        ("1h", 3600.0),
-        ("1.5h", 5400.0),
-        ("2h45m", 9900.0),
-        ("500ms", 0.5),
-        ("250us", 0.00025),
-        ("0", 0.0),
-        ("-1s", -1.0),
-        (".5s", 0.5),
-    ],
-)
-def test_parse_duration(text: str, seconds: float) -> None:
-    assert parse_duration(text) == pytest.approx(seconds)
-
-
-@pytest.mark.parametrize("text", ["", "10", "s", "1x", "1s2", "1 s", "--1s"])
-def test_parse_duration_rejects(text: str) -> None:
-    with pytest.raises(ValueError, match="invalid duration"):
-        parse_duration(text)
 
 
 # -- plugin merging --------------------------------------------------------------------------
@@ -663,6 +637,14 @@ def test_error_document_shape(text: str, message: str) -> None:
         (
             "leaderElection: {renewDeadline: 10 seconds}\n",
             "leaderElection.renewDeadline: invalid duration '10 seconds'",
+        ),
+        (
+            "leaderElection: {retryPeriod: '2'}\n",
+            "leaderElection.retryPeriod: invalid duration '2': missing unit",
+        ),
+        (
+            "extenders:\n  - {urlPrefix: http://a, httpTimeout: 1sec}\n",
+            "extenders[0].httpTimeout: invalid duration '1sec': unknown unit 'sec'",
         ),
         (
             "leaderElection: {leaseDuration: 5s}\n",

@@ -1,4 +1,5 @@
-"""Leader election through a ``coordination.k8s.io/v1`` Lease (spec §10).
+"""Leader election through a ``coordination.k8s.io/v1`` Lease, as client-go's
+``tools/leaderelection/leaderelection.go`` with ``tools/leaderelection/resourcelock/leaselock.go``.
 
 Only the holder runs the scheduling loop. Upstream semantics: expiry is judged with the
 *local* clock from when a change of the record was observed (never from ``renewTime``, so
@@ -21,22 +22,32 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Protocol
+
+from .events import micro_time
 
 log = logging.getLogger(__name__)
 
+# The defaults of a scheduler's ``leaderElection`` (component-base
+# ``config/v1alpha1/defaults.go`` ``RecommendedDefaultLeaderElectionConfiguration``, applied by
+# kube-scheduler's ``pkg/scheduler/apis/config/v1/defaults.go``). The config loader
+# (``extender.config.defaults``) takes them from here.
 DEFAULT_LEASE_DURATION = 15.0
 DEFAULT_RENEW_DEADLINE = 10.0
 DEFAULT_RETRY_PERIOD = 2.0
+DEFAULT_RESOURCE_LOCK = "leases"
+DEFAULT_LEASE_NAMESPACE = "kube-system"
+# Upstream's lock is named "kube-scheduler"; ours must not wait for (or take) that lease.
+DEFAULT_LEASE_NAME = "kube-extender"
+# client-go's ``JitterFactor``: renewDeadline must exceed it times retryPeriod.
 JITTER_FACTOR = 1.2
 
 
-class Conflict(Exception):
-    """The Lease changed since it was read (HTTP 409) or already exists on create."""
-
-
 class LeaseClient(Protocol):
+    """The Lease verbs of :class:`extender.kube.KubeClient`. ``create_lease`` and
+    ``update_lease`` raise :class:`extender.kube.errors.Conflict` when another candidate got
+    there first."""
+
     def get_lease(self, namespace: str, name: str) -> dict | None: ...
 
     def create_lease(self, namespace: str, body: dict) -> dict: ...
@@ -46,8 +57,8 @@ class LeaseClient(Protocol):
 
 @dataclass
 class LeaderElectionConfig:
-    namespace: str = "kube-system"
-    name: str = "kube-extender"
+    namespace: str = DEFAULT_LEASE_NAMESPACE
+    name: str = DEFAULT_LEASE_NAME
     identity: str = ""
     lease_duration: float = DEFAULT_LEASE_DURATION
     renew_deadline: float = DEFAULT_RENEW_DEADLINE
@@ -60,11 +71,6 @@ class LeaderElectionConfig:
             raise ValueError("leaderElection.leaseDuration must be greater than renewDeadline")
         if self.renew_deadline <= JITTER_FACTOR * self.retry_period:
             raise ValueError("leaderElection.renewDeadline must be greater than 1.2 x retryPeriod")
-
-
-def micro_time(ts: float) -> str:
-    """RFC 3339 with microseconds, as the API's MicroTime."""
-    return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 class LeaderElector:

@@ -1,4 +1,5 @@
-"""List+watch of one resource, raw JSON, feeding handlers (a small client-go informer).
+"""List+watch of one resource, raw JSON, feeding handlers (a small client-go informer:
+``tools/cache/reflector.go`` for list+watch, ``shared_informer.go`` for the handlers).
 
 Contract:
 
@@ -31,7 +32,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from extender.kube import ApiError, Gone
+from .errors import ApiError, Gone
 
 log = logging.getLogger(__name__)
 

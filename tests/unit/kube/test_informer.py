@@ -20,9 +20,7 @@ import orjson
 import pytest
 from kubernetes.client import ApiClient, Configuration
 
-from extender.cache import Informer
-from extender.kube import ApiError, Gone, KubeClient
-from extender.scheduler.leader_election import Conflict
+from extender.kube import ApiError, Conflict, EventRecorder, Gone, Informer, KubeClient
 
 
 def node(name: str, rv: int, **labels: str) -> dict:
@@ -152,7 +150,7 @@ def server() -> Iterator[FakeApiServer]:
 
 @pytest.fixture
 def client(server: FakeApiServer) -> KubeClient:
-    return KubeClient(ApiClient(Configuration(host=server.url)), async_events=False)
+    return KubeClient(ApiClient(Configuration(host=server.url)))
 
 
 class Recorder:
@@ -492,10 +490,11 @@ def test_record_event_and_patch_status(server: FakeApiServer) -> None:
     def patch(request: Request) -> tuple[int, dict]:
         return 200, {}
 
-    client = KubeClient(ApiClient(Configuration(host=server.url)), instance="test-1")
+    client = KubeClient(ApiClient(Configuration(host=server.url)))
+    recorder = EventRecorder(client, instance="test-1")
     pod = {"metadata": {"name": "p", "namespace": "ns", "uid": "u1", "resourceVersion": "4"}}
-    client.record_event(pod, "Warning", "FailedScheduling", "Scheduling", "é" * 1000)
-    assert posted.wait(5) and client.flush_events(5)
+    recorder.record_event(pod, "Warning", "FailedScheduling", "Scheduling", "é" * 1000)
+    assert posted.wait(5) and recorder.flush(5)
     event = server.requests[0].body
     assert event["metadata"]["name"].startswith("p.")
     assert event["reportingController"] == "kube-extender"
@@ -517,8 +516,8 @@ def test_record_event_and_patch_status(server: FakeApiServer) -> None:
     assert event["eventTime"].endswith("Z") and "." in event["eventTime"]
 
     # A failing event is logged, never raised.
-    client.async_events = False
-    client.record_event({"metadata": {"name": "x", "namespace": "other"}}, "Normal", "R", "A", "")
+    recorder.async_events = False
+    recorder.record_event({"metadata": {"name": "x", "namespace": "other"}}, "Normal", "R", "A", "")
 
     patch_body = {"status": {"conditions": [{"type": "PodScheduled", "status": "False"}]}}
     client.patch_pod_status("ns", "p", patch_body)

@@ -6,11 +6,7 @@ import copy
 
 import pytest
 
-from extender.scheduler.leader_election import (
-    Conflict,
-    LeaderElectionConfig,
-    LeaderElector,
-)
+from extender.kube import Conflict, LeaderElectionConfig, LeaderElector
 
 
 class LeaseStore:
@@ -25,7 +21,7 @@ class LeaseStore:
 
     def create_lease(self, namespace, body):
         if self.lease is not None:
-            raise Conflict("exists")
+            raise Conflict(reason="AlreadyExists", message="exists")
         self.version += 1
         self.lease = copy.deepcopy(body)
         self.lease["metadata"]["resourceVersion"] = str(self.version)
@@ -33,7 +29,7 @@ class LeaseStore:
 
     def update_lease(self, namespace, name, body):
         if body["metadata"].get("resourceVersion") != str(self.version):
-            raise Conflict("stale")
+            raise Conflict(message="stale")
         self.version += 1
         self.lease = copy.deepcopy(body)
         self.lease["metadata"]["resourceVersion"] = str(self.version)

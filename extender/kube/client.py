@@ -1,0 +1,310 @@
+"""A small raw-JSON Kubernetes client over the ``kubernetes`` package's ApiClient.
+
+Requests go through ``ApiClient.call_api`` (its connection pool, TLS and auth, including token
+refresh hooks) without reading the body up front, and are decoded with orjson: no model
+classes (building them for 500 nodes takes seconds), and no kubernetes-client/python#547
+(``create_namespaced_binding`` raising on success). Objects in and out are plain dicts with
+the API's camelCase keys. The verbs are those of client-go's typed clients
+(``kubernetes/typed/core/v1/pod.go``, ``pod_expansion.go`` for ``Bind``,
+``kubernetes/typed/coordination/v1/lease.go``, ``kubernetes/typed/events/v1/event.go``).
+
+Errors: any non-2xx answer raises an :class:`~extender.kube.errors.ApiError` (a subclass for
+404, 409, 410 and 422, see :mod:`extender.kube.errors`); a connection failure is an
+``ApiError`` with status 0. Recording events (asynchronously, never raising) is
+:class:`extender.kube.events.EventRecorder`'s job, not the client's.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import orjson
+import urllib3
+from kubernetes.client import ApiClient
+from kubernetes.client.exceptions import ApiException
+
+from .errors import ApiError, Gone, NotFound
+from .watch import WatchStream
+
+log = logging.getLogger(__name__)
+
+DEFAULT_TIMEOUT = (5.0, 60.0)  # (connect, read) seconds for ordinary requests
+WATCH_READ_SLACK = 30.0  # read timeout beyond the server-side timeoutSeconds of a watch
+STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
+MERGE_PATCH = "application/merge-patch+json"
+
+
+def _timeout(timeout: float | tuple[float, float] | None) -> tuple[float, float]:
+    if timeout is None:
+        return DEFAULT_TIMEOUT
+    if isinstance(timeout, tuple):
+        return timeout
+    return (min(float(timeout), DEFAULT_TIMEOUT[0]), float(timeout))
+
+
+def _query_params(query: dict | list | None) -> list[tuple[str, str]]:
+    items = query.items() if isinstance(query, dict) else (query or ())
+    params = []
+    for key, value in items:
+        if value is None:
+            continue
+        if isinstance(value, bool):
+            value = "true" if value else "false"
+        params.append((key, str(value)))
+    return params
+
+
+def raw_request(
+    api: ApiClient,
+    method: str,
+    path: str,
+    body: Any = None,
+    query: dict | list | None = None,
+    content_type: str = "application/json",
+    timeout: float | tuple[float, float] | None = None,
+) -> urllib3.BaseHTTPResponse:
+    """One request through the ApiClient's pool and auth; the raw, unread (streamable) response.
+
+    ``timeout`` is ``(connect, read)`` seconds, or one number for both (never a total: a watch
+    may stream for minutes). Raises :class:`ApiError` for any status outside 2xx and for
+    connection failures (status 0). The caller reads the body and calls ``release_conn()``.
+    """
+    params = _query_params(query)
+    headers = {"Accept": "application/json", "Content-Type": content_type}
+    if isinstance(body, bytes | bytearray | str):
+        # The REST layer serializes JSON bodies itself (json.dumps): hand it the object.
+        body = orjson.loads(body)
+    try:
+        if hasattr(api, "param_serialize"):  # kubernetes >= 35 (openapi-generator "python")
+            method, url, headers, body, _ = api.param_serialize(
+                method=method,
+                resource_path=path,
+                query_params=params or None,
+                header_params=headers,
+                body=body,
+                auth_settings=["BearerToken"],
+            )
+            result = api.call_api(
+                method, url, header_params=headers, body=body, _request_timeout=_timeout(timeout)
+            )
+            response = result.response
+        else:  # older clients ("python-legacy"): raise ApiException on non-2xx themselves
+            response = api.call_api(
+                path,
+                method,
+                query_params=params,
+                header_params=headers,
+                body=body,
+                auth_settings=["BearerToken"],
+                _preload_content=False,
+                _return_http_data_only=True,
+                _request_timeout=_timeout(timeout),
+            )
+    except ApiException as exc:
+        if exc.status:
+            raise ApiError.from_response(exc.status, _bytes(exc.body)) from exc
+        raise ApiError(0, "ConnectionError", f"{method} {path}: {exc.reason}") from exc
+    except (urllib3.exceptions.HTTPError, OSError) as exc:
+        raise ApiError(0, "ConnectionError", f"{method} {path}: {exc}") from exc
+    if not 200 <= response.status < 300:
+        try:
+            payload = response.data
+        except (urllib3.exceptions.HTTPError, OSError):
+            payload = b""
+        finally:
+            response.release_conn()
+        raise ApiError.from_response(response.status, payload)
+    return response
+
+
+def _bytes(data: Any) -> bytes:
+    if data is None:
+        return b""
+    return data if isinstance(data, bytes) else str(data).encode()
+
+
+class KubeClient:
+    """Raw-JSON access to the API for the scheduler, the webhook and the informers.
+
+    Also leader election's ``LeaseClient`` (``get_lease``, ``create_lease``, ``update_lease``)
+    and the :class:`~extender.kube.events.EventRecorder`'s sink (``create_event``).
+    """
+
+    def __init__(
+        self, api_client: ApiClient, *, timeout: tuple[float, float] = DEFAULT_TIMEOUT
+    ) -> None:
+        self.api = api_client
+        self.timeout = timeout
+
+    # -- raw requests ---------------------------------------------------------------------------
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        query: dict | list | None = None,
+        content_type: str = "application/json",
+        timeout: float | tuple[float, float] | None = None,
+    ) -> Any:
+        """Send one request; the decoded JSON answer (``None`` for an empty body)."""
+        response = raw_request(
+            self.api, method, path, body, query, content_type, timeout or self.timeout
+        )
+        try:
+            data = response.data
+        except (urllib3.exceptions.HTTPError, OSError) as exc:
+            raise ApiError(0, "ConnectionError", f"{method} {path}: {exc}") from exc
+        finally:
+            response.release_conn()
+        return orjson.loads(data) if data else None
+
+    def get(self, path: str, **query: Any) -> dict | None:
+        """GET ``path``; ``None`` if it does not exist (404)."""
+        try:
+            return self.request("GET", path, query=query or None)
+        except NotFound:
+            return None
+
+    def list(
+        self, path: str, query: dict | None = None, *, page_size: int = 500
+    ) -> tuple[list[dict], str]:
+        """All items of a collection (following ``continue``) and the list's resourceVersion.
+
+        Pages are consistent with each other; if the continue token expires mid-way (410) the
+        list starts over unpaginated, as client-go's pager does.
+        """
+        base = {k: v for k, v in (query or {}).items() if v is not None}
+        params = {**base, "limit": str(page_size)} if page_size else dict(base)
+        items: list[dict] = []
+        while True:
+            try:
+                page = self.request("GET", path, query=params)
+            except Gone:
+                if "continue" not in params:
+                    raise
+                log.info("list %s: continue token expired; listing in one request", path)
+                items, params = [], dict(base)
+                continue
+            items.extend(page.get("items") or ())
+            meta = page.get("metadata") or {}
+            token = meta.get("continue")
+            if not token:
+                return items, meta.get("resourceVersion", "")
+            params["continue"] = token
+
+    def watch(
+        self,
+        path: str,
+        resource_version: str,
+        timeout_seconds: int = 300,
+        query: dict | None = None,
+        *,
+        field_selector: str | None = None,
+        label_selector: str | None = None,
+    ) -> WatchStream:
+        """Watch ``path`` from ``resource_version`` with bookmarks; see :class:`WatchStream`.
+
+        The server ends the watch after ``timeout_seconds``; the read timeout allows that
+        plus a margin, so a silently dead connection is noticed too.
+        """
+        params = {
+            **(query or {}),
+            "watch": "true",
+            "allowWatchBookmarks": "true",
+            "resourceVersion": resource_version,
+            "timeoutSeconds": str(int(timeout_seconds)),
+        }
+        if field_selector:
+            params["fieldSelector"] = field_selector
+        if label_selector:
+            params["labelSelector"] = label_selector
+        response = raw_request(
+            self.api,
+            "GET",
+            path,
+            query=params,
+            timeout=(self.timeout[0], timeout_seconds + WATCH_READ_SLACK),
+        )
+        return WatchStream(response)
+
+    # -- pods -----------------------------------------------------------------------------------
+
+    def get_pod(self, namespace: str, name: str) -> dict | None:
+        return self.get(f"/api/v1/namespaces/{namespace}/pods/{name}")
+
+    def bind(self, pod: dict, node_name: str) -> None:
+        """POST the pod's ``binding`` subresource with the pod's UID as a precondition, as
+        kube-scheduler's ``pkg/scheduler/framework/plugins/defaultbinder/default_binder.go``
+        does through client-go's ``Bind``. Raises ``NotFound`` if the pod is gone, ``Conflict``
+        if it is already bound (or was replaced by a pod of the same name)."""
+        meta = pod.get("metadata") or {}
+        namespace, name = meta.get("namespace") or "default", meta["name"]
+        binding: dict[str, Any] = {
+            "apiVersion": "v1",
+            "kind": "Binding",
+            "metadata": {"name": name, "namespace": namespace},
+            "target": {"apiVersion": "v1", "kind": "Node", "name": node_name},
+        }
+        if meta.get("uid"):
+            binding["metadata"]["uid"] = meta["uid"]
+        self.request("POST", f"/api/v1/namespaces/{namespace}/pods/{name}/binding", binding)
+
+    def delete_pod(
+        self,
+        namespace: str,
+        name: str,
+        uid: str | None = None,
+        grace_period_seconds: int | None = None,
+    ) -> dict | None:
+        """DELETE a pod; with ``uid`` only that incarnation (409 if the name was reused)."""
+        options: dict[str, Any] = {"apiVersion": "v1", "kind": "DeleteOptions"}
+        if uid:
+            options["preconditions"] = {"uid": uid}
+        if grace_period_seconds is not None:
+            options["gracePeriodSeconds"] = grace_period_seconds
+        return self.request("DELETE", f"/api/v1/namespaces/{namespace}/pods/{name}", options)
+
+    def patch_pod_status(self, namespace: str, name: str, patch: dict) -> dict | None:
+        """Strategic-merge-patch ``pods/{name}/status`` (conditions merge by ``type``; a
+        ``None`` value deletes the field)."""
+        return self.request(
+            "PATCH",
+            f"/api/v1/namespaces/{namespace}/pods/{name}/status",
+            patch,
+            content_type=STRATEGIC_MERGE_PATCH,
+        )
+
+    # -- events ---------------------------------------------------------------------------------
+
+    def create_event(self, event: dict) -> dict | None:
+        """POST an ``events.k8s.io/v1`` Event (synchronously; raises :class:`ApiError`)."""
+        namespace = (event.get("metadata") or {}).get("namespace") or "default"
+        return self.request("POST", f"/apis/events.k8s.io/v1/namespaces/{namespace}/events", event)
+
+    # -- leases (leader election) ---------------------------------------------------------------
+
+    def get_lease(self, namespace: str, name: str) -> dict | None:
+        return self.get(f"/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases/{name}")
+
+    def create_lease(self, namespace: str, body: dict) -> dict:
+        """Create; raises :class:`~extender.kube.errors.Conflict` if it already exists."""
+        return self.request(
+            "POST", f"/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases", body
+        )
+
+    def update_lease(self, namespace: str, name: str, body: dict) -> dict:
+        """Replace (the body's resourceVersion guards it); a stale one raises ``Conflict``."""
+        return self.request(
+            "PUT", f"/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases/{name}", body
+        )
+
+
+__all__ = [
+    "DEFAULT_TIMEOUT",
+    "MERGE_PATCH",
+    "STRATEGIC_MERGE_PATCH",
+    "KubeClient",
+    "raw_request",
+]
