@@ -288,7 +288,7 @@ class StandaloneScheduler:
         registry: Registry | None = None,
         extenders: list[Extender] | None = None,
     ) -> None:
-        registry = registry or in_tree_registry()
+        registry = registry or config.registry
         self.config = config
         self.client = client
         self.metrics = PrometheusMetrics()

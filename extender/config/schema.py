@@ -13,6 +13,7 @@ from typing import Any
 
 from marshmallow import RAISE, Schema, ValidationError, fields, validate, validates_schema
 
+from extender.framework.failures import METHODS
 from extender.kube.duration import parse_duration
 
 from .defaults import DEFAULT_CLIENT_CONNECTION, DEFAULT_LEADER_ELECTION, DEFAULT_MAX_REQUEST_BYTES
@@ -21,6 +22,8 @@ API_VERSION = "kubescheduler.config.k8s.io/v1"
 KIND = "KubeSchedulerConfiguration"
 EXTENDER_API_VERSION = "kube-extender.io/v1alpha1"
 EXTENDER_KIND = "ExtenderConfiguration"
+# The points a plugin timeout may name (the methods a plugin implements).
+PLUGIN_POINTS = tuple(METHODS)
 
 # The extension points a profile's ``plugins`` may name, in execution order.
 POINTS = (
@@ -275,3 +278,14 @@ class ExtenderConfigurationSchema(Strict):
     filterUnresolvable = Bool(load_default=True)  # noqa: N815
     kubeconfig = fields.String(load_default=None, allow_none=True)
     watchPods = Bool(load_default=None, allow_none=True)  # noqa: N815
+    # Out-of-tree plugins that are not installed packages: "module:Class" or "file.py:Class".
+    pluginModules = fields.List(fields.String(), load_default=list)  # noqa: N815
+    # Plugin name -> extension point -> Go duration: a call that takes longer is an Error.
+    pluginTimeouts = fields.Dict(  # noqa: N815
+        keys=fields.String(),
+        values=fields.Dict(
+            keys=fields.String(validate=validate.OneOf(PLUGIN_POINTS)),
+            values=Duration(validate=validate.Range(min=0, min_inclusive=False)),
+        ),
+        load_default=dict,
+    )

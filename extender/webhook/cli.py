@@ -69,7 +69,9 @@ def build_app(config_path: str, kubeconfig: str | None, offline: bool) -> Any:
         from extender.kube import KubeClient, api_client
 
         client = KubeClient(api_client(kubeconfig))
-    parts = build_extender(profile, client, watch_pods=settings.watch_pods)
+    parts = build_extender(
+        profile, client, registry=config.registry, watch_pods=settings.watch_pods
+    )
     if not connected and PODS in parts.kinds:
         need = ", ".join(sorted(n for n in profile.plugin_names() if PODS in parts.reads(n)))
         raise StartupError(
