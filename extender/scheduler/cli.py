@@ -75,9 +75,7 @@ def main(argv: list[str]) -> int:
         print(f"kube-extender run: {exc}", file=sys.stderr)
         return 2
 
-    from extender.kube import KubeClient, api_client
-
-    from .leader_election import LeaderElectionConfig, LeaderElector
+    from extender.kube import KubeClient, LeaderElectionConfig, LeaderElector, api_client
 
     try:
         client = KubeClient(api_client(args.kubeconfig))
