@@ -25,9 +25,9 @@ from prometheus_client import (
 )
 from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
 
+from extender import wire
 from extender.framework.schedule import SchedulingError
 
-from . import wire
 from .service import ExtenderService, ServiceUnavailable
 
 log = logging.getLogger(__name__)
