@@ -13,7 +13,7 @@ from typing import Any
 
 from marshmallow import RAISE, Schema, ValidationError, fields, validate, validates_schema
 
-from extender.framework.failures import METHODS
+from extender.framework.interfaces import EXTENSION_POINTS
 from extender.kube.duration import parse_duration
 
 from .defaults import DEFAULT_CLIENT_CONNECTION, DEFAULT_LEADER_ELECTION, DEFAULT_MAX_REQUEST_BYTES
@@ -22,24 +22,9 @@ API_VERSION = "kubescheduler.config.k8s.io/v1"
 KIND = "KubeSchedulerConfiguration"
 EXTENDER_API_VERSION = "kube-extender.io/v1alpha1"
 EXTENDER_KIND = "ExtenderConfiguration"
-# The points a plugin timeout may name (the methods a plugin implements).
-PLUGIN_POINTS = tuple(METHODS)
 
 # The extension points a profile's ``plugins`` may name, in execution order.
-POINTS = (
-    "preEnqueue",
-    "queueSort",
-    "preFilter",
-    "filter",
-    "postFilter",
-    "preScore",
-    "score",
-    "reserve",
-    "permit",
-    "preBind",
-    "bind",
-    "postBind",
-)
+POINTS = tuple(EXTENSION_POINTS)
 
 # -- strict scalar fields ---------------------------------------------------------------------
 
@@ -284,7 +269,7 @@ class ExtenderConfigurationSchema(Strict):
     pluginTimeouts = fields.Dict(  # noqa: N815
         keys=fields.String(),
         values=fields.Dict(
-            keys=fields.String(validate=validate.OneOf(PLUGIN_POINTS)),
+            keys=fields.String(validate=validate.OneOf(POINTS)),
             values=Duration(validate=validate.Range(min=0, min_inclusive=False)),
         ),
         load_default=dict,

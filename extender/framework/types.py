@@ -314,6 +314,8 @@ class NodeInfo:
         return f"NodeInfo({self.name}, pods={len(self.pods)})"
 
 
+# Well-known node labels (k8s.io/api ``core/v1/well_known_labels.go``).
+HOSTNAME_LABEL = "kubernetes.io/hostname"
 ZONE_LABEL = "topology.kubernetes.io/zone"
 REGION_LABEL = "topology.kubernetes.io/region"
 

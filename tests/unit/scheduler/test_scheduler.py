@@ -249,7 +249,7 @@ def make_harness(
     """A scheduler over ``nodes``; ``points`` add (or replace, for ``bind``) profile plugins;
     ``extra`` are test plugin instances by name. The Probe is always at its four points."""
     clock = Clock()
-    cache = Cache(ttl=30.0, clock=clock)
+    cache = Cache()
     for node in nodes:
         cache.add_node(node)
     probe = probe or Probe()
@@ -319,10 +319,10 @@ def test_pod_is_assumed_and_bound_to_the_only_fitting_node() -> None:
         Event("p", "Normal", "Scheduled", "Binding", "Successfully assigned default/p to big")
     ]
     assert h.reporter.patches == []
-    # Assumed on its node until the watch confirms it; finish_binding started its TTL.
+    # Assumed on its node until the watch confirms it; finish_binding marked it.
     assert h.cache.is_assumed(pod_key(pod))
     assert h.cache.snapshot().node_info_map["big"].requested.milli_cpu == 2000
-    assert h.cache.cleanup_assumed_pods(now=h.clock() + 31) == [pod_key(pod)]
+    assert h.cache.dump()["assumed"][pod_key(pod)]["bindingFinished"]
     # The attempt is over: the pod is nowhere in the queue, not even in flight.
     assert h.where(pod) is None
     assert set(h.queue.pending_pods().values()) == {0}
