@@ -138,8 +138,8 @@ def test_a_class_with_no_extension_point_is_refused(tmp_path: Path) -> None:
     )
     path = write_config(tmp_path, body, "pluginModules: [rack.py:NoPoints]\n")
     assert (
-        'plugin "NoPoints" (pluginModules rack.py:NoPoints): class NoPoints implements no extension point'
-        in load_error(path)
+        'plugin "NoPoints" (pluginModules rack.py:NoPoints): '
+        "class NoPoints implements no extension point" in load_error(path)
     )
 
 
@@ -151,8 +151,8 @@ def test_a_name_clash_with_an_in_tree_plugin_is_an_error(
     )
     path = write_config(tmp_path, "", "pluginModules: [clash.py:TaintToleration]\n")
     assert (
-        'plugin "TaintToleration" from pluginModules clash.py:TaintToleration clashes with the in-tree plugin "TaintToleration"'
-        in load_error(path)
+        'plugin "TaintToleration" from pluginModules clash.py:TaintToleration '
+        'clashes with the in-tree plugin "TaintToleration"' in load_error(path)
     )
 
 
@@ -208,7 +208,8 @@ def test_plugin_timeouts_reach_every_profile(tmp_path: Path) -> None:
         ),
         (
             "{RackLimit: {score: 1s}}",
-            'ExtenderConfiguration.pluginTimeouts.RackLimit.score: plugin "RackLimit" does not extend score',
+            "ExtenderConfiguration.pluginTimeouts.RackLimit.score: "
+            'plugin "RackLimit" does not extend score',
         ),
         ("{RackLimit: {filter: soon}}", "pluginTimeouts"),
         ("{RackLimit: {sideways: 1s}}", "pluginTimeouts"),
