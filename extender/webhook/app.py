@@ -27,6 +27,7 @@ from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
 
 from extender import wire
 from extender.framework.schedule import SchedulingError
+from extender.metrics import PluginMetrics
 
 from .service import ExtenderService, ServiceUnavailable
 
@@ -44,11 +45,12 @@ def _version() -> str:
         return "0+unknown"
 
 
-class Metrics:
-    """Prometheus metrics of one process (one registry, shared by the request threads)."""
+class Metrics(PluginMetrics):
+    """Prometheus metrics of one process (one registry, shared by the request threads): the
+    verbs' and the plugins' (``handle.metrics``)."""
 
     def __init__(self) -> None:
-        self.registry = CollectorRegistry()
+        super().__init__(CollectorRegistry())
         self.requests = Counter(
             "extender_requests_total",
             "Extender verb requests by verb and outcome.",
