@@ -20,17 +20,17 @@ class Exploding:
     def __init__(self, args: dict, handle: object) -> None:
         pass
 
-    def filter(self, state, pod, node_info):  # noqa: ANN001, ANN201
+    def filter(self, state, pod, node_info):
         raise ZeroDivisionError("licence count is zero")
 
-    def score(self, state, pod, node_info):  # noqa: ANN001, ANN201
+    def score(self, state, pod, node_info):
         raise KeyError("price")
 
     def score_extensions(self) -> None:
         return None
 
 
-def client_and_metrics():  # noqa: ANN201
+def client_and_metrics():
     metrics = Metrics()
     profile = Profile(
         "test", {"filter": [PluginSpec("Exploding")], "score": [PluginSpec("Exploding", 1)]}

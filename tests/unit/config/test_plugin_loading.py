@@ -156,7 +156,7 @@ def test_a_name_clash_with_an_in_tree_plugin_is_an_error(
     )
 
 
-def entry_points_of(*pairs: tuple[str, str]):  # noqa: ANN201
+def entry_points_of(*pairs: tuple[str, str]):
     points = [EntryPoint(name, value, config_plugins.ENTRY_POINT_GROUP) for name, value in pairs]
     return lambda group: points if group == config_plugins.ENTRY_POINT_GROUP else []
 

@@ -116,19 +116,19 @@ class Probe:
     def points(self) -> list[str]:
         return [point for point, _ in self.calls]
 
-    def reserve(self, state, pod, node_name):  # noqa: ANN001, ANN201
+    def reserve(self, state, pod, node_name):
         return self._answer("reserve", pod)
 
-    def unreserve(self, state, pod, node_name) -> None:  # noqa: ANN001
+    def unreserve(self, state, pod, node_name) -> None:
         self._answer("unreserve", pod)
 
-    def permit(self, state, pod, node_name):  # noqa: ANN001, ANN201
+    def permit(self, state, pod, node_name):
         return self._answer("permit", pod, (None, 0))
 
-    def pre_bind(self, state, pod, node_name):  # noqa: ANN001, ANN201
+    def pre_bind(self, state, pod, node_name):
         return self._answer("pre_bind", pod)
 
-    def post_bind(self, state, pod, node_name) -> None:  # noqa: ANN001
+    def post_bind(self, state, pod, node_name) -> None:
         self._answer("post_bind", pod)
 
 
@@ -140,7 +140,7 @@ class BrokenFilter:
     def __init__(self, status: Status | None = None, exc: Exception | None = None) -> None:
         self.status, self.exc = status, exc
 
-    def filter(self, state, pod, node_info):  # noqa: ANN001, ANN201
+    def filter(self, state, pod, node_info):
         if self.exc is not None:
             raise self.exc
         return self.status
@@ -149,7 +149,7 @@ class BrokenFilter:
 class RaisingScore:
     name = "RaisingScore"
 
-    def score(self, state, pod, node_info):  # noqa: ANN001, ANN201
+    def score(self, state, pod, node_info):
         raise RuntimeError("score exploded")
 
     def score_extensions(self) -> None:
@@ -159,7 +159,7 @@ class RaisingScore:
 class SkippingBinder:
     name = "SkippingBinder"
 
-    def bind(self, state, pod, node_name):  # noqa: ANN001, ANN201
+    def bind(self, state, pod, node_name):
         return Status(Code.SKIP)
 
 
@@ -174,7 +174,7 @@ class RecordingExecutor(ThreadPoolExecutor):
         self.futures: list[Future] = []
         _EXECUTORS.append(self)
 
-    def submit(self, fn, /, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003, ANN201
+    def submit(self, fn, /, *args, **kwargs):
         future = super().submit(fn, *args, **kwargs)
         self.futures.append(future)
         return future
@@ -196,7 +196,7 @@ PROBE_POINTS = {
 }
 
 
-def _factory(plugin: object):  # noqa: ANN202
+def _factory(plugin: object):
     return lambda args, handle: plugin
 
 
@@ -295,7 +295,7 @@ def bound(pod: dict, node: str) -> dict:
 
 
 @pytest.fixture(autouse=True)
-def _shutdown_binders():  # noqa: ANN202
+def _shutdown_binders():
     yield
     while _EXECUTORS:
         _EXECUTORS.pop().shutdown(wait=False, cancel_futures=True)
