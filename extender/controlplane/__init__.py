@@ -7,6 +7,9 @@ new node not-ready and nothing would remove the taint).
 
 A cluster lives in one directory: certificates, kubeconfig, data, logs and ``state.json`` with
 the PIDs and ports, so ``kube-extender cluster down`` can stop what ``up`` started.
+
+Test and demo tooling, not the scheduler: kept in one module (~430 lines) so the process
+lifecycle (spawn, wait, stop, state file) reads top to bottom.
 """
 
 from __future__ import annotations
