@@ -1,5 +1,6 @@
 """The standalone scheduler's loop: one scheduling cycle at a time, binding cycles in a pool
-(upstream ``pkg/scheduler/schedule_one.go`` and ``eventhandlers.go``). It is a thin shell over the same core the webhook uses: the decision for a pod is
+(upstream ``pkg/scheduler/schedule_one.go`` and ``eventhandlers.go``). It is a thin shell over
+the same core the webhook uses: the decision for a pod is
 :meth:`SchedulingAlgorithm.schedule_pod` over the cache's snapshot.
 
 Flow per pod: pop -> schedule_pod (PreFilter, Filter, [PostFilter], PreScore, Score) ->
