@@ -7,6 +7,7 @@ Each subcommand lives in the package that implements it and is imported only whe
 * ``scenario`` run a scenario file against a cluster    (``extender.scenario.cli``)
 * ``cluster``  a local control plane for tests/demos    (``extender.controlplane.cli``)
 * ``demo``     the README's first command, end to end   (``extender.demo``)
+* ``new-plugin`` write an out-of-tree plugin package    (``extender.scaffold``)
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "scenario": ("extender.scenario.cli", "run a scenario file against a cluster"),
     "cluster": ("extender.controlplane.cli", "start/stop a local control plane"),
     "demo": ("extender.demo", "set up a control plane, run the seed scenario, tear down"),
+    "new-plugin": ("extender.scaffold", "write an out-of-tree plugin package (tests, config)"),
 }
 
 
@@ -31,7 +33,7 @@ OPTIONAL_MODULES = {"cryptography": "controlplane"}
 
 def usage() -> str:
     lines = ["usage: kube-extender COMMAND [ARGS...]", "", "commands:"]
-    lines += [f"  {name:<10} {help_}" for name, (_, help_) in COMMANDS.items()]
+    lines += [f"  {name:<11} {help_}" for name, (_, help_) in COMMANDS.items()]
     lines += ["", "Run 'kube-extender COMMAND --help' for a command's options."]
     return "\n".join(lines)
 

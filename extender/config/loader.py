@@ -25,6 +25,7 @@ Nothing here mutates the parsed YAML or the module defaults.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -305,9 +306,15 @@ def _plugin_config(
         error = _validate_args(registry, name, config[name])
         if error:
             errors.append(f"{path}.args: {error}")
-    # Upstream adds a defaulted pluginConfig entry for every enabled plugin that has args.
+    # Upstream adds a defaulted pluginConfig entry for every enabled plugin that has args; an
+    # out-of-tree plugin's defaults come from its args_schema.
     for name in sorted(enabled - set(given)):
-        if has_args(name):
+        if registry.source(name) != IN_TREE:
+            loaded, arg_errors = _out_of_tree_args(registry, name, {}, f"{where}.pluginConfig")
+            errors.extend(f"{line} (no pluginConfig entry for {name})" for line in arg_errors)
+            if not arg_errors:
+                config[name] = loaded
+        elif has_args(name):
             config[name] = default_args(name)
     return config, errors
 
@@ -520,8 +527,12 @@ def _yaml_problem(exc: yaml.YAMLError) -> str:
     return f"invalid YAML at line {mark.line + 1}, column {mark.column + 1}: {problem}"
 
 
-def loads(text: str, source: str = "<string>") -> SchedulerConfig:
-    """Parse a config file's text; ``source`` names it in error messages."""
+def loads(text: str, source: str = "<string>", *, plugins: Iterable[type] = ()) -> SchedulerConfig:
+    """Parse a config file's text; ``source`` names it in error messages.
+
+    ``plugins``: extra plugin classes the config may name (registered by their ``name``, after
+    in-tree plugins, installed packages and ``pluginModules``), for tests and embedders.
+    """
     try:
         documents = [d for d in yaml.safe_load_all(text) if d is not None]
     except yaml.YAMLError as exc:
@@ -537,7 +548,7 @@ def loads(text: str, source: str = "<string>") -> SchedulerConfig:
         raise _fail(source, _flatten(exc.messages)) from exc
     settings = _extender_settings(documents[1:], source)
     base_dir = Path(source).parent if not source.startswith("<") else Path.cwd()
-    registry, problems = plugin_registry(settings.plugin_modules, base_dir)
+    registry, problems = plugin_registry(settings.plugin_modules, base_dir, plugins)
     if problems:
         raise _fail(
             source,
@@ -592,8 +603,9 @@ def loads(text: str, source: str = "<string>") -> SchedulerConfig:
     )
 
 
-def load(path: str | Path) -> SchedulerConfig:
-    """Read and parse a config file; every error names ``path``."""
+def load(path: str | Path, *, plugins: Iterable[type] = ()) -> SchedulerConfig:
+    """Read and parse a config file; every error names ``path``. ``plugins`` as in
+    :func:`loads`."""
     file = Path(path)
     try:
         text = file.read_text(encoding="utf-8")
@@ -601,7 +613,7 @@ def load(path: str | Path) -> SchedulerConfig:
         raise ConfigError(f"{file}: no such file") from exc
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{file}: cannot read: {getattr(exc, 'strerror', None) or exc}") from exc
-    return loads(text, source=str(file))
+    return loads(text, source=str(file), plugins=plugins)
 
 
 def default_config(scheduler_name: str = OWN_SCHEDULER_NAME) -> SchedulerConfig:

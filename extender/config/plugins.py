@@ -69,9 +69,14 @@ def load_reference(reference: str, base_dir: Path) -> type:
 
 
 def plugin_registry(
-    plugin_modules: Iterable[str] = (), base_dir: Path | None = None
+    plugin_modules: Iterable[str] = (),
+    base_dir: Path | None = None,
+    classes: Iterable[type] = (),
 ) -> tuple[Registry, list[str]]:
-    """In-tree plugins, then installed packages' entry points, then ``plugin_modules``.
+    """In-tree plugins, then installed packages' entry points, then ``plugin_modules``, then
+    ``classes`` (plugin classes a caller such as :mod:`extender.testing` registers by their
+    ``name``; a class already registered under its name, e.g. by its own entry point, is
+    not a clash).
 
     Returns the registry and the problems found (clashes, modules that cannot be loaded),
     each a line naming the source.
@@ -94,7 +99,22 @@ def plugin_registry(
             errors.append(f"{where}: class {cls.__name__} has no `name` (a non-empty str)")
             continue
         _register(registry, name, cls, f"pluginModules {reference}", errors, where)
+    for cls in classes:
+        name = getattr(cls, "name", None)
+        if not isinstance(name, str) or not name:
+            errors.append(f"class {cls.__name__} has no `name` (a non-empty str)")
+            continue
+        if name in registry and _same_class(registry, name, cls):
+            continue
+        _register(registry, name, cls, f"class {cls.__module__}.{cls.__qualname__}", errors)
     return registry, errors
+
+
+def _same_class(registry: Registry, name: str, cls: type) -> bool:
+    try:
+        return registry.plugin_class(name) is cls
+    except PluginLoadError:
+        return False
 
 
 def _register(

@@ -1,33 +1,117 @@
-"""The scheduling framework: statuses, cycle state, NodeInfo/snapshot, plugin protocols and
-the profile runner. See ``docs/`` for the stage-by-stage tour."""
+"""The plugin API: the one module a plugin author imports (``from extender.framework import
+...``). Every name in ``__all__`` is stable and documented in ``docs/plugin-api.md``; anything
+reached another way (``extender.framework.runtime``, ``extender.plugins.*``) is internal.
+
+Upstream counterparts: ``pkg/scheduler/framework/interface.go`` (points, Handle, Status),
+``pkg/scheduler/framework/types.go`` (NodeInfo, PodInfo, events) and
+``pkg/scheduler/framework/plugins/helper`` (normalization).
+"""
 
 from .cycle_state import CycleState, StateNotFound
+from .events import ActionType, ClusterEvent, ClusterEventWithHint, QueueingHint, Resource
+from .handle import (
+    CONFIG_MAPS,
+    NAMESPACES,
+    POD_DISRUPTION_BUDGETS,
+    PODS,
+    REPLICA_SETS,
+    REPLICATION_CONTROLLERS,
+    SERVICES,
+    STATEFUL_SETS,
+    Handle,
+    Kind,
+    Lister,
+)
+from .interfaces import (
+    BindPlugin,
+    EnqueueExtensions,
+    FilterPlugin,
+    PermitPlugin,
+    PostBindPlugin,
+    PostFilterPlugin,
+    PreBindPlugin,
+    PreEnqueuePlugin,
+    PreFilterExtensions,
+    PreFilterPlugin,
+    PreScorePlugin,
+    QueueSortPlugin,
+    ReservePlugin,
+    ScoreExtensions,
+    ScorePlugin,
+)
+from .normalize import MAX_NODE_SCORE, MIN_NODE_SCORE, default_normalize_score
 from .profile import PluginSpec, Profile
 from .registry import Registry
 from .runtime import Framework, ProfileError
 from .schedule import Diagnosis, FitError, SchedulingAlgorithm, SchedulingError, fit_error_message
-from .status import Code, Status
+from .status import SKIP, Code, Status, is_non_success, is_success, unresolvable, unschedulable
 from .types import NodeInfo, NodeScore, PodInfo, PreFilterResult, QueuedPodInfo, Snapshot
 
+# The list is repeated in docs/plugin-api.md ("Public names"); a test keeps the two equal.
 __all__ = [
+    # extension points
+    "PreEnqueuePlugin",
+    "QueueSortPlugin",
+    "PreFilterPlugin",
+    "PreFilterExtensions",
+    "FilterPlugin",
+    "PostFilterPlugin",
+    "PreScorePlugin",
+    "ScorePlugin",
+    "ScoreExtensions",
+    "ReservePlugin",
+    "PermitPlugin",
+    "PreBindPlugin",
+    "BindPlugin",
+    "PostBindPlugin",
+    "EnqueueExtensions",
+    # handle and listers
+    "Handle",
+    "Lister",
+    "Kind",
+    "PODS",
+    "NAMESPACES",
+    "SERVICES",
+    "REPLICATION_CONTROLLERS",
+    "CONFIG_MAPS",
+    "REPLICA_SETS",
+    "STATEFUL_SETS",
+    "POD_DISRUPTION_BUDGETS",
+    # statuses
+    "Status",
     "Code",
+    "SKIP",
+    "is_success",
+    "is_non_success",
+    "unschedulable",
+    "unresolvable",
+    # per-cycle data and cluster views
     "CycleState",
-    "Diagnosis",
-    "FitError",
-    "Framework",
+    "StateNotFound",
     "NodeInfo",
-    "NodeScore",
-    "PluginSpec",
     "PodInfo",
+    "NodeScore",
     "PreFilterResult",
+    "MAX_NODE_SCORE",
+    "MIN_NODE_SCORE",
+    "default_normalize_score",
+    # cluster events (queueing hints)
+    "ClusterEvent",
+    "ClusterEventWithHint",
+    "ActionType",
+    "Resource",
+    "QueueingHint",
+    # the runner (what the shells and extender.testing build)
+    "Framework",
     "Profile",
+    "PluginSpec",
     "ProfileError",
-    "QueuedPodInfo",
     "Registry",
     "SchedulingAlgorithm",
     "SchedulingError",
     "Snapshot",
-    "StateNotFound",
-    "Status",
+    "Diagnosis",
+    "FitError",
     "fit_error_message",
+    "QueuedPodInfo",
 ]

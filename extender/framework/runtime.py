@@ -42,6 +42,7 @@ from .interfaces import (
     ReservePlugin,
     ScorePlugin,
 )
+from .normalize import MAX_NODE_SCORE, MIN_NODE_SCORE
 from .profile import Profile
 from .registry import Registry
 from .status import REJECTED_CODES, Code, Status, is_non_success, is_success
@@ -59,8 +60,6 @@ from .waiting_pods import MAX_PERMIT_TIMEOUT, WaitingPod, WaitingPods
 log = logging.getLogger(__name__)
 
 POD_SIGNATURE_KEY = "PodSignature"
-MAX_NODE_SCORE = 100
-MIN_NODE_SCORE = 0
 MAX_TOTAL_SCORE = 2**63 - 1
 
 

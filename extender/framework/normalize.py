@@ -1,0 +1,27 @@
+"""Score normalization helpers for plugins (upstream
+``pkg/scheduler/framework/plugins/helper/normalize_score.go``)."""
+
+from __future__ import annotations
+
+from .types import NodeScore
+
+MAX_NODE_SCORE = 100
+MIN_NODE_SCORE = 0
+
+
+def default_normalize_score(max_priority: int, reverse: bool, scores: list[NodeScore]) -> None:
+    """Scale ``scores`` in place to ``0..max_priority`` by their maximum (spec §7.8).
+
+    ``reverse`` flips them (``max_priority - score``), for "fewer is better" plugins. All
+    zero: every score becomes ``max_priority`` when reversed, else stays 0. Scores are
+    expected to be non-negative.
+    """
+    highest = max((s.score for s in scores), default=0)
+    if highest == 0:
+        if reverse:
+            for s in scores:
+                s.score = max_priority
+        return
+    for s in scores:
+        score = max_priority * s.score // highest
+        s.score = max_priority - score if reverse else score
