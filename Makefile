@@ -20,6 +20,8 @@ unit: setup
 lint: setup
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports
+	$(BIN)/mypy
 
 setup: $(VENV)/.installed
 

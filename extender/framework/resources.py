@@ -9,6 +9,7 @@ Kubernetes' ``MilliValue()``/``Value()`` do.
 from __future__ import annotations
 
 import math
+from decimal import Decimal
 from functools import lru_cache
 
 from kubernetes.utils import parse_quantity
@@ -28,9 +29,9 @@ class QuantityError(ValueError):
 
 
 @lru_cache(maxsize=4096)
-def _parse(value: str) -> object:
+def _parse(value: str) -> Decimal:
     try:
-        return parse_quantity(value)
+        return Decimal(parse_quantity(value))
     except (ValueError, TypeError, ArithmeticError) as exc:
         raise QuantityError(f"invalid quantity {value!r}") from exc
 
@@ -38,13 +39,13 @@ def _parse(value: str) -> object:
 @lru_cache(maxsize=4096)
 def milli_value(value: str | int | float) -> int:
     """The quantity in thousandths, rounded up (``"100m"`` -> 100, ``"1"`` -> 1000)."""
-    return int(math.ceil(_parse(str(value)) * 1000))  # type: ignore[operator]
+    return int(math.ceil(_parse(str(value)) * 1000))
 
 
 @lru_cache(maxsize=4096)
 def int_value(value: str | int | float) -> int:
     """The quantity as a whole number, rounded up (``"1Gi"`` -> 1073741824)."""
-    return int(math.ceil(_parse(str(value))))  # type: ignore[arg-type]
+    return int(math.ceil(_parse(str(value))))
 
 
 def is_scalar_resource(name: str) -> bool:

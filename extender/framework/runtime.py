@@ -16,7 +16,7 @@ with upstream's semantics, and reads best in one place.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from typing import Any
 
 import orjson
@@ -111,7 +111,7 @@ class Framework:
         # point -> [(plugin name, the plugin's method for it, timed if configured)]
         self._calls: dict[str, list[tuple[str, Callable[..., Any]]]] = {}
         for point, protocol in EXTENSION_POINTS.items():
-            instances = []
+            instances: list[Any] = []
             for spec in profile.plugins.get(point, ()):
                 plugin = self.plugins[spec.name]
                 if not isinstance(plugin, protocol):
@@ -610,8 +610,3 @@ class Framework:
                 post_bind(state, pod, node_name)
             except Exception as exc:
                 self._failed(name, "postBind", exc)
-
-
-def plugins_implementing(plugins: Iterable[Any], point: str) -> list[str]:
-    protocol = EXTENSION_POINTS[point]
-    return [p.name for p in plugins if isinstance(p, protocol)]

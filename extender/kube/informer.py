@@ -25,6 +25,7 @@ costs milliseconds per node; the hot path here stays on dicts.)
 
 from __future__ import annotations
 
+import builtins
 import logging
 import random
 import threading
@@ -148,9 +149,9 @@ class Informer:
         with self._lock:
             return self.store.get(key)
 
-    def keys(self) -> list[str]:
+    def keys(self) -> builtins.list[str]:
         with self._lock:
-            return list(self.store)
+            return builtins.list(self.store)
 
     # -- the loop -------------------------------------------------------------------------------
 

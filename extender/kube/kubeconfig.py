@@ -22,7 +22,7 @@ CONNECTION_POOL_SIZE = 64
 DEFAULT_KUBECONFIG = "~/.kube/config"
 
 
-class KubeconfigError(ConfigException, ValueError):
+class KubeconfigError(ConfigException, ValueError):  # type: ignore[misc]  # an untyped base
     """No usable cluster configuration."""
 
 
