@@ -10,10 +10,11 @@ in flight at once). kube-scheduler does not call extenders when no node passed i
 pod that got ``PodScheduled=False`` without a recorded call has an empty feasible set.
 
 Our answer: ``Snapshot.from_objects`` over the nodes and bound pods *as the apiserver returns
-them* (and listers over the case's Services and controllers, which PodTopologySpread's default
-constraints read) (defaulting matters: limits-only containers get requests, RuntimeClass admission fills
+them* (defaulting matters: limits-only containers get requests, RuntimeClass admission fills
 ``overhead``, priority classes resolve ``priority``), then ``find_nodes_that_fit(...,
-evaluate_all=True)`` with the default profile's PreFilter and Filter plugins.
+evaluate_all=True)`` with the default profile's PreFilter and Filter plugins. The handle's
+listers serve the case's Services and controllers as the apiserver returns them too:
+PodTopologySpread's default constraints read them.
 
 One kube-scheduler serves the whole run, with profile ``conformance`` (the defaults without
 PostFilter, so no preemption nominates or evicts anything) and one *isolated* profile per
