@@ -3,7 +3,13 @@ kinds its plugins declare (``reads``), and ``handle.lister(kind)`` reads those i
 
 from __future__ import annotations
 
-from extender.composition import Listers, StoreLister, build_extender, kinds_read
+from extender.composition import (
+    ExtenderParts,
+    Listers,
+    StoreLister,
+    build_extender,
+    kinds_read,
+)
 from extender.config import default_profile
 from extender.framework.handle import (
     NAMESPACES,
@@ -32,7 +38,7 @@ DEFAULT_SELECTOR_PATHS = {
 class DummyClient:
     """Never called: informers are built but not started."""
 
-    def __getattr__(self, name: str):  # noqa: ANN204
+    def __getattr__(self, name: str) -> object:
         raise AssertionError(f"the client was used ({name}) before any informer started")
 
 
@@ -40,7 +46,7 @@ def profile(*plugins: str) -> Profile:
     return Profile("test", plugins={"filter": [PluginSpec(name) for name in plugins]})
 
 
-def paths(parts) -> list[str]:  # noqa: ANN001
+def paths(parts: ExtenderParts) -> list[str]:
     return sorted(informer.path for informer in parts.informers)
 
 
