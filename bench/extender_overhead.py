@@ -53,7 +53,7 @@ profile: bench-extender
 """
 
 
-def measure(cp, kube, pods: int, name: str, extender_url: str | None) -> float:  # noqa: ANN001
+def measure(cp, kube, pods: int, name: str, extender_url: str | None) -> float:
     create_pods(kube, pods, name, name)
     recorder = BindRecorder(kube, name, pods)
     cp.start_scheduler(kube_scheduler_config(name, extender_url), name=name)
@@ -64,7 +64,7 @@ def measure(cp, kube, pods: int, name: str, extender_url: str | None) -> float: 
         delete_all_pods(kube)
 
 
-def start_extender(cp, workers: int, threads: int) -> tuple[subprocess.Popen, str]:  # noqa: ANN001
+def start_extender(cp, workers: int, threads: int) -> tuple[subprocess.Popen, str]:
     config = cp.directory / "bench-extender.yaml"
     config.write_text(EXTENDER_CONFIG)
     port = free_port()

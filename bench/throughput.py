@@ -32,7 +32,7 @@ from bench.cluster import (  # noqa: E402
 from extender.controlplane import free_port, kube_extender, spawn, stop_pid  # noqa: E402
 
 
-def run_kube_scheduler(cp, kube, pods: int, tag: str) -> float:  # noqa: ANN001
+def run_kube_scheduler(cp, kube, pods: int, tag: str) -> float:
     name = f"ks-{tag}"
     create_pods(kube, pods, name, name)
     recorder = BindRecorder(kube, name, pods)
@@ -44,7 +44,7 @@ def run_kube_scheduler(cp, kube, pods: int, tag: str) -> float:  # noqa: ANN001
         delete_all_pods(kube)
 
 
-def run_ours(cp, kube, pods: int, tag: str) -> float:  # noqa: ANN001
+def run_ours(cp, kube, pods: int, tag: str) -> float:
     name = f"ours-{tag}"
     config = cp.directory / f"{name}.yaml"
     config.write_text(

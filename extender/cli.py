@@ -25,6 +25,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
+# Top-level module -> the extra that installs it.
+OPTIONAL_MODULES = {"cryptography": "controlplane"}
+
+
 def usage() -> str:
     lines = ["usage: kube-extender COMMAND [ARGS...]", "", "commands:"]
     lines += [f"  {name:<10} {help_}" for name, (_, help_) in COMMANDS.items()]
@@ -44,7 +48,18 @@ def main(argv: list[str] | None = None) -> int:
     if command is None:
         print(f"kube-extender: unknown command {args[0]!r}\n\n{usage()}", file=sys.stderr)
         return 2
-    module = importlib.import_module(command[0])
+    try:
+        module = importlib.import_module(command[0])
+    except ModuleNotFoundError as exc:
+        extra = OPTIONAL_MODULES.get((exc.name or "").split(".")[0])
+        if extra is None:
+            raise
+        print(
+            f"kube-extender {args[0]}: needs the optional dependency {exc.name!r}: "
+            f"pip install 'kube-extender[{extra}]'",
+            file=sys.stderr,
+        )
+        return 2
     return int(module.main(args[1:]) or 0)
 
 

@@ -29,8 +29,10 @@ from extender.framework.handle import (
     Extender,
     Kind,
     Lister,
+    NoMetrics,
     Services,
 )
+from extender.framework.handle import Metrics as HandleMetrics
 from extender.framework.profile import Profile
 from extender.framework.registry import Registry
 from extender.framework.runtime import Framework
@@ -187,6 +189,7 @@ def build_extender(
     *,
     registry: Registry | None = None,
     watch_pods: bool | None = None,
+    metrics: HandleMetrics | None = None,
 ) -> ExtenderParts:
     """The framework of ``profile`` and, with a ``client``, the watch-fed cache behind it
     (informers unstarted). Without a client the handle has empty listers and no pods."""
@@ -207,6 +210,7 @@ def build_extender(
         informers += listers.informers.values()
     services = Services(
         client=client,
+        metrics=metrics or NoMetrics(),
         listers=listers,
         namespace_labels=cache.namespace_labels if cache is not None else _no_labels,
     )
@@ -288,7 +292,7 @@ class StandaloneScheduler:
         registry: Registry | None = None,
         extenders: list[Extender] | None = None,
     ) -> None:
-        registry = registry or in_tree_registry()
+        registry = registry or config.registry
         self.config = config
         self.client = client
         self.metrics = PrometheusMetrics()

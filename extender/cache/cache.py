@@ -4,15 +4,16 @@ One per process, shared by every thread (informer handlers, the scheduling cycle
 workers, webhook request threads); every method takes one lock. Pods and nodes are the API's
 dicts and are never mutated here.
 
-Pod state machine (spec §5.2), keyed by pod UID (``pod_key``)::
+Pod state machine (upstream ``pkg/scheduler/backend/cache/cache.go``), keyed by pod UID
+(``pod_key``)::
 
     assume_pod ──▶ Assumed ── add_pod (the watch confirms it) ──▶ Added ── remove_pod ──▶ gone
-                     ├── forget_pod (binding failed) ──▶ gone
-                     └── expiry (only with ttl > 0, counted from finish_binding) ──▶ gone
+                     └── forget_pod (binding failed) ──▶ gone
 
-``ttl`` defaults to 0, upstream's ``durationToExpireAssumedPod``: assumed pods never expire,
-because expiring one before the watch confirms it frees its resources in the cache too early
-and lets another pod be placed on top (kubernetes#106361).
+Assumed pods never expire, as upstream (``durationToExpireAssumedPod`` is 0 in
+``pkg/scheduler/scheduler.go``): expiring one before the watch confirms it frees its resources
+in the cache too early and lets another pod be placed on top (kubernetes#106361). A lost
+confirmation is not a risk either: the pod informer re-lists after any watch gap.
 
 Where upstream returns an error for an impossible informer transition (adding a pod twice,
 updating or removing an unknown pod; it even exits when a pod's node changes) this cache
@@ -34,16 +35,11 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
-from collections.abc import Callable
 from dataclasses import dataclass
 
 from extender.framework.types import NodeInfo, PodInfo, Snapshot, next_generation, pod_key
 
 log = logging.getLogger(__name__)
-
-DEFAULT_ASSUMED_POD_TTL = 0.0  # seconds; 0 = never expire (upstream default)
-CLEANUP_PERIOD = 1.0  # seconds between expiry sweeps, as upstream
 
 
 class CacheError(ValueError):
@@ -56,7 +52,6 @@ class _PodState:
     node: str
     assumed: bool = False
     binding_finished: bool = False
-    deadline: float | None = None
 
 
 def _node_name(pod: dict) -> str:
@@ -68,13 +63,7 @@ def _name(obj: dict) -> str:
 
 
 class Cache:
-    def __init__(
-        self,
-        ttl: float = DEFAULT_ASSUMED_POD_TTL,
-        clock: Callable[[], float] = time.monotonic,
-    ) -> None:
-        self.ttl = ttl
-        self.clock = clock
+    def __init__(self) -> None:
         self._lock = threading.RLock()
         # Insertion order = node arrival order, which the snapshot's zone interleaving keeps.
         self._nodes: dict[str, NodeInfo] = {}
@@ -87,8 +76,6 @@ class Cache:
         # Nodes added, updated or removed since the last snapshot: the node order and the
         # image summaries must be rebuilt. Pod changes alone only swap NodeInfos.
         self._nodes_changed = True
-        self._cleanup_stop = threading.Event()
-        self._cleanup_thread: threading.Thread | None = None
 
     # -- nodes ----------------------------------------------------------------------------------
 
@@ -173,15 +160,13 @@ class Cache:
                 raise CacheError(f"pod {key} is in the cache, so it can't be assumed")
             self._pods[key] = _PodState(self._place(pod, node), node, assumed=True)
 
-    def finish_binding(self, pod: dict, now: float | None = None) -> None:
-        """The bind request was sent: with a TTL, the assumed pod may expire from now on."""
+    def finish_binding(self, pod: dict) -> None:
+        """The bind request was sent; the pod stays assumed until the watch confirms it."""
         with self._lock:
             state = self._pods.get(pod_key(pod))
             if state is None or not state.assumed:
                 return  # already confirmed by the watch (or forgotten)
             state.binding_finished = True
-            if self.ttl > 0:
-                state.deadline = (self.clock() if now is None else now) + self.ttl
 
     def forget_pod(self, pod: dict) -> None:
         """Undo ``assume_pod`` (binding failed). Unknown pods are ignored."""
@@ -247,42 +232,6 @@ class Cache:
             state = self._pods.pop(key, None)
             if state is not None:
                 self._unplace(key, state.node)
-
-    def cleanup_assumed_pods(self, now: float | None = None) -> list[str]:
-        """Expire assumed pods whose binding finished more than ``ttl`` ago (only with a TTL);
-        returns their keys."""
-        if self.ttl <= 0:
-            return []
-        expired = []
-        with self._lock:
-            now = self.clock() if now is None else now
-            for key, state in list(self._pods.items()):
-                if (
-                    state.assumed
-                    and state.binding_finished
-                    and state.deadline is not None
-                    and now >= state.deadline
-                ):
-                    log.warning("assumed pod %s expired before the watch confirmed it", key)
-                    self._unplace(key, state.node)
-                    del self._pods[key]
-                    expired.append(key)
-        return expired
-
-    def start_cleanup(self, period: float = CLEANUP_PERIOD) -> None:
-        """Sweep expired assumed pods every ``period`` seconds (a no-op without a TTL)."""
-        if self.ttl <= 0 or self._cleanup_thread is not None:
-            return
-
-        def loop() -> None:
-            while not self._cleanup_stop.wait(period):
-                self.cleanup_assumed_pods()
-
-        self._cleanup_thread = threading.Thread(target=loop, daemon=True, name="cache-cleanup")
-        self._cleanup_thread.start()
-
-    def stop(self) -> None:
-        self._cleanup_stop.set()
 
     # -- namespaces (for namespaceSelector in pod affinity terms) -------------------------------
 
@@ -368,4 +317,4 @@ class Cache:
             }
 
 
-__all__ = ["Cache", "CacheError", "DEFAULT_ASSUMED_POD_TTL"]
+__all__ = ["Cache", "CacheError"]

@@ -63,26 +63,6 @@ UPSTREAM_ONLY_PLUGINS: frozenset[str] = frozenset(
     }
 )
 
-# The points each in-tree plugin implements (spec §6.2). Only used when a plugin module cannot
-# be imported; otherwise the loader asks the class itself (isinstance on the protocols).
-KNOWN_POINTS: dict[str, frozenset[str]] = {
-    "SchedulingGates": frozenset({"preEnqueue"}),
-    "PrioritySort": frozenset({"queueSort"}),
-    "NodeUnschedulable": frozenset({"filter"}),
-    "NodeName": frozenset({"filter"}),
-    "TaintToleration": frozenset({"filter", "preScore", "score"}),
-    "NodeAffinity": frozenset({"preFilter", "filter", "preScore", "score"}),
-    "NodePorts": frozenset({"preFilter", "filter"}),
-    "NodeResourcesFit": frozenset({"preFilter", "filter", "preScore", "score"}),
-    "PodTopologySpread": frozenset({"preFilter", "filter", "preScore", "score"}),
-    "InterPodAffinity": frozenset({"preFilter", "filter", "preScore", "score"}),
-    "DefaultPreemption": frozenset({"postFilter"}),
-    "NodeResourcesBalancedAllocation": frozenset({"preScore", "score"}),
-    "ImageLocality": frozenset({"score"}),
-    "DefaultBinder": frozenset({"bind"}),
-    "NodeNumber": frozenset({"preScore", "score", "permit"}),
-}
-
 DEFAULT_RESOURCES: tuple[dict, ...] = (
     {"name": "cpu", "weight": 1},
     {"name": "memory", "weight": 1},

@@ -24,7 +24,6 @@ Nothing here mutates the parsed YAML or the module defaults.
 
 from __future__ import annotations
 
-import functools
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,20 +34,22 @@ from marshmallow import ValidationError
 
 from extender.framework.interfaces import EXTENSION_POINTS
 from extender.framework.profile import PluginSpec, Profile
-from extender.plugins import IN_TREE_PLUGINS, plugin_class
+from extender.framework.registry import PluginLoadError, Registry
+from extender.plugins import IN_TREE, in_tree_registry
 
 from . import schema
 from .defaults import (
     ARG_KEYS,
     DEFAULT_MULTI_POINT,
     DEFAULT_SCHEDULER_NAME,
-    KNOWN_POINTS,
     OWN_SCHEDULER_NAME,
     UPSTREAM_ONLY_PLUGINS,
     default_args,
     has_args,
 )
+from .plugins import check_plugin, describe, plugin_registry, points_of
 
+_IN_TREE = in_tree_registry()
 MIN_WEIGHT = 1
 MAX_WEIGHT = 100
 MULTI_POINT = "multiPoint"
@@ -78,6 +79,10 @@ class ExtenderSettings:
     kubeconfig: str | None = None
     # None: watch pods only when an enabled plugin needs the pods on each node.
     watch_pods: bool | None = None
+    # Out-of-tree plugins from files or modules that are not installed packages.
+    plugin_modules: list[str] = field(default_factory=list)
+    # plugin name -> extension point -> seconds (applied to every profile).
+    plugin_timeouts: dict[str, dict[str, float]] = field(default_factory=dict)
 
 
 @dataclass
@@ -95,6 +100,8 @@ class SchedulerConfig:
     leader_election: dict = field(default_factory=dict)
     extender: ExtenderSettings = field(default_factory=ExtenderSettings)
     source: str = "<default>"
+    # Every plugin the config may name: in-tree, installed packages, pluginModules.
+    registry: Registry = field(default_factory=in_tree_registry)
 
 
 # -- errors ------------------------------------------------------------------------------------
@@ -142,17 +149,14 @@ def _fail(source: str, lines: list[str] | str) -> ConfigError:
 # -- plugins -----------------------------------------------------------------------------------
 
 
-@functools.cache
-def plugin_points(name: str) -> frozenset[str]:
-    """The extension points an in-tree plugin implements (isinstance on the point protocols).
-
-    Falls back to the spec's table when the plugin's module cannot be imported yet.
-    """
+def plugin_points(name: str, registry: Registry | None = None) -> frozenset[str]:
+    """The extension points a plugin implements (isinstance on the point protocols)."""
+    registry = registry or _IN_TREE
     try:
-        cls = plugin_class(name)
-    except ImportError:
-        return KNOWN_POINTS.get(name, frozenset())
-    return frozenset(point for point, proto in EXTENSION_POINTS.items() if isinstance(cls, proto))
+        cls = registry.plugin_class(name)
+    except PluginLoadError:
+        return frozenset()
+    return points_of(cls) if cls is not None else frozenset(EXTENSION_POINTS)
 
 
 def _specs(items: list[dict]) -> list[PluginSpec]:
@@ -181,18 +185,26 @@ def merge_plugin_set(
     return merged
 
 
-def _check_plugin_names(plugins: dict, where: str) -> list[str]:
-    """Unknown names, and score weights out of range, anywhere in ``plugins``."""
+def _check_plugin_names(plugins: dict, where: str, registry: Registry) -> list[str]:
+    """Unknown or broken plugins, and score weights out of range, anywhere in ``plugins``."""
     errors = []
+    checked: set[str] = set()
     for key in (MULTI_POINT, *schema.POINTS):
         plugin_set = plugins.get(key) or {}
         for i, item in enumerate(plugin_set.get("enabled") or ()):
             path = f"{where}.plugins.{key}.enabled[{i}]"
             name = item["name"]
-            if name not in IN_TREE_PLUGINS:
-                hint = " (an upstream plugin kube-extender does not implement)"
-                hint = hint if name in UPSTREAM_ONLY_PLUGINS else ""
+            if name not in registry:
+                if name in UPSTREAM_ONLY_PLUGINS:
+                    hint = " (an upstream plugin kube-extender does not implement)"
+                else:
+                    hint = f" (registered: {describe(registry)})"
                 errors.append(f'{path}.name: unknown plugin "{name}"{hint}')
+            elif registry.source(name) != IN_TREE and name not in checked:
+                checked.add(name)
+                problem = check_plugin(registry, name)
+                if problem:
+                    errors.append(f"{path}.name: {problem}")
             weight = item.get("weight") or 0
             # Weight only matters to Score; upstream ignores it elsewhere. 0 means 1.
             if (
@@ -206,7 +218,7 @@ def _check_plugin_names(plugins: dict, where: str) -> list[str]:
         for i, item in enumerate(plugin_set.get("disabled") or ()):
             name = item["name"]
             # Disabling an upstream plugin we lack is a no-op, so shared files keep working.
-            if name != "*" and name not in IN_TREE_PLUGINS and name not in UPSTREAM_ONLY_PLUGINS:
+            if name != "*" and name not in registry and name not in UPSTREAM_ONLY_PLUGINS:
                 errors.append(f'{where}.plugins.{key}.disabled[{i}].name: unknown plugin "{name}"')
     return errors
 
@@ -216,6 +228,7 @@ def _expand_point(
     plugin_set: dict,
     multi_point: list[PluginSpec],
     where: str,
+    registry: Registry,
 ) -> tuple[list[PluginSpec], list[str]]:
     """One point's plugins: its own entries plus the MultiPoint plugins implementing it."""
     errors = []
@@ -223,7 +236,7 @@ def _expand_point(
     disabled = {p["name"] for p in plugin_set.get("disabled") or []}
     names: list[str] = []
     for i, spec in enumerate(specific):
-        if point not in plugin_points(spec.name):
+        if point not in plugin_points(spec.name, registry):
             errors.append(
                 f'{where}.plugins.{point}.enabled[{i}].name: plugin "{spec.name}" '
                 f"does not extend {point}"
@@ -239,7 +252,7 @@ def _expand_point(
     overridden: set[str] = set()
     from_multi: list[PluginSpec] = []
     for spec in multi_point:
-        if point not in plugin_points(spec.name) or spec.name in disabled:
+        if point not in plugin_points(spec.name, registry) or spec.name in disabled:
             continue
         if spec.name in names:
             # Named at the point too: the user's intent is the point's entry.
@@ -255,7 +268,7 @@ def _expand_point(
 
 
 def _plugin_config(
-    entries: list[dict], enabled: set[str], where: str
+    entries: list[dict], enabled: set[str], where: str, registry: Registry
 ) -> tuple[dict[str, dict], list[str]]:
     """Each plugin's args: the user's entry or the default, upstream defaults filled in."""
     errors: list[str] = []
@@ -264,7 +277,7 @@ def _plugin_config(
     for j, entry in enumerate(entries):
         name = entry["name"]
         path = f"{where}.pluginConfig[{j}]"
-        if name not in IN_TREE_PLUGINS:
+        if name not in registry:
             errors.append(f'{path}.name: unknown plugin "{name}"')
             continue
         if name in given:
@@ -274,6 +287,12 @@ def _plugin_config(
         raw_args = entry.get("args") or {}
         # Upstream's embedded args may carry their own apiVersion/kind (e.g. NodeResourcesFitArgs).
         args = {k: v for k, v in raw_args.items() if k not in _ENVELOPE_KEYS}
+        if registry.source(name) != IN_TREE:
+            loaded, arg_errors = _out_of_tree_args(registry, name, args, f"{path}.args")
+            errors.extend(arg_errors)
+            if not arg_errors:
+                config[name] = loaded
+            continue
         allowed = ARG_KEYS.get(name, frozenset())
         unknown = [key for key in args if key not in allowed]
         if unknown and not has_args(name):
@@ -283,7 +302,7 @@ def _plugin_config(
             errors.extend(f"{path}.args.{key}: unknown field" for key in unknown)
             continue
         config[name] = default_args(name, args)
-        error = _validate_args(name, config[name])
+        error = _validate_args(registry, name, config[name])
         if error:
             errors.append(f"{path}.args: {error}")
     # Upstream adds a defaulted pluginConfig entry for every enabled plugin that has args.
@@ -293,20 +312,34 @@ def _plugin_config(
     return config, errors
 
 
-def _validate_args(name: str, args: dict) -> str | None:
-    """The plugin's own complaint about ``args``, if any (it owns the rules)."""
+def _validate_args(registry: Registry, name: str, args: dict) -> str | None:
+    """An in-tree plugin's own complaint about ``args``, if any (it owns the rules)."""
+    cls = registry.plugin_class(name)
     try:
-        cls = plugin_class(name)
-    except ImportError:
-        return None  # the module is not written yet: nothing to validate against
-    try:
-        cls(args, None)
+        cls(args, None)  # type: ignore[misc]  # in-tree constructors only read their args
     except (ValueError, TypeError) as exc:
         return str(exc)
     return None
 
 
-def build_profile(raw: dict, index: int, source: str, *, lone: bool = True) -> Profile:
+def _out_of_tree_args(
+    registry: Registry, name: str, args: dict, path: str
+) -> tuple[dict, list[str]]:
+    """Args of a user's plugin: loaded by the marshmallow ``args_schema`` it declares (unknown
+    fields rejected, defaults filled in), else passed as written."""
+    cls = registry.plugin_class(name)
+    schema_class = getattr(cls, "args_schema", None) if cls is not None else None
+    if schema_class is None:
+        return args, []
+    try:
+        return schema_class().load(args), []
+    except ValidationError as exc:
+        return {}, [f"{path}: {line}" for line in _flatten(exc.messages)]
+
+
+def build_profile(
+    raw: dict, index: int, source: str, *, lone: bool = True, registry: Registry | None = None
+) -> Profile:
     """One ``profiles[index]`` entry (as decoded by the schema) as a merged :class:`Profile`.
 
     ``lone``: the config has a single profile, which may omit ``schedulerName``.
@@ -318,7 +351,8 @@ def build_profile(raw: dict, index: int, source: str, *, lone: bool = True) -> P
     if name is not None and not name:
         raise _fail(source, f"{where}.schedulerName: must not be empty")
     plugins = raw.get("plugins") or {}
-    errors = _check_plugin_names(plugins, where)
+    registry = registry or _IN_TREE
+    errors = _check_plugin_names(plugins, where, registry)
     if errors:
         raise _fail(source, errors)
 
@@ -331,7 +365,7 @@ def build_profile(raw: dict, index: int, source: str, *, lone: bool = True) -> P
     points: dict[str, list[PluginSpec]] = {}
     for point in schema.POINTS:
         points[point], point_errors = _expand_point(
-            point, plugins.get(point) or {}, multi_point, where
+            point, plugins.get(point) or {}, multi_point, where, registry
         )
         errors.extend(point_errors)
     if len(points["queueSort"]) > 1:
@@ -349,7 +383,7 @@ def build_profile(raw: dict, index: int, source: str, *, lone: bool = True) -> P
             points[point] = [PluginSpec(s.name, 0) for s in points[point]]
 
     enabled = {spec.name for specs in points.values() for spec in specs}
-    plugin_config, errors = _plugin_config(raw.get("pluginConfig") or [], enabled, where)
+    plugin_config, errors = _plugin_config(raw.get("pluginConfig") or [], enabled, where, registry)
     if errors:
         raise _fail(source, errors)
     return Profile(
@@ -433,7 +467,28 @@ def _extender_settings(documents: list[Any], source: str) -> ExtenderSettings:
         filter_unresolvable=data["filterUnresolvable"],
         kubeconfig=data["kubeconfig"],
         watch_pods=data["watchPods"],
+        plugin_modules=data["pluginModules"],
+        plugin_timeouts=data["pluginTimeouts"],
     )
+
+
+def _apply_timeouts(
+    timeouts: dict[str, dict[str, float]], profiles: list[Profile], registry: Registry
+) -> list[str]:
+    """``pluginTimeouts`` onto every profile; each name must be a plugin that has the point."""
+    errors = []
+    for name, points in timeouts.items():
+        where = f"{schema.EXTENDER_KIND}.pluginTimeouts.{name}"
+        if name not in registry:
+            errors.append(f'{where}: unknown plugin "{name}"')
+            continue
+        for point in points:
+            if point not in plugin_points(name, registry):
+                errors.append(f'{where}.{point}: plugin "{name}" does not extend {point}')
+    if not errors:
+        for profile in profiles:
+            profile.plugin_timeouts = {name: dict(points) for name, points in timeouts.items()}
+    return errors
 
 
 def _check_common_queue_sort(profiles: list[Profile]) -> list[str]:
@@ -481,12 +536,22 @@ def loads(text: str, source: str = "<string>") -> SchedulerConfig:
     except ValidationError as exc:
         raise _fail(source, _flatten(exc.messages)) from exc
     settings = _extender_settings(documents[1:], source)
+    base_dir = Path(source).parent if not source.startswith("<") else Path.cwd()
+    registry, problems = plugin_registry(settings.plugin_modules, base_dir)
+    if problems:
+        raise _fail(
+            source,
+            [
+                f"{schema.EXTENDER_KIND}.{line}" if line.startswith("pluginModules") else line
+                for line in problems
+            ],
+        )
 
     raw_profiles = data["profiles"] or [{}]
     profiles: list[Profile] = []
     seen: dict[str, int] = {}
     for i, raw in enumerate(raw_profiles):
-        profile = build_profile(raw, i, source, lone=len(raw_profiles) == 1)
+        profile = build_profile(raw, i, source, lone=len(raw_profiles) == 1, registry=registry)
         if profile.scheduler_name in seen:
             raise _fail(
                 source,
@@ -499,6 +564,7 @@ def loads(text: str, source: str = "<string>") -> SchedulerConfig:
         profiles.append(profile)
 
     errors = _check_common_queue_sort(profiles)
+    errors += _apply_timeouts(settings.plugin_timeouts, profiles, registry)
     extenders = data["extenders"] or []
     errors += _validate_extenders(extenders)
     if not settings.profile:
@@ -522,6 +588,7 @@ def loads(text: str, source: str = "<string>") -> SchedulerConfig:
         leader_election=data["leaderElection"],
         extender=settings,
         source=source,
+        registry=registry,
     )
 
 

@@ -13,6 +13,7 @@ from typing import Any
 
 from marshmallow import RAISE, Schema, ValidationError, fields, validate, validates_schema
 
+from extender.framework.interfaces import EXTENSION_POINTS
 from extender.kube.duration import parse_duration
 
 from .defaults import DEFAULT_CLIENT_CONNECTION, DEFAULT_LEADER_ELECTION, DEFAULT_MAX_REQUEST_BYTES
@@ -23,20 +24,7 @@ EXTENDER_API_VERSION = "kube-extender.io/v1alpha1"
 EXTENDER_KIND = "ExtenderConfiguration"
 
 # The extension points a profile's ``plugins`` may name, in execution order.
-POINTS = (
-    "preEnqueue",
-    "queueSort",
-    "preFilter",
-    "filter",
-    "postFilter",
-    "preScore",
-    "score",
-    "reserve",
-    "permit",
-    "preBind",
-    "bind",
-    "postBind",
-)
+POINTS = tuple(EXTENSION_POINTS)
 
 # -- strict scalar fields ---------------------------------------------------------------------
 
@@ -108,19 +96,19 @@ def _plugin_set() -> fields.Nested:
 
 
 class PluginsSchema(Strict):
-    multiPoint = _plugin_set()  # noqa: N815
-    preEnqueue = _plugin_set()  # noqa: N815
-    queueSort = _plugin_set()  # noqa: N815
-    preFilter = _plugin_set()  # noqa: N815
+    multiPoint = _plugin_set()
+    preEnqueue = _plugin_set()
+    queueSort = _plugin_set()
+    preFilter = _plugin_set()
     filter = _plugin_set()
-    postFilter = _plugin_set()  # noqa: N815
-    preScore = _plugin_set()  # noqa: N815
+    postFilter = _plugin_set()
+    preScore = _plugin_set()
     score = _plugin_set()
     reserve = _plugin_set()
     permit = _plugin_set()
-    preBind = _plugin_set()  # noqa: N815
+    preBind = _plugin_set()
     bind = _plugin_set()
-    postBind = _plugin_set()  # noqa: N815
+    postBind = _plugin_set()
 
 
 class PluginConfigSchema(Strict):
@@ -130,12 +118,10 @@ class PluginConfigSchema(Strict):
 
 class ProfileSchema(Strict):
     # None: omitted (upstream names a lone profile default-scheduler; see the loader).
-    schedulerName = fields.String(load_default=None, allow_none=True)  # noqa: N815
-    percentageOfNodesToScore = Int(  # noqa: N815
-        load_default=None, allow_none=True, validate=_range(0, 100)
-    )
+    schedulerName = fields.String(load_default=None, allow_none=True)
+    percentageOfNodesToScore = Int(load_default=None, allow_none=True, validate=_range(0, 100))
     plugins = fields.Nested(PluginsSchema, load_default=dict, allow_none=True)
-    pluginConfig = fields.List(  # noqa: N815
+    pluginConfig = fields.List(
         fields.Nested(PluginConfigSchema), load_default=list, allow_none=True
     )
 
@@ -145,33 +131,33 @@ class ProfileSchema(Strict):
 
 class ManagedResourceSchema(Strict):
     name = fields.String(required=True)
-    ignoredByScheduler = Bool(load_default=False)  # noqa: N815
+    ignoredByScheduler = Bool(load_default=False)
 
 
 class TLSConfigSchema(Strict):
     insecure = Bool(load_default=False)
-    serverName = fields.String(load_default="")  # noqa: N815
-    certFile = fields.String(load_default="")  # noqa: N815
-    keyFile = fields.String(load_default="")  # noqa: N815
-    caFile = fields.String(load_default="")  # noqa: N815
-    certData = fields.String(load_default="")  # noqa: N815
-    keyData = fields.String(load_default="")  # noqa: N815
-    caData = fields.String(load_default="")  # noqa: N815
+    serverName = fields.String(load_default="")
+    certFile = fields.String(load_default="")
+    keyFile = fields.String(load_default="")
+    caFile = fields.String(load_default="")
+    certData = fields.String(load_default="")
+    keyData = fields.String(load_default="")
+    caData = fields.String(load_default="")
 
 
 class ExtenderSchema(Strict):
-    urlPrefix = fields.String(required=True)  # noqa: N815
-    filterVerb = fields.String(load_default="")  # noqa: N815
-    prioritizeVerb = fields.String(load_default="")  # noqa: N815
-    preemptVerb = fields.String(load_default="")  # noqa: N815
-    bindVerb = fields.String(load_default="")  # noqa: N815
+    urlPrefix = fields.String(required=True)
+    filterVerb = fields.String(load_default="")
+    prioritizeVerb = fields.String(load_default="")
+    preemptVerb = fields.String(load_default="")
+    bindVerb = fields.String(load_default="")
     weight = Int(load_default=0)
-    enableHTTPS = Bool(load_default=False)  # noqa: N815
-    tlsConfig = fields.Nested(TLSConfigSchema, load_default=None, allow_none=True)  # noqa: N815
+    enableHTTPS = Bool(load_default=False)
+    tlsConfig = fields.Nested(TLSConfigSchema, load_default=None, allow_none=True)
     # 0 at load; the client treats it as 5s.
-    httpTimeout = Duration(load_default=0.0)  # noqa: N815
-    nodeCacheCapable = Bool(load_default=False)  # noqa: N815
-    managedResources = fields.List(  # noqa: N815
+    httpTimeout = Duration(load_default=0.0)
+    nodeCacheCapable = Bool(load_default=False)
+    managedResources = fields.List(
         fields.Nested(ManagedResourceSchema), load_default=list, allow_none=True
     )
     ignorable = Bool(load_default=False)
@@ -193,28 +179,26 @@ class ExtenderSchema(Strict):
 
 class ClientConnectionSchema(Strict):
     kubeconfig = fields.String(load_default=DEFAULT_CLIENT_CONNECTION["kubeconfig"])
-    acceptContentTypes = fields.String(  # noqa: N815
-        load_default=DEFAULT_CLIENT_CONNECTION["acceptContentTypes"]
-    )
-    contentType = fields.String(load_default=DEFAULT_CLIENT_CONNECTION["contentType"])  # noqa: N815
+    acceptContentTypes = fields.String(load_default=DEFAULT_CLIENT_CONNECTION["acceptContentTypes"])
+    contentType = fields.String(load_default=DEFAULT_CLIENT_CONNECTION["contentType"])
     qps = Number(load_default=DEFAULT_CLIENT_CONNECTION["qps"])
     burst = Int(load_default=DEFAULT_CLIENT_CONNECTION["burst"])
 
 
 class LeaderElectionSchema(Strict):
-    leaderElect = Bool(load_default=DEFAULT_LEADER_ELECTION["leaderElect"])  # noqa: N815
-    leaseDuration = Duration(load_default=DEFAULT_LEADER_ELECTION["leaseDuration"])  # noqa: N815
-    renewDeadline = Duration(load_default=DEFAULT_LEADER_ELECTION["renewDeadline"])  # noqa: N815
-    retryPeriod = Duration(load_default=DEFAULT_LEADER_ELECTION["retryPeriod"])  # noqa: N815
-    resourceLock = fields.String(  # noqa: N815
+    leaderElect = Bool(load_default=DEFAULT_LEADER_ELECTION["leaderElect"])
+    leaseDuration = Duration(load_default=DEFAULT_LEADER_ELECTION["leaseDuration"])
+    renewDeadline = Duration(load_default=DEFAULT_LEADER_ELECTION["renewDeadline"])
+    retryPeriod = Duration(load_default=DEFAULT_LEADER_ELECTION["retryPeriod"])
+    resourceLock = fields.String(
         load_default=DEFAULT_LEADER_ELECTION["resourceLock"],
         validate=validate.OneOf(["leases"], error='must be "leases"'),
     )
-    resourceName = fields.String(  # noqa: N815
+    resourceName = fields.String(
         load_default=DEFAULT_LEADER_ELECTION["resourceName"],
         validate=validate.Length(min=1, error="must not be empty"),
     )
-    resourceNamespace = fields.String(  # noqa: N815
+    resourceNamespace = fields.String(
         load_default=DEFAULT_LEADER_ELECTION["resourceNamespace"],
         validate=validate.Length(min=1, error="must not be empty"),
     )
@@ -232,26 +216,24 @@ class LeaderElectionSchema(Strict):
 
 
 class KubeSchedulerConfigurationSchema(Strict):
-    apiVersion = fields.String(required=True, validate=_equal(API_VERSION))  # noqa: N815
+    apiVersion = fields.String(required=True, validate=_equal(API_VERSION))
     kind = fields.String(required=True, validate=_equal(KIND))
     parallelism = Int(load_default=16, validate=_range(1))
-    percentageOfNodesToScore = Int(  # noqa: N815
-        load_default=None, allow_none=True, validate=_range(0, 100)
-    )
-    podInitialBackoffSeconds = Int(load_default=1, validate=_range(1))  # noqa: N815
-    podMaxBackoffSeconds = Int(load_default=10, validate=_range(1))  # noqa: N815
+    percentageOfNodesToScore = Int(load_default=None, allow_none=True, validate=_range(0, 100))
+    podInitialBackoffSeconds = Int(load_default=1, validate=_range(1))
+    podMaxBackoffSeconds = Int(load_default=10, validate=_range(1))
     profiles = fields.List(fields.Nested(ProfileSchema), load_default=list, allow_none=True)
     extenders = fields.List(fields.Nested(ExtenderSchema), load_default=list, allow_none=True)
-    clientConnection = fields.Nested(  # noqa: N815
+    clientConnection = fields.Nested(
         ClientConnectionSchema, load_default=lambda: dict(DEFAULT_CLIENT_CONNECTION)
     )
-    leaderElection = fields.Nested(  # noqa: N815
+    leaderElection = fields.Nested(
         LeaderElectionSchema, load_default=lambda: dict(DEFAULT_LEADER_ELECTION)
     )
     # Accepted because kube-scheduler accepts them; unused by us.
-    delayCacheUntilActive = Bool(load_default=False)  # noqa: N815
-    enableProfiling = Bool(load_default=None, allow_none=True)  # noqa: N815
-    enableContentionProfiling = Bool(load_default=None, allow_none=True)  # noqa: N815
+    delayCacheUntilActive = Bool(load_default=False)
+    enableProfiling = Bool(load_default=None, allow_none=True)
+    enableContentionProfiling = Bool(load_default=None, allow_none=True)
 
     @validates_schema(skip_on_field_errors=True)
     def _backoff(self, data: dict, **kwargs: Any) -> None:
@@ -262,16 +244,27 @@ class KubeSchedulerConfigurationSchema(Strict):
 
 
 class ExtenderConfigurationSchema(Strict):
-    apiVersion = fields.String(required=True, validate=_equal(EXTENDER_API_VERSION))  # noqa: N815
+    apiVersion = fields.String(required=True, validate=_equal(EXTENDER_API_VERSION))
     kind = fields.String(required=True, validate=_equal(EXTENDER_KIND))
     # "": the first profile (the loader fills it in).
     profile = fields.String(load_default="")
-    urlPrefix = fields.String(  # noqa: N815
+    urlPrefix = fields.String(
         load_default="/",
         validate=validate.Regexp(r"^/", error='must be a path starting with "/"'),
     )
     # A full-Node filter request for 5000 nodes of ~17 KB is ~85 MB: the default leaves room.
-    maxRequestBytes = Int(load_default=DEFAULT_MAX_REQUEST_BYTES, validate=_range(1024))  # noqa: N815
-    filterUnresolvable = Bool(load_default=True)  # noqa: N815
+    maxRequestBytes = Int(load_default=DEFAULT_MAX_REQUEST_BYTES, validate=_range(1024))
+    filterUnresolvable = Bool(load_default=True)
     kubeconfig = fields.String(load_default=None, allow_none=True)
-    watchPods = Bool(load_default=None, allow_none=True)  # noqa: N815
+    watchPods = Bool(load_default=None, allow_none=True)
+    # Out-of-tree plugins that are not installed packages: "module:Class" or "file.py:Class".
+    pluginModules = fields.List(fields.String(), load_default=list)
+    # Plugin name -> extension point -> Go duration: a call that takes longer is an Error.
+    pluginTimeouts = fields.Dict(
+        keys=fields.String(),
+        values=fields.Dict(
+            keys=fields.String(validate=validate.OneOf(POINTS)),
+            values=Duration(validate=validate.Range(min=0, min_inclusive=False)),
+        ),
+        load_default=dict,
+    )

@@ -7,6 +7,9 @@ new node not-ready and nothing would remove the taint).
 
 A cluster lives in one directory: certificates, kubeconfig, data, logs and ``state.json`` with
 the PIDs and ports, so ``kube-extender cluster down`` can stop what ``up`` started.
+
+Test and demo tooling, not the scheduler: kept in one module (~430 lines) so the process
+lifecycle (spawn, wait, stop, state file) reads top to bottom.
 """
 
 from __future__ import annotations
@@ -141,7 +144,7 @@ class ControlPlane:
 
     def _spawn(self, name: str, argv: list[str]) -> subprocess.Popen:
         self.logs.mkdir(parents=True, exist_ok=True)
-        log = open(self.logs / f"{name}.log", "ab")  # noqa: SIM115 - owned by the child
+        log = open(self.logs / f"{name}.log", "ab")
         try:
             proc = subprocess.Popen(
                 argv,
@@ -352,7 +355,7 @@ class ControlPlane:
         self.kubeconfig.write_text(yaml.safe_dump(config, sort_keys=False))
         return self.kubeconfig
 
-    def _wait(self, ready, name: str, timeout: float) -> None:  # noqa: ANN001
+    def _wait(self, ready, name: str, timeout: float) -> None:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             self._check_alive(name)

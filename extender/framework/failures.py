@@ -24,21 +24,6 @@ from .status import Code, Status
 
 log = logging.getLogger("extender.framework")
 
-# Extension point (config name) -> the method a plugin implements for it.
-METHODS: dict[str, str] = {
-    "preEnqueue": "pre_enqueue",
-    "queueSort": "less",
-    "preFilter": "pre_filter",
-    "filter": "filter",
-    "postFilter": "post_filter",
-    "preScore": "pre_score",
-    "score": "score",
-    "reserve": "reserve",
-    "permit": "permit",
-    "preBind": "pre_bind",
-    "bind": "bind",
-    "postBind": "post_bind",
-}
 
 # How upstream words an error of each point (``%s`` is the plugin name).
 _MESSAGES: dict[str, str] = {

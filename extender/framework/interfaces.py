@@ -1,4 +1,4 @@
-"""One small protocol per extension point (spec §1.1).
+"""One small protocol per extension point (upstream ``pkg/scheduler/framework/interface.go``).
 
 A plugin implements only the points it needs; the runtime finds them with ``isinstance``
 against these runtime-checkable protocols. Every method returns ``None`` for Success or a
@@ -121,7 +121,8 @@ class EnqueueExtensions(Plugin, Protocol):
     def events_to_register(self) -> list[ClusterEventWithHint]: ...
 
 
-# The extension points by config name, in execution order (spec §1.1).
+# The extension points by config name, in execution order (upstream
+# ``pkg/scheduler/apis/config/types.go``, ``Plugins``), with the protocol a plugin implements.
 EXTENSION_POINTS: dict[str, type] = {
     "preEnqueue": PreEnqueuePlugin,
     "queueSort": QueueSortPlugin,
@@ -135,4 +136,20 @@ EXTENSION_POINTS: dict[str, type] = {
     "preBind": PreBindPlugin,
     "bind": BindPlugin,
     "postBind": PostBindPlugin,
+}
+
+# Extension point -> the method a plugin implements for it.
+POINT_METHODS: dict[str, str] = {
+    "preEnqueue": "pre_enqueue",
+    "queueSort": "less",
+    "preFilter": "pre_filter",
+    "filter": "filter",
+    "postFilter": "post_filter",
+    "preScore": "pre_score",
+    "score": "score",
+    "reserve": "reserve",
+    "permit": "permit",
+    "preBind": "pre_bind",
+    "bind": "bind",
+    "postBind": "post_bind",
 }

@@ -23,10 +23,11 @@ import orjson
 
 from .cycle_state import CycleState
 from .events import ActionType, ClusterEvent, ClusterEventWithHint, Resource
-from .failures import METHODS, error_status, timed
+from .failures import error_status, timed
 from .handle import Kind, Lister, Services
 from .interfaces import (
     EXTENSION_POINTS,
+    POINT_METHODS,
     BindPlugin,
     EnqueueExtensions,
     FilterPlugin,
@@ -159,7 +160,7 @@ class Framework:
             raise ProfileError(f"profile {self.profile_name!r}: only one queueSort plugin allowed")
 
     def _method(self, plugin: Any, point: str) -> Callable[..., Any]:
-        method = getattr(plugin, METHODS[point])  # the protocol check above guarantees it
+        method = getattr(plugin, POINT_METHODS[point])  # the protocol check above guarantees it
         seconds = self.profile.plugin_timeouts.get(plugin.name, {}).get(point)
         return method if seconds is None else timed(method, seconds)
 

@@ -3,6 +3,9 @@
 Pods and nodes stay plain JSON dicts as the API serves them; the slotted views here parse the
 fields plugins read once (requests, ports, affinity terms, labels, taints) so that the hot
 filter/score loops never re-parse them.
+
+One module of ~500 lines on purpose, like upstream's ``pkg/scheduler/framework/types.go``: the
+views share their parsing helpers and the NodeInfo aggregates depend on PodInfo's fields.
 """
 
 from __future__ import annotations
@@ -314,6 +317,8 @@ class NodeInfo:
         return f"NodeInfo({self.name}, pods={len(self.pods)})"
 
 
+# Well-known node labels (k8s.io/api ``core/v1/well_known_labels.go``).
+HOSTNAME_LABEL = "kubernetes.io/hostname"
 ZONE_LABEL = "topology.kubernetes.io/zone"
 REGION_LABEL = "topology.kubernetes.io/region"
 

@@ -63,7 +63,14 @@ from extender.framework.handle import (
 from extender.framework.labels import LabelSelector, RequiredNodeAffinity, find_untolerated_taint
 from extender.framework.runtime import MAX_NODE_SCORE
 from extender.framework.status import SKIP, Status, unresolvable, unschedulable
-from extender.framework.types import NodeInfo, NodeScore, PodInfo, pod_key
+from extender.framework.types import (
+    HOSTNAME_LABEL,
+    ZONE_LABEL,
+    NodeInfo,
+    NodeScore,
+    PodInfo,
+    pod_key,
+)
 
 NAME = "PodTopologySpread"
 PRE_FILTER_STATE_KEY = "PreFilter" + NAME
@@ -79,12 +86,10 @@ IGNORE = "Ignore"
 SYSTEM_DEFAULTING = "System"
 LIST_DEFAULTING = "List"
 
-LABEL_HOSTNAME = "kubernetes.io/hostname"
-LABEL_ZONE = "topology.kubernetes.io/zone"
 
 SYSTEM_DEFAULT_CONSTRAINTS: tuple[dict, ...] = (
-    {"topologyKey": LABEL_HOSTNAME, "whenUnsatisfiable": SCHEDULE_ANYWAY, "maxSkew": 3},
-    {"topologyKey": LABEL_ZONE, "whenUnsatisfiable": SCHEDULE_ANYWAY, "maxSkew": 5},
+    {"topologyKey": HOSTNAME_LABEL, "whenUnsatisfiable": SCHEDULE_ANYWAY, "maxSkew": 3},
+    {"topologyKey": ZONE_LABEL, "whenUnsatisfiable": SCHEDULE_ANYWAY, "maxSkew": 5},
 )
 
 # Taint effects that keep a pod off a node (upstream DoNotScheduleTaintsFilterFunc).
@@ -383,7 +388,7 @@ class PodTopologySpread:
                 s.ignored_nodes.add(node_info.name)
                 continue
             for i, c in enumerate(constraints):
-                if c.topology_key == LABEL_HOSTNAME:
+                if c.topology_key == HOSTNAME_LABEL:
                     continue  # per-node counts are taken in Score
                 value = node_info.labels.get(c.topology_key, "")
                 if value not in s.tp_counts[i]:
@@ -391,7 +396,7 @@ class PodTopologySpread:
                     sizes[i] += 1
         for i, c in enumerate(constraints):
             size = sizes[i]
-            if c.topology_key == LABEL_HOSTNAME:
+            if c.topology_key == HOSTNAME_LABEL:
                 size = len(nodes) - len(s.ignored_nodes)
             s.weights.append(math.log(size + 2))
 
@@ -400,7 +405,7 @@ class PodTopologySpread:
         # Only domains of the feasible nodes are counted, never the hostname key (Score counts
         # a node's own pods); the cheap domain check goes before the inclusion policies.
         counted = [(c, s.tp_counts[i]) for i, c in enumerate(constraints)]
-        counted = [(c, counts) for c, counts in counted if c.topology_key != LABEL_HOSTNAME]
+        counted = [(c, counts) for c, counts in counted if c.topology_key != HOSTNAME_LABEL]
         for node_info in all_nodes if counted else ():
             labels = node_info.labels
             if require_all and not node_has_all_keys(labels, constraints):
@@ -428,7 +433,7 @@ class PodTopologySpread:
             value = node_info.labels.get(c.topology_key)
             if value is None:
                 continue
-            if c.topology_key == LABEL_HOSTNAME:
+            if c.topology_key == HOSTNAME_LABEL:
                 count = count_pods_matching(node_info.pods, c.selector, namespace)
             else:
                 count = s.tp_counts[i].get(value, 0)

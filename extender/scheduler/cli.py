@@ -29,7 +29,7 @@ def serve_http(runtime: StandaloneScheduler, bind: str) -> ThreadingHTTPServer:
     host, _, port = bind.rpartition(":")
 
     class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:  # noqa: N802 - http.server's name
+        def do_GET(self) -> None:
             if self.path == "/metrics":
                 self._reply(200, generate_latest(runtime.metrics.registry), CONTENT_TYPE_LATEST)
             elif self.path == "/healthz":
@@ -47,7 +47,7 @@ def serve_http(runtime: StandaloneScheduler, bind: str) -> ThreadingHTTPServer:
             self.end_headers()
             self.wfile.write(body)
 
-        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+        def log_message(self, format: str, *args: Any) -> None:
             pass
 
     server = ThreadingHTTPServer((host or "0.0.0.0", int(port)), Handler)
@@ -75,9 +75,7 @@ def main(argv: list[str]) -> int:
         print(f"kube-extender run: {exc}", file=sys.stderr)
         return 2
 
-    from extender.kube import KubeClient, api_client
-
-    from .leader_election import LeaderElectionConfig, LeaderElector
+    from extender.kube import KubeClient, LeaderElectionConfig, LeaderElector, api_client
 
     try:
         client = KubeClient(api_client(args.kubeconfig))

@@ -1,18 +1,24 @@
 """The standalone scheduler's client for HTTP extenders listed in ``extenders:``.
 
-It speaks the same wire protocol a real kube-scheduler does (extender-protocol.md), so an
-extender built for kube-scheduler, including our own webhook, works behind our scheduler too.
+It speaks the same wire protocol a real kube-scheduler does (``pkg/scheduler/extender.go``,
+codec in :mod:`extender.wire`, shared with our webhook), so an extender built for
+kube-scheduler, including our own webhook, works behind our scheduler too.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any, TypeVar
+
 import orjson
 import requests
 
+from extender import wire
 from extender.framework.types import NodeInfo
 from extender.kube.duration import parse_duration
 
 DEFAULT_HTTP_TIMEOUT = 5.0
+T = TypeVar("T")
 
 
 class ExtenderError(Exception):
@@ -93,94 +99,61 @@ class HTTPExtender:
         except orjson.JSONDecodeError as exc:
             raise ExtenderError(f"failed {verb} with extender at URL {url}: {exc}") from exc
 
-    def _args(self, pod: dict, nodes: list[NodeInfo]) -> dict:
-        if self.node_cache_capable:
-            return {"Pod": pod, "Nodes": None, "NodeNames": [n.name for n in nodes]}
-        items = [n.node for n in nodes]
-        return {"Pod": pod, "Nodes": {"metadata": {}, "items": items}, "NodeNames": None}
-
     # -- verbs ----------------------------------------------------------------------------
 
     def filter(
         self, pod: dict, nodes: list[NodeInfo]
     ) -> tuple[list[NodeInfo], dict[str, str], dict[str, str]]:
-        result = self._post(self.filter_verb, self._args(pod, nodes))
-        if not isinstance(result, dict):
-            raise ExtenderError(f"extender {self.name}: filter reply is not an object")
-        if result.get("Error"):
-            raise ExtenderError(str(result["Error"]))
+        reply = self._reply(
+            "filter", wire.load_filter_result, self._post(self.filter_verb, self._args(pod, nodes))
+        )
+        if reply["error"]:
+            raise ExtenderError(reply["error"])
         by_name = {n.name: n for n in nodes}
-        names = result.get("NodeNames")
         kept: list[NodeInfo] = []
-        if self.node_cache_capable and names is not None:
-            for name in names:
+        if self.node_cache_capable and reply["node_names"] is not None:
+            for name in reply["node_names"]:
                 if name not in by_name:
                     raise ExtenderError(
                         f'extender "{self.name}" claims a filtered node "{name}" which is '
                         "not found in the input node list"
                     )
                 kept.append(by_name[name])
-        elif result.get("Nodes") is not None:
-            for item in (result["Nodes"] or {}).get("items") or ():
+        elif reply["nodes"] is not None:
+            for item in reply["nodes"]:
                 name = (item.get("metadata") or {}).get("name")
                 if name in by_name:
                     kept.append(by_name[name])
-        failed = dict(result.get("FailedNodes") or {})
-        unresolvable = dict(result.get("FailedAndUnresolvableNodes") or {})
-        return kept, failed, unresolvable
+        return kept, reply["failed"], reply["failed_unresolvable"]
 
     def prioritize(self, pod: dict, nodes: list[NodeInfo]) -> dict[str, int]:
         result = self._post(self.prioritize_verb, self._args(pod, nodes))
         scores: dict[str, int] = {}
         names = {n.name for n in nodes}
-        for entry in result or ():
-            host = entry.get("Host")
+        for host, score in self._reply("prioritize", wire.load_host_priority_list, result):
             if host in names:
-                scores[host] = scores.get(host, 0) + int(entry.get("Score") or 0)
+                scores[host] = scores.get(host, 0) + score
         return scores
 
     def process_preemption(
         self, pod: dict, node_to_victims: dict[str, tuple[list[dict], int]]
     ) -> dict[str, tuple[list[str], int]]:
         """Send candidates; returns node -> (victim UIDs, PDB violations) the extender kept."""
-        if self.node_cache_capable:
-            body = {
-                "Pod": pod,
-                "NodeNameToVictims": None,
-                "NodeNameToMetaVictims": {
-                    node: {
-                        "Pods": [{"UID": (p.get("metadata") or {}).get("uid", "")} for p in pods],
-                        "NumPDBViolations": violations,
-                    }
-                    for node, (pods, violations) in node_to_victims.items()
-                },
-            }
-        else:
-            body = {
-                "Pod": pod,
-                "NodeNameToVictims": {
-                    node: {"Pods": pods, "NumPDBViolations": violations}
-                    for node, (pods, violations) in node_to_victims.items()
-                },
-                "NodeNameToMetaVictims": None,
-            }
+        body = wire.preemption_args(pod, node_to_victims, self.node_cache_capable)
         result = self._post(self.preempt_verb, body)
-        kept: dict[str, tuple[list[str], int]] = {}
-        for node, victims in ((result or {}).get("NodeNameToMetaVictims") or {}).items():
-            uids = [p.get("UID", "") for p in (victims or {}).get("Pods") or ()]
-            kept[node] = (uids, int((victims or {}).get("NumPDBViolations") or 0))
-        return kept
+        return self._reply("preempt", wire.load_preemption_result, result)
 
     def bind(self, pod: dict, node_name: str) -> None:
-        meta = pod.get("metadata") or {}
-        result = self._post(
-            self.bind_verb,
-            {
-                "PodName": meta.get("name", ""),
-                "PodNamespace": meta.get("namespace", ""),
-                "PodUID": meta.get("uid", ""),
-                "Node": node_name,
-            },
-        )
-        if isinstance(result, dict) and result.get("Error"):
-            raise ExtenderError(str(result["Error"]))
+        result = self._post(self.bind_verb, wire.binding_args(pod, node_name))
+        error = self._reply("bind", wire.load_binding_result, result)
+        if error:
+            raise ExtenderError(error)
+
+    def _args(self, pod: dict, nodes: list[NodeInfo]) -> dict:
+        return wire.extender_args(pod, nodes, self.node_cache_capable)
+
+    def _reply(self, verb: str, load: Callable[[Any], T], result: object) -> T:
+        try:
+            return load(result)
+        except wire.ReplyError as exc:
+            raise ExtenderError(f"extender {self.name}: {verb}: {exc}") from exc

@@ -4,15 +4,19 @@ from __future__ import annotations
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
+from extender.metrics import PluginMetrics
+
 from .scheduler import Metrics
 
 # Upstream buckets: exponential from 1 ms, factor 2, 15 buckets.
 ATTEMPT_BUCKETS = tuple(0.001 * 2**i for i in range(15))
 
 
-class PrometheusMetrics(Metrics):
+class PrometheusMetrics(PluginMetrics, Metrics):
+    """The scheduling loop's metrics and the plugins' (``handle.metrics``), one registry."""
+
     def __init__(self, registry: CollectorRegistry | None = None) -> None:
-        self.registry = registry or CollectorRegistry()
+        super().__init__(registry)
         self.schedule_attempts = Counter(
             "scheduler_schedule_attempts_total",
             "Number of attempts to schedule pods, by the result. 'unschedulable' means a pod "
@@ -45,14 +49,6 @@ class PrometheusMetrics(Metrics):
             registry=self.registry,
         )
 
-        self.plugin_errors = Counter(
-            "kube_extender_plugin_errors_total",
-            "Plugin calls that raised, timed out or returned an Error status, by plugin and "
-            "extension point.",
-            ["plugin", "extension_point"],
-            registry=self.registry,
-        )
-
     def attempt(self, result: str, profile: str, seconds: float) -> None:
         self.schedule_attempts.labels(result=result, profile=profile).inc()
         self.attempt_duration.labels(result=result, profile=profile).observe(seconds)
@@ -61,9 +57,6 @@ class PrometheusMetrics(Metrics):
         """One preemption attempt that chose a node and ``victims`` pods to evict."""
         self.preemption_attempts.inc()
         self.preemption_victims.observe(victims)
-
-    def plugin_error(self, plugin: str, point: str) -> None:
-        self.plugin_errors.labels(plugin=plugin, extension_point=point).inc()
 
     def pending(self, counts: dict[str, int]) -> None:
         for queue, count in counts.items():

@@ -1,5 +1,6 @@
-"""The scheduling queue (spec §4): activeQ, backoffQ, the unschedulable pool, pods in flight
-and the nominator.
+"""The scheduling queue (upstream ``pkg/scheduler/backend/queue/scheduling_queue.go``):
+activeQ, backoffQ, the unschedulable pool and pods in flight; the nominator is
+:mod:`extender.scheduler.nominator`.
 
 * activeQ is a heap ordered by the profile's QueueSort plugin (PrioritySort).
 * backoffQ holds rejected pods until their backoff (1 s doubling to 10 s) expires.
@@ -9,6 +10,9 @@ and the nominator.
   so nothing that happened during its attempt is lost.
 
 Time comes from an injectable clock, so tests drive backoff and flushes without sleeping.
+
+One module (~500 lines) like upstream's ``scheduling_queue.go``: the three queues and the
+in-flight record share one lock and move pods between each other.
 """
 
 from __future__ import annotations
@@ -32,12 +36,12 @@ from extender.framework.events import (
     Resource,
 )
 from extender.framework.types import (
-    NominatingInfo,
-    NominatingMode,
     PodInfo,
     QueuedPodInfo,
     pod_key,
 )
+
+from .nominator import Nominator
 
 log = logging.getLogger(__name__)
 
@@ -84,52 +88,6 @@ class _RecordedEvent:
     event: ClusterEvent
     old: dict | None
     new: dict | None
-
-
-class Nominator:
-    """Pods nominated to nodes (spec §4.7); the framework reads it for §2.6 filtering."""
-
-    def __init__(self) -> None:
-        self._lock = threading.RLock()
-        self._by_node: dict[str, list[PodInfo]] = {}
-        self._node_of: dict[str, str] = {}
-
-    def add_nominated_pod(self, info: PodInfo, nominating: NominatingInfo | None = None) -> None:
-        with self._lock:
-            self._delete(info.key)
-            if nominating is not None and nominating.mode == NominatingMode.OVERRIDE:
-                node = nominating.nominated_node_name
-            else:
-                node = ((info.pod.get("status") or {}).get("nominatedNodeName")) or ""
-            if not node:
-                return
-            self._node_of[info.key] = node
-            self._by_node.setdefault(node, []).append(info)
-
-    def delete_nominated_pod_if_exists(self, pod: dict) -> None:
-        with self._lock:
-            self._delete(pod_key(pod))
-
-    def _delete(self, key: str) -> None:
-        node = self._node_of.pop(key, None)
-        if node is None:
-            return
-        pods = [p for p in self._by_node.get(node, ()) if p.key != key]
-        if pods:
-            self._by_node[node] = pods
-        else:
-            self._by_node.pop(node, None)
-
-    def nominated_pods_for_node(self, node_name: str) -> list[PodInfo]:
-        with self._lock:
-            return list(self._by_node.get(node_name, ()))
-
-    def nominated_node_of(self, pod: dict) -> str:
-        with self._lock:
-            return self._node_of.get(pod_key(pod), "")
-
-    def has_nominated_pods(self) -> bool:
-        return bool(self._node_of)
 
 
 class SchedulingQueue:

@@ -1,10 +1,15 @@
 """The standalone scheduler's loop: one scheduling cycle at a time, binding cycles in a pool
-(spec §2). It is a thin shell over the same core the webhook uses: the decision for a pod is
+(upstream ``pkg/scheduler/schedule_one.go`` and ``eventhandlers.go``). It is a thin shell over
+the same core the webhook uses: the decision for a pod is
 :meth:`SchedulingAlgorithm.schedule_pod` over the cache's snapshot.
 
 Flow per pod: pop -> schedule_pod (PreFilter, Filter, [PostFilter], PreScore, Score) ->
 assume -> Reserve -> Permit -> (binding pool) WaitOnPermit -> PreBind -> Bind -> PostBind.
 Any failure after assume unreserves, forgets the assumed pod and requeues.
+
+Kept in one module (~500 lines), as upstream keeps ``schedule_one.go``: the scheduling cycle,
+the binding cycle and the failure handler share one invariant (an assumed pod is either bound,
+or forgotten and requeued) that is easiest to check in one place.
 """
 
 from __future__ import annotations

@@ -25,9 +25,10 @@ from prometheus_client import (
 )
 from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
 
+from extender import wire
 from extender.framework.schedule import SchedulingError
+from extender.metrics import PluginMetrics
 
-from . import wire
 from .service import ExtenderService, ServiceUnavailable
 
 log = logging.getLogger(__name__)
@@ -44,11 +45,12 @@ def _version() -> str:
         return "0+unknown"
 
 
-class Metrics:
-    """Prometheus metrics of one process (one registry, shared by the request threads)."""
+class Metrics(PluginMetrics):
+    """Prometheus metrics of one process (one registry, shared by the request threads): the
+    verbs' and the plugins' (``handle.metrics``)."""
 
     def __init__(self) -> None:
-        self.registry = CollectorRegistry()
+        super().__init__(CollectorRegistry())
         self.requests = Counter(
             "extender_requests_total",
             "Extender verb requests by verb and outcome.",

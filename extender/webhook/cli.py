@@ -56,7 +56,7 @@ def build_app(config_path: str, kubeconfig: str | None, offline: bool) -> Any:
     from extender.composition import build_extender
     from extender.framework.handle import PODS
 
-    from .app import create_app
+    from .app import Metrics, create_app
     from .service import ExtenderService
 
     config = load(config_path)
@@ -69,7 +69,14 @@ def build_app(config_path: str, kubeconfig: str | None, offline: bool) -> Any:
         from extender.kube import KubeClient, api_client
 
         client = KubeClient(api_client(kubeconfig))
-    parts = build_extender(profile, client, watch_pods=settings.watch_pods)
+    metrics = Metrics()
+    parts = build_extender(
+        profile,
+        client,
+        registry=config.registry,
+        watch_pods=settings.watch_pods,
+        metrics=metrics,
+    )
     if not connected and PODS in parts.kinds:
         need = ", ".join(sorted(n for n in profile.plugin_names() if PODS in parts.reads(n)))
         raise StartupError(
@@ -95,7 +102,10 @@ def build_app(config_path: str, kubeconfig: str | None, offline: bool) -> Any:
         "yes" if connected else "no",
     )
     return create_app(
-        service, url_prefix=settings.url_prefix, max_request_bytes=settings.max_request_bytes
+        service,
+        url_prefix=settings.url_prefix,
+        max_request_bytes=settings.max_request_bytes,
+        metrics=metrics,
     )
 
 

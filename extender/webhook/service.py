@@ -23,8 +23,7 @@ from extender.framework.runtime import MAX_NODE_SCORE, Framework
 from extender.framework.schedule import SchedulingAlgorithm, SchedulingError
 from extender.framework.status import Code, Status
 from extender.framework.types import NodeInfo, PodInfo, Snapshot
-
-from .wire import (
+from extender.wire import (
     MAX_EXTENDER_PRIORITY,
     binding_result,
     filter_result,

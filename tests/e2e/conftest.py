@@ -34,12 +34,12 @@ def control_plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlP
 
 
 @pytest.fixture(scope="session")
-def api(control_plane: ControlPlane):  # noqa: ANN201
+def api(control_plane: ControlPlane):
     return api_client(str(control_plane.kubeconfig))
 
 
 @pytest.fixture
-def kube(api, request: pytest.FixtureRequest) -> Iterator[Kube]:  # noqa: ANN001
+def kube(api, request: pytest.FixtureRequest) -> Iterator[Kube]:
     """A client in a fresh namespace; the nodes and pods it created are removed afterwards."""
     namespace = f"e2e-{next(_ns)}"
     client = Kube(api, namespace=namespace, out=lambda *a: None)
@@ -63,7 +63,7 @@ def processes() -> Iterator[list[Process]]:
 
 
 @pytest.fixture
-def kube_scheduler(control_plane: ControlPlane) -> Iterator:  # noqa: ANN201
+def kube_scheduler(control_plane: ControlPlane) -> Iterator:
     """Start the real kube-scheduler with a config dict; stopped after the test."""
     names: list[str] = []
     counter = itertools.count(1)

@@ -15,7 +15,7 @@ import yaml
 from extender.controlplane import ControlPlane, free_port, kube_extender, spawn, stop_pid
 
 
-def wait_until(predicate, timeout: float, what: str, interval: float = 0.2):  # noqa: ANN001, ANN201
+def wait_until(predicate, timeout: float, what: str, interval: float = 0.2):
     deadline = time.monotonic() + timeout
     last = None
     while time.monotonic() < deadline:
@@ -66,7 +66,7 @@ class Served(Process):
     def url(self) -> str:
         return f"{self.scheme}://127.0.0.1:{self.port}"
 
-    def get(self, path: str, context=None) -> tuple[int, bytes]:  # noqa: ANN001
+    def get(self, path: str, context=None) -> tuple[int, bytes]:
         try:
             with urllib.request.urlopen(self.url + path, timeout=5, context=context) as r:
                 return r.status, r.read()
@@ -75,7 +75,7 @@ class Served(Process):
         except (urllib.error.URLError, OSError):
             return 0, b""
 
-    def wait_ready(self, timeout: float = 30, context=None) -> None:  # noqa: ANN001
+    def wait_ready(self, timeout: float = 30, context=None) -> None:
         def ready() -> bool:
             if not self.alive():
                 raise AssertionError(f"{self.name} exited:\n{self.log()}")
@@ -202,7 +202,7 @@ def standalone_config(
     }
 
 
-def events_for(kube, pod: str, reason: str | None = None) -> list[dict]:  # noqa: ANN001
+def events_for(kube, pod: str, reason: str | None = None) -> list[dict]:
     """events.k8s.io/v1 Events about ``pod`` in the client's namespace."""
     items = kube.get(f"/apis/events.k8s.io/v1/namespaces/{kube.namespace}/events")["items"]
     found = []

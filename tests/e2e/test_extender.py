@@ -58,7 +58,7 @@ def make_nodes(kube: Kube, allowed: set[int], count: int = 4, cpu: str = "4") ->
 
 
 @pytest.fixture
-def extender(control_plane, processes):  # noqa: ANN001, ANN201
+def extender(control_plane, processes):
     ext = Extender(control_plane, EXTENDER_CONFIG)
     processes.append(ext)
     ext.wait_ready()
@@ -66,7 +66,7 @@ def extender(control_plane, processes):  # noqa: ANN001, ANN201
 
 
 @pytest.mark.parametrize("node_cache_capable", [False, True], ids=["full-nodes", "node-cache"])
-def test_filter_and_prioritize(kube, extender, kube_scheduler, node_cache_capable):  # noqa: ANN001
+def test_filter_and_prioritize(kube, extender, kube_scheduler, node_cache_capable):
     nodes = make_nodes(kube, allowed={3, 4})
     kube_scheduler(scheduler_config(extender, nodeCacheCapable=node_cache_capable))
     for digit in (3, 4, 1, 2):
@@ -81,7 +81,7 @@ def test_filter_and_prioritize(kube, extender, kube_scheduler, node_cache_capabl
     assert extender.metric("extender_requests_total", verb="prioritize", outcome="ok") >= 4
 
 
-def test_filter_reason_reaches_the_pod(kube, extender, kube_scheduler):  # noqa: ANN001
+def test_filter_reason_reaches_the_pod(kube, extender, kube_scheduler):
     make_nodes(kube, allowed=set(), count=2)
     kube_scheduler(scheduler_config(extender))
     kube.create_pod("nowhere-1")
@@ -95,7 +95,7 @@ def test_filter_reason_reaches_the_pod(kube, extender, kube_scheduler):  # noqa:
     ), message
 
 
-def test_bind_verb(kube, extender, kube_scheduler):  # noqa: ANN001
+def test_bind_verb(kube, extender, kube_scheduler):
     nodes = make_nodes(kube, allowed={1, 2}, count=2)
     kube_scheduler(scheduler_config(extender, bindVerb="bind"))
     before = extender.metric("extender_requests_total", verb="bind", outcome="ok")
@@ -104,7 +104,7 @@ def test_bind_verb(kube, extender, kube_scheduler):  # noqa: ANN001
     assert extender.metric("extender_requests_total", verb="bind", outcome="ok") == before + 1
 
 
-def test_bind_verb_reports_a_missing_pod(kube, extender):  # noqa: ANN001
+def test_bind_verb_reports_a_missing_pod(kube, extender):
     status, reply = extender.post(
         "bind",
         {"PodName": "ghost", "PodNamespace": kube.namespace, "PodUID": "x", "Node": "n"},
@@ -113,7 +113,7 @@ def test_bind_verb_reports_a_missing_pod(kube, extender):  # noqa: ANN001
     assert "ghost" in reply["Error"] and "not found" in reply["Error"].lower()
 
 
-def test_preempt_verb_keeps_only_nodes_our_filter_allows(kube, extender, kube_scheduler):  # noqa: ANN001
+def test_preempt_verb_keeps_only_nodes_our_filter_allows(kube, extender, kube_scheduler):
     # Two full nodes; our filter allows only node2, so of the two possible victims only
     # the one on node2 may go, although kube-scheduler would pick either.
     kube.create_priority_class("e2e-low", 10)
@@ -130,7 +130,7 @@ def test_preempt_verb_keeps_only_nodes_our_filter_allows(kube, extender, kube_sc
 
 
 @pytest.mark.parametrize("ignorable", [True, False], ids=["ignorable", "non-ignorable"])
-def test_extender_down(kube, kube_scheduler, ignorable):  # noqa: ANN001
+def test_extender_down(kube, kube_scheduler, ignorable):
     make_nodes(kube, allowed=set(), count=2)
     down = f"http://127.0.0.1:{free_port()}"
     kube_scheduler(scheduler_config(None, urlPrefix=down, ignorable=ignorable))
@@ -144,7 +144,7 @@ def test_extender_down(kube, kube_scheduler, ignorable):  # noqa: ANN001
     assert "connection refused" in message or "failed" in message.lower(), message
 
 
-def test_https_with_client_certificates(kube, control_plane, processes, kube_scheduler):  # noqa: ANN001
+def test_https_with_client_certificates(kube, control_plane, processes, kube_scheduler):
     pki = generate(control_plane.directory / "pki")
     cert, key = issue_serving_cert(pki, control_plane.directory / "pki", "extender", ["127.0.0.1"])
     ext = Extender(
@@ -175,7 +175,7 @@ def test_https_with_client_certificates(kube, control_plane, processes, kube_sch
 @pytest.mark.parametrize(
     "path", sorted((REPO / "scheduler-config").glob("*.yaml")), ids=lambda p: p.name
 )
-def test_scheduler_config_files_load_in_kube_scheduler(path, control_plane, kube_scheduler):  # noqa: ANN001
+def test_scheduler_config_files_load_in_kube_scheduler(path, control_plane, kube_scheduler):
     """Every shipped file starts the real kube-scheduler (TLS paths pointed at real files)."""
     config = yaml.safe_load(path.read_text())
     pki = generate(control_plane.directory / "pki")
@@ -187,7 +187,7 @@ def test_scheduler_config_files_load_in_kube_scheduler(path, control_plane, kube
     kube_scheduler(config)
 
 
-def test_deploy_scheduler_config_loads_in_kube_scheduler(control_plane, kube_scheduler):  # noqa: ANN001
+def test_deploy_scheduler_config_loads_in_kube_scheduler(control_plane, kube_scheduler):
     """The second scheduler's ConfigMap in deploy/ is what kind would run: it must load too."""
     docs = yaml.safe_load_all((REPO / "deploy/scheduler.yaml").read_text())
     config_map = next(d for d in docs if d and d.get("kind") == "ConfigMap")

@@ -34,7 +34,7 @@ class OnePodPerNode:
     def __init__(self, args: dict, handle: object) -> None:
         pass
 
-    def filter(self, state, pod, node_info):  # noqa: ANN001, ANN201
+    def filter(self, state, pod, node_info):
         return unschedulable("node(s) already run a pod") if node_info.pods else None
 
 
@@ -69,11 +69,11 @@ def framework(filters: list[str], scores: list[tuple[str, int]] = ()) -> Framewo
     return Framework(Profile("test", plugins), registry)
 
 
-def client_for(service: ExtenderService, **kwargs):  # noqa: ANN003, ANN201
+def client_for(service: ExtenderService, **kwargs):
     return create_app(service, **kwargs).test_client()
 
 
-def post(client, verb: str, body: object):  # noqa: ANN001, ANN201
+def post(client, verb: str, body: object):
     data = body if isinstance(body, bytes) else orjson.dumps(body)
     response = client.post(f"/{verb}", data=data, content_type="application/json")
     return response.status_code, orjson.loads(response.data)
@@ -289,7 +289,7 @@ def test_keys_are_read_case_insensitively() -> None:
         ("bind", {"PodName": "", "PodNamespace": "ns", "PodUID": "u", "Node": "n"}, "PodName"),
     ],
 )
-def test_bad_requests_get_a_4xx_json_body_naming_the_problem(verb, body, needle) -> None:  # noqa: ANN001
+def test_bad_requests_get_a_4xx_json_body_naming_the_problem(verb, body, needle) -> None:
     client = client_for(ExtenderService(framework([]), cache=FakeCache(NODES)))
     status, reply = post(client, verb, body)
     assert status == 400

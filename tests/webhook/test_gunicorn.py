@@ -39,7 +39,7 @@ maxRequestBytes: 100000
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory):  # noqa: ANN201
+def server(tmp_path_factory: pytest.TempPathFactory):
     tmp = tmp_path_factory.mktemp("gunicorn")
     config = tmp / "config.yaml"
     config.write_text(CONFIG)

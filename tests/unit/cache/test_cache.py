@@ -129,49 +129,16 @@ def test_finish_binding_of_a_confirmed_pod_is_a_noop(cache: Cache) -> None:
     assert not cache.is_assumed(pod["metadata"]["uid"])
 
 
-# -- expiry --------------------------------------------------------------------------------------
+# -- no expiry -----------------------------------------------------------------------------------
 
 
-def test_assumed_pods_never_expire_by_default(cache: Cache) -> None:
-    assert cache.ttl == 0
-    pod = on(make_pod("p"), "a")
-    cache.assume_pod(pod)
-    cache.finish_binding(pod, now=0.0)
-    assert cache.cleanup_assumed_pods(now=1e9) == []
-    assert cache.is_assumed(pod["metadata"]["uid"])
-
-
-def test_expiry_starts_at_finish_binding() -> None:
-    cache = Cache(ttl=30.0, clock=lambda: 0.0)
-    cache.add_node(make_node("a"))
-    bound = on(make_pod("bound", cpu="1"), "a")
-    binding = on(make_pod("binding", cpu="1"), "a")
-    cache.assume_pod(bound)
-    cache.assume_pod(binding)
-    cache.finish_binding(bound, now=100.0)
-
-    assert cache.cleanup_assumed_pods(now=129.9) == []
-    # The deadline passed for the bound pod; the one still binding has no deadline yet.
-    assert cache.cleanup_assumed_pods(now=130.0) == [bound["metadata"]["uid"]]
-    assert not cache.is_assumed(bound["metadata"]["uid"])
-    assert cache.is_assumed(binding["metadata"]["uid"])
-    assert pods_on(cache, "a") == ["binding"]
-    assert cpu_on(cache, "a") == 1000
-    # An expired pod the watch reports later is simply added back.
-    cache.add_pod(bound)
-    assert pods_on(cache, "a") == ["binding", "bound"]
-
-
-def test_finish_binding_uses_the_clock() -> None:
-    now = [50.0]
-    cache = Cache(ttl=10.0, clock=lambda: now[0])
+def test_assumed_pods_never_expire(cache: Cache) -> None:
     pod = on(make_pod("p"), "a")
     cache.assume_pod(pod)
     cache.finish_binding(pod)
-    now[0] = 59.0
-    assert cache.cleanup_assumed_pods() == []
-    now[0] = 60.0
-    assert cache.cleanup_assumed_pods() == [pod["metadata"]["uid"]]
+    assert cache.is_assumed(pod["metadata"]["uid"])
+    uid = pod["metadata"]["uid"]
+    assert cache.dump()["assumed"] == {uid: {"node": "a", "bindingFinished": True}}
 
 
 # -- update / remove -----------------------------------------------------------------------------

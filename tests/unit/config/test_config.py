@@ -19,7 +19,6 @@ from extender.config import (
     loads,
 )
 from extender.config import loader as config_loader
-from extender.config.defaults import KNOWN_POINTS
 from extender.framework.profile import PluginSpec, Profile
 from extender.plugins import IN_TREE_PLUGINS
 
@@ -387,34 +386,29 @@ def test_profile_builds_a_framework() -> None:
     assert [p.name for p in fwk.filter_plugins] == DEFAULT_FILTER
 
 
-def test_known_points_table_matches_the_plugin_classes() -> None:
-    config_loader.plugin_points.cache_clear()
+# The points each in-tree plugin implements, as upstream registers them.
+EXPECTED_POINTS: dict[str, frozenset[str]] = {
+    "SchedulingGates": frozenset({"preEnqueue"}),
+    "PrioritySort": frozenset({"queueSort"}),
+    "NodeUnschedulable": frozenset({"filter"}),
+    "NodeName": frozenset({"filter"}),
+    "TaintToleration": frozenset({"filter", "preScore", "score"}),
+    "NodeAffinity": frozenset({"preFilter", "filter", "preScore", "score"}),
+    "NodePorts": frozenset({"preFilter", "filter"}),
+    "NodeResourcesFit": frozenset({"preFilter", "filter", "preScore", "score"}),
+    "PodTopologySpread": frozenset({"preFilter", "filter", "preScore", "score"}),
+    "InterPodAffinity": frozenset({"preFilter", "filter", "preScore", "score"}),
+    "DefaultPreemption": frozenset({"postFilter"}),
+    "NodeResourcesBalancedAllocation": frozenset({"preScore", "score"}),
+    "ImageLocality": frozenset({"score"}),
+    "DefaultBinder": frozenset({"bind"}),
+    "NodeNumber": frozenset({"preScore", "score", "permit"}),
+}
+
+
+def test_in_tree_plugins_implement_their_upstream_points() -> None:
     for name in IN_TREE_PLUGINS:
-        assert config_loader.plugin_points(name) == KNOWN_POINTS[name], name
-
-
-def test_missing_plugin_modules_fall_back_to_known_points_and_skip_arg_checks(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    def missing(name: str) -> type:
-        raise ModuleNotFoundError(f"No module named {name}")
-
-    monkeypatch.setattr(config_loader, "plugin_class", missing)
-    config_loader.plugin_points.cache_clear()
-    try:
-        config = parse(
-            """\
-            profiles:
-              - pluginConfig:
-                  - name: DefaultPreemption
-                    args: {minCandidateNodesPercentage: 500}
-            """
-        )
-    finally:
-        config_loader.plugin_points.cache_clear()
-    profile = config.profiles[0]
-    assert names(profile, "filter") == DEFAULT_FILTER
-    assert profile.plugin_config["DefaultPreemption"]["minCandidateNodesPercentage"] == 500
+        assert config_loader.plugin_points(name) == EXPECTED_POINTS[name], name
 
 
 # -- plugin args -----------------------------------------------------------------------------
@@ -705,7 +699,10 @@ def test_error_unknown_plugin() -> None:
                 enabled: [{name: NodeName}, {name: Foo}]
         """
     )
-    assert message == f'{SOURCE}: profiles[0].plugins.filter.enabled[1].name: unknown plugin "Foo"'
+    assert message.startswith(
+        f'{SOURCE}: profiles[0].plugins.filter.enabled[1].name: unknown plugin "Foo" '
+        "(registered: in-tree: DefaultBinder, DefaultPreemption, ImageLocality, "
+    )
 
 
 def test_error_enabling_an_upstream_plugin_we_lack() -> None:

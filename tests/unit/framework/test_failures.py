@@ -29,10 +29,10 @@ class EveryPoint:
 
     name = "Broken"
 
-    def __init__(self, fail=(), error=(), slow=()) -> None:  # noqa: ANN001
+    def __init__(self, fail=(), error=(), slow=()) -> None:
         self.fail, self.error, self.slow = set(fail), set(error), set(slow)
 
-    def _run(self, point: str, ok):  # noqa: ANN001, ANN202
+    def _run(self, point: str, ok):
         if point in self.slow:
             time.sleep(1)
         if point in self.fail:
@@ -41,47 +41,47 @@ class EveryPoint:
             return Status.error(f"{point} said no")
         return ok
 
-    def pre_enqueue(self, pod):  # noqa: ANN001, ANN201
+    def pre_enqueue(self, pod):
         return self._run("preEnqueue", None)
 
-    def pre_filter(self, state, pod, nodes):  # noqa: ANN001, ANN201
+    def pre_filter(self, state, pod, nodes):
         return None, self._run("preFilter", None)
 
     def pre_filter_extensions(self) -> None:
         return None
 
-    def filter(self, state, pod, node_info):  # noqa: ANN001, ANN201
+    def filter(self, state, pod, node_info):
         return self._run("filter", None)
 
-    def post_filter(self, state, pod, statuses):  # noqa: ANN001, ANN201
+    def post_filter(self, state, pod, statuses):
         return None, self._run("postFilter", Status(Code.UNSCHEDULABLE, "no"))
 
-    def pre_score(self, state, pod, nodes):  # noqa: ANN001, ANN201
+    def pre_score(self, state, pod, nodes):
         return self._run("preScore", None)
 
-    def score(self, state, pod, node_info):  # noqa: ANN001, ANN201
+    def score(self, state, pod, node_info):
         status = self._run("score", None)
         return 1, status
 
     def score_extensions(self) -> None:
         return None
 
-    def reserve(self, state, pod, node_name):  # noqa: ANN001, ANN201
+    def reserve(self, state, pod, node_name):
         return self._run("reserve", None)
 
-    def unreserve(self, state, pod, node_name) -> None:  # noqa: ANN001
+    def unreserve(self, state, pod, node_name) -> None:
         self._run("unreserve", None)
 
-    def permit(self, state, pod, node_name):  # noqa: ANN001, ANN201
+    def permit(self, state, pod, node_name):
         return self._run("permit", None), 0
 
-    def pre_bind(self, state, pod, node_name):  # noqa: ANN001, ANN201
+    def pre_bind(self, state, pod, node_name):
         return self._run("preBind", None)
 
-    def bind(self, state, pod, node_name):  # noqa: ANN001, ANN201
+    def bind(self, state, pod, node_name):
         return self._run("bind", None)
 
-    def post_bind(self, state, pod, node_name) -> None:  # noqa: ANN001
+    def post_bind(self, state, pod, node_name) -> None:
         self._run("postBind", None)
 
 
@@ -188,7 +188,7 @@ def test_an_error_status_is_wrapped_and_counted_the_same_way(point: str) -> None
     assert metrics.errors == [("Broken", point)]
 
 
-def test_raising_post_bind_and_unreserve_are_logged_and_counted(caplog) -> None:  # noqa: ANN001
+def test_raising_post_bind_and_unreserve_are_logged_and_counted(caplog) -> None:
     fwk, metrics = framework(EveryPoint(fail={"postBind", "unreserve"}))
     fwk.run_post_bind_plugins(CycleState(), POD, "n1")
     fwk.run_reserve_plugins_unreserve(CycleState(), POD, "n1")

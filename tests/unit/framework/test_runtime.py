@@ -18,19 +18,19 @@ from tests.unit.builders import make_node, make_pod
 class Fake:
     """A plugin whose answers per point are given as data."""
 
-    def __init__(self, name: str, **answers) -> None:  # noqa: ANN003
+    def __init__(self, name: str, **answers) -> None:
         self.name = name
         self.answers = answers
         self.calls: list[str] = []
 
-    def _answer(self, point: str, *args):  # noqa: ANN002, ANN202
+    def _answer(self, point: str, *args):
         self.calls.append(point)
         answer = self.answers.get(point)
         return answer(*args) if callable(answer) else answer
 
 
 class PreFilterFake(Fake):
-    def pre_filter(self, state, pod, nodes):  # noqa: ANN001, ANN201
+    def pre_filter(self, state, pod, nodes):
         return self._answer("pre_filter") or (None, None)
 
     def pre_filter_extensions(self) -> None:
@@ -38,43 +38,43 @@ class PreFilterFake(Fake):
 
 
 class FilterFake(Fake):
-    def filter(self, state, pod, node_info):  # noqa: ANN001, ANN201
+    def filter(self, state, pod, node_info):
         return self._answer("filter", node_info)
 
 
 class ScoreFake(Fake):
-    def pre_score(self, state, pod, nodes):  # noqa: ANN001, ANN201
+    def pre_score(self, state, pod, nodes):
         return self._answer("pre_score")
 
-    def score(self, state, pod, node_info):  # noqa: ANN001, ANN201
+    def score(self, state, pod, node_info):
         return self._answer("score", node_info), None
 
-    def score_extensions(self):  # noqa: ANN201
+    def score_extensions(self):
         return self if "normalize" in self.answers else None
 
-    def normalize_score(self, state, pod, scores):  # noqa: ANN001, ANN201
+    def normalize_score(self, state, pod, scores):
         for s in scores:
             s.score = self.answers["normalize"](s.score)
         return None
 
 
 class ReservePermitFake(Fake):
-    def reserve(self, state, pod, node_name):  # noqa: ANN001, ANN201
+    def reserve(self, state, pod, node_name):
         return self._answer("reserve")
 
-    def unreserve(self, state, pod, node_name) -> None:  # noqa: ANN001
+    def unreserve(self, state, pod, node_name) -> None:
         self._answer("unreserve")
 
-    def permit(self, state, pod, node_name):  # noqa: ANN001, ANN201
+    def permit(self, state, pod, node_name):
         return self._answer("permit") or (None, 0)
 
 
 class BindFake(Fake):
-    def bind(self, state, pod, node_name):  # noqa: ANN001, ANN201
+    def bind(self, state, pod, node_name):
         return self._answer("bind")
 
 
-def _factory(plugin: Fake):  # noqa: ANN202
+def _factory(plugin: Fake):
     return lambda args, handle: plugin
 
 

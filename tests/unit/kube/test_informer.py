@@ -72,7 +72,7 @@ class FakeApiServer:
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
 
-            def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+            def log_message(self, format: str, *args: Any) -> None:
                 pass
 
             def _handle(self) -> None:
@@ -113,7 +113,7 @@ class FakeApiServer:
                     pass  # the client went away (informer stopped)
                 self.close_connection = True
 
-            do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _handle  # noqa: N815
+            do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _handle
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True

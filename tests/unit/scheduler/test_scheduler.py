@@ -116,19 +116,19 @@ class Probe:
     def points(self) -> list[str]:
         return [point for point, _ in self.calls]
 
-    def reserve(self, state, pod, node_name):  # noqa: ANN001, ANN201
+    def reserve(self, state, pod, node_name):
         return self._answer("reserve", pod)
 
-    def unreserve(self, state, pod, node_name) -> None:  # noqa: ANN001
+    def unreserve(self, state, pod, node_name) -> None:
         self._answer("unreserve", pod)
 
-    def permit(self, state, pod, node_name):  # noqa: ANN001, ANN201
+    def permit(self, state, pod, node_name):
         return self._answer("permit", pod, (None, 0))
 
-    def pre_bind(self, state, pod, node_name):  # noqa: ANN001, ANN201
+    def pre_bind(self, state, pod, node_name):
         return self._answer("pre_bind", pod)
 
-    def post_bind(self, state, pod, node_name) -> None:  # noqa: ANN001
+    def post_bind(self, state, pod, node_name) -> None:
         self._answer("post_bind", pod)
 
 
@@ -140,7 +140,7 @@ class BrokenFilter:
     def __init__(self, status: Status | None = None, exc: Exception | None = None) -> None:
         self.status, self.exc = status, exc
 
-    def filter(self, state, pod, node_info):  # noqa: ANN001, ANN201
+    def filter(self, state, pod, node_info):
         if self.exc is not None:
             raise self.exc
         return self.status
@@ -149,7 +149,7 @@ class BrokenFilter:
 class RaisingScore:
     name = "RaisingScore"
 
-    def score(self, state, pod, node_info):  # noqa: ANN001, ANN201
+    def score(self, state, pod, node_info):
         raise RuntimeError("score exploded")
 
     def score_extensions(self) -> None:
@@ -159,7 +159,7 @@ class RaisingScore:
 class SkippingBinder:
     name = "SkippingBinder"
 
-    def bind(self, state, pod, node_name):  # noqa: ANN001, ANN201
+    def bind(self, state, pod, node_name):
         return Status(Code.SKIP)
 
 
@@ -174,7 +174,7 @@ class RecordingExecutor(ThreadPoolExecutor):
         self.futures: list[Future] = []
         _EXECUTORS.append(self)
 
-    def submit(self, fn, /, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003, ANN201
+    def submit(self, fn, /, *args, **kwargs):
         future = super().submit(fn, *args, **kwargs)
         self.futures.append(future)
         return future
@@ -196,7 +196,7 @@ PROBE_POINTS = {
 }
 
 
-def _factory(plugin: object):  # noqa: ANN202
+def _factory(plugin: object):
     return lambda args, handle: plugin
 
 
@@ -249,7 +249,7 @@ def make_harness(
     """A scheduler over ``nodes``; ``points`` add (or replace, for ``bind``) profile plugins;
     ``extra`` are test plugin instances by name. The Probe is always at its four points."""
     clock = Clock()
-    cache = Cache(ttl=30.0, clock=clock)
+    cache = Cache()
     for node in nodes:
         cache.add_node(node)
     probe = probe or Probe()
@@ -295,7 +295,7 @@ def bound(pod: dict, node: str) -> dict:
 
 
 @pytest.fixture(autouse=True)
-def _shutdown_binders():  # noqa: ANN202
+def _shutdown_binders():
     yield
     while _EXECUTORS:
         _EXECUTORS.pop().shutdown(wait=False, cancel_futures=True)
@@ -319,10 +319,10 @@ def test_pod_is_assumed_and_bound_to_the_only_fitting_node() -> None:
         Event("p", "Normal", "Scheduled", "Binding", "Successfully assigned default/p to big")
     ]
     assert h.reporter.patches == []
-    # Assumed on its node until the watch confirms it; finish_binding started its TTL.
+    # Assumed on its node until the watch confirms it; finish_binding marked it.
     assert h.cache.is_assumed(pod_key(pod))
     assert h.cache.snapshot().node_info_map["big"].requested.milli_cpu == 2000
-    assert h.cache.cleanup_assumed_pods(now=h.clock() + 31) == [pod_key(pod)]
+    assert h.cache.dump()["assumed"][pod_key(pod)]["bindingFinished"]
     # The attempt is over: the pod is nowhere in the queue, not even in flight.
     assert h.where(pod) is None
     assert set(h.queue.pending_pods().values()) == {0}

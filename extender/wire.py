@@ -1,4 +1,9 @@
-"""The extender wire types, exactly as kube-scheduler sends and reads them.
+"""The extender wire protocol, both halves: what kube-scheduler sends and reads
+(``k8s.io/kube-scheduler/extender/v1``, ``pkg/scheduler/extender.go``).
+
+The webhook (server) loads requests and builds replies here; the standalone scheduler's HTTP
+extender client (``extender.scheduler.http_extender``) builds requests and loads replies here,
+so each half is tested against the other.
 
 The Go types (``k8s.io/kube-scheduler/extender/v1``) have no JSON tags, so keys are the Go
 field names in PascalCase and every field is always present, ``null`` when nil. kube-scheduler
@@ -15,6 +20,8 @@ from __future__ import annotations
 from typing import Any
 
 from marshmallow import Schema, ValidationError, fields, validates_schema
+
+from extender.framework.types import NodeInfo
 
 MIN_EXTENDER_PRIORITY = 0
 MAX_EXTENDER_PRIORITY = 10
@@ -243,3 +250,130 @@ def preemption_result(meta_victims: dict[str, tuple[list[str], int]]) -> dict:
 
 def binding_result(error: str = "") -> dict:
     return {"Error": error}
+
+
+# -- the client's half: requests it sends, replies it reads --------------------------------------
+
+
+class ReplyError(ValueError):
+    """An extender reply that does not have the protocol's shape."""
+
+
+def extender_args(pod: dict, nodes: list[NodeInfo], node_cache_capable: bool) -> dict:
+    """ExtenderArgs: names only to a node-cache-capable extender, else the Node objects."""
+    if node_cache_capable:
+        return {"Pod": pod, "Nodes": None, "NodeNames": [n.name for n in nodes]}
+    items = [n.node for n in nodes]
+    return {"Pod": pod, "Nodes": {"metadata": {}, "items": items}, "NodeNames": None}
+
+
+def preemption_args(
+    pod: dict, node_to_victims: dict[str, tuple[list[dict], int]], node_cache_capable: bool
+) -> dict:
+    """ExtenderPreemptionArgs: victims' UIDs to a node-cache-capable extender, else the pods."""
+    if node_cache_capable:
+        meta = {
+            node: {
+                "Pods": [{"UID": (p.get("metadata") or {}).get("uid", "")} for p in pods],
+                "NumPDBViolations": violations,
+            }
+            for node, (pods, violations) in node_to_victims.items()
+        }
+        return {"Pod": pod, "NodeNameToVictims": None, "NodeNameToMetaVictims": meta}
+    victims = {
+        node: {"Pods": pods, "NumPDBViolations": violations}
+        for node, (pods, violations) in node_to_victims.items()
+    }
+    return {"Pod": pod, "NodeNameToVictims": victims, "NodeNameToMetaVictims": None}
+
+
+def binding_args(pod: dict, node_name: str) -> dict:
+    meta = pod.get("metadata") or {}
+    return {
+        "PodName": meta.get("name", ""),
+        "PodNamespace": meta.get("namespace", ""),
+        "PodUID": meta.get("uid", ""),
+        "Node": node_name,
+    }
+
+
+FILTER_RESULT_KEYS = ("Nodes", "NodeNames", "FailedNodes", "FailedAndUnresolvableNodes", "Error")
+
+
+def _string_map(value: Any, key: str) -> dict[str, str]:
+    if value is None:
+        return {}
+    if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):
+        raise ReplyError(f"{key} must be an object of node name to reason")
+    return dict(value)
+
+
+def load_filter_result(data: Any) -> dict:
+    """ExtenderFilterResult as ``{"node_names", "nodes", "failed", "failed_unresolvable",
+    "error"}``; ``node_names``/``nodes`` stay ``None`` when the reply left them null."""
+    if not isinstance(data, dict):
+        raise ReplyError("filter reply is not an object")
+    data = _canonical_keys(data, FILTER_RESULT_KEYS)
+    names = data.get("NodeNames")
+    if names is not None and not (
+        isinstance(names, list) and all(isinstance(n, str) for n in names)
+    ):
+        raise ReplyError("NodeNames must be an array of node names")
+    nodes = data.get("Nodes")
+    items = None
+    if nodes is not None:
+        items = nodes.get("items") if isinstance(nodes, dict) else None
+        if not isinstance(items, list | None):
+            raise ReplyError("Nodes must be a NodeList object with items")
+        items = [i for i in items or () if isinstance(i, dict)]
+    return {
+        "node_names": names,
+        "nodes": items,
+        "failed": _string_map(data.get("FailedNodes"), "FailedNodes"),
+        "failed_unresolvable": _string_map(
+            data.get("FailedAndUnresolvableNodes"), "FailedAndUnresolvableNodes"
+        ),
+        "error": str(data.get("Error") or ""),
+    }
+
+
+def load_host_priority_list(data: Any) -> list[tuple[str, int]]:
+    """HostPriorityList as ``[(host, score)]``."""
+    if data is None:
+        return []
+    if not isinstance(data, list):
+        raise ReplyError("prioritize reply is not an array")
+    out = []
+    for entry in data:
+        entry = _canonical_keys(entry, ("Host", "Score"))
+        if not isinstance(entry, dict) or not isinstance(entry.get("Host"), str):
+            raise ReplyError("prioritize reply entries must be {Host, Score} objects")
+        score = entry.get("Score") or 0
+        if not isinstance(score, int) or isinstance(score, bool):
+            raise ReplyError(f"Score of {entry['Host']} must be an integer")
+        out.append((entry["Host"], score))
+    return out
+
+
+def load_preemption_result(data: Any) -> dict[str, tuple[list[str], int]]:
+    """ExtenderPreemptionResult as node -> (victim UIDs, PDB violations)."""
+    if not isinstance(data, dict):
+        raise ReplyError("preempt reply is not an object")
+    data = _canonical_keys(data, ("NodeNameToMetaVictims",))
+    kept: dict[str, tuple[list[str], int]] = {}
+    for node, victims in (data.get("NodeNameToMetaVictims") or {}).items():
+        victims = _canonical_keys(victims or {}, VICTIM_KEYS)
+        uids = [
+            str(_canonical_keys(p, ("UID",)).get("UID", ""))
+            for p in victims.get("Pods") or ()
+            if isinstance(p, dict)
+        ]
+        kept[node] = (uids, int(victims.get("NumPDBViolations") or 0))
+    return kept
+
+
+def load_binding_result(data: Any) -> str:
+    """ExtenderBindingResult's ``Error`` ("" on success)."""
+    if not isinstance(data, dict):
+        raise ReplyError("bind reply is not an object")
+    return str(_canonical_keys(data, ("Error",)).get("Error") or "")
