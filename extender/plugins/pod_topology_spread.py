@@ -1,4 +1,5 @@
-"""PodTopologySpread: spread matching pods evenly over topology domains (spec §7.10).
+"""PodTopologySpread: spread matching pods evenly over topology domains (upstream
+``pkg/scheduler/framework/plugins/podtopologyspread``).
 
 Contract
 * Reads the incoming pod's ``spec.topologySpreadConstraints`` (or the profile's default
@@ -278,8 +279,8 @@ class PodTopologySpread:
         services = self.handle.lister(SERVICES).list(namespace)
         return default_selector(pod, services, self._controller)
 
-    def _controller(self, kind: str, namespace: str, name: str) -> dict | None:
-        return self.handle.lister(CONTROLLER_KINDS[kind]).get(namespace, name)
+    def _controller(self, kind: Kind, namespace: str, name: str) -> dict | None:
+        return self.handle.lister(kind).get(namespace, name)
 
     # -- PreFilter / Filter -----------------------------------------------------------
 
@@ -558,23 +559,79 @@ def _involved(changed: dict, pod: dict) -> bool:
     return assigned and same_ns
 
 
-# The controllers whose selector upstream's DefaultSelector merges, by owner kind.
-CONTROLLER_KINDS: dict[str, Kind] = {
-    "ReplicationController": REPLICATION_CONTROLLERS,
-    "ReplicaSet": REPLICA_SETS,
-    "StatefulSet": STATEFUL_SETS,
+# The controllers whose selector upstream's DefaultSelector merges, by (group, version, kind)
+# of the owner reference (``rcKind``, ``rsKind``, ``ssKind`` in upstream's helper/spread.go).
+CONTROLLER_KINDS: dict[tuple[str, str, str], Kind] = {
+    ("", "v1", "ReplicationController"): REPLICATION_CONTROLLERS,
+    ("apps", "v1", "ReplicaSet"): REPLICA_SETS,
+    ("apps", "v1", "StatefulSet"): STATEFUL_SETS,
 }
+
+_SELECTOR_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
+
+
+def parse_group_version(api_version: str) -> tuple[str, str] | None:
+    """``(group, version)`` of an apiVersion, or None if it does not parse (upstream
+    ``k8s.io/apimachinery/pkg/runtime/schema.ParseGroupVersion``: ``"v1"`` and ``"/v1"`` are
+    the core group, more than one ``/`` is an error)."""
+    if api_version in ("", "/"):
+        return "", ""
+    if api_version.count("/") == 0:
+        return "", api_version
+    if api_version.count("/") == 1:
+        group, version = api_version.split("/")
+        return group, version
+    return None
+
+
+def _selector_requirements(selector: dict | None) -> list[dict] | None:
+    """A controller's ``metav1.LabelSelector`` as matchExpressions (matchLabels as ``In``),
+    or None where upstream's ``LabelSelectorAsSelector`` fails or selects nothing (a missing
+    selector, an unknown operator, In/NotIn without values, Exists/DoesNotExist with values)."""
+    if selector is None:
+        return None
+    requirements = [
+        {"key": k, "operator": "In", "values": [v]}
+        for k, v in (selector.get("matchLabels") or {}).items()
+    ]
+    for expr in selector.get("matchExpressions") or ():
+        op, values = expr.get("operator"), expr.get("values") or []
+        if op not in _SELECTOR_OPERATORS or bool(values) != (op in ("In", "NotIn")):
+            return None
+        requirements.append(expr)
+    return requirements
+
+
+def _controller_of(meta: dict) -> tuple[Kind | None, str]:
+    """The lister kind and name of the pod's controlling owner (upstream
+    ``metav1.GetControllerOfNoCopy``: the first owner reference with ``controller: true``),
+    or ``(None, "")`` if there is none or it is not a kind DefaultSelector reads."""
+    owner = next((r for r in meta.get("ownerReferences") or () if r.get("controller")), None)
+    if owner is None:
+        return None, ""
+    gv = parse_group_version(owner.get("apiVersion") or "")
+    if gv is None:
+        return None, ""
+    return CONTROLLER_KINDS.get((*gv, owner.get("kind") or "")), owner.get("name") or ""
 
 
 def default_selector(
     pod: dict,
     services: Iterable[dict],
-    controller_lookup: Callable[[str, str, str], dict | None] | None,
+    controller_lookup: Callable[[Kind, str, str], dict | None] | None,
 ) -> LabelSelector:
-    """The selector upstream derives for default constraints (``helper.DefaultSelector``).
+    """The selector upstream derives for default constraints (``DefaultSelector`` in
+    ``pkg/scheduler/framework/plugins/helper/spread.go``).
 
-    Merges the selectors of the Services in the pod's namespace that select the pod, and the
-    selector of the pod's controlling ReplicationController, ReplicaSet or StatefulSet.
+    * The selectors of the Services in the pod's namespace that select the pod
+      (``GetPodServices``; a Service without a selector selects nothing) are merged into one
+      label set.
+    * The pod's controller (the first owner reference with ``controller: true``) counts when
+      its apiVersion/kind is ``v1`` ReplicationController or ``apps/v1`` ReplicaSet or
+      StatefulSet and the object exists: a ReplicationController's map selector is *merged*
+      into the label set (its value wins on a shared key, ``labels.Merge``), a ReplicaSet's or
+      StatefulSet's selector is *added* as requirements (``selector.Add``), so a key both the
+      Services and the ReplicaSet constrain must satisfy both.
     """
     meta = pod.get("metadata") or {}
     namespace = meta.get("namespace") or "default"
@@ -584,29 +641,22 @@ def default_selector(
         if ((service.get("metadata") or {}).get("namespace") or "default") != namespace:
             continue
         selector = (service.get("spec") or {}).get("selector")
-        # A Service without a selector selects nothing (not everything).
-        if not selector:
+        # A Service without a selector selects nothing (not everything); an empty one selects
+        # the pod but adds no label.
+        if selector is None:
             continue
         if all(pod_labels.get(k) == v for k, v in selector.items()):
             match_labels.update(selector)
     expressions: list[dict] = []
-    owner = next((r for r in meta.get("ownerReferences") or () if r.get("controller")), None)
-    if owner is not None and controller_lookup is not None:
-        api_version, kind = owner.get("apiVersion", ""), owner.get("kind", "")
-        controller = None
-        if (api_version, kind) in (
-            ("v1", "ReplicationController"),
-            ("apps/v1", "ReplicaSet"),
-            ("apps/v1", "StatefulSet"),
-        ):
-            controller = controller_lookup(kind, namespace, owner.get("name", ""))
+    kind, name = _controller_of(meta)
+    if kind is not None and controller_lookup is not None:
+        controller = controller_lookup(kind, namespace, name)
         if controller is not None:
-            selector = (controller.get("spec") or {}).get("selector") or {}
-            if kind == "ReplicationController":
-                match_labels.update(selector)
+            selector = (controller.get("spec") or {}).get("selector")
+            if kind == REPLICATION_CONTROLLERS:
+                match_labels.update(selector or {})
             else:
-                match_labels.update(selector.get("matchLabels") or {})
-                expressions.extend(selector.get("matchExpressions") or ())
+                expressions = _selector_requirements(selector) or []
     return LabelSelector({"matchLabels": match_labels, "matchExpressions": expressions})
 
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import copy
 import random
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -75,6 +76,9 @@ class Case:
     needs_runtime_class: bool = False
     # Taint the harness's barrier node NoSchedule, so that it cannot compete (score cases).
     barrier_taint: bool = False
+    # Services / ReplicationControllers / ReplicaSets / StatefulSets, created before the pods;
+    # a pod's ownerReferences name them (the harness fills in the uid).
+    workloads: list[dict] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -733,6 +737,42 @@ def _pod(
     }
 
 
+def _controller(api_version: str, kind: str, name: str, selector: dict, labels: dict) -> dict:
+    """A ReplicaSet / StatefulSet / ReplicationController (``v1``: a map selector) whose pod
+    template carries ``labels``; with no controller manager it never creates a pod."""
+    template = {
+        "metadata": {"labels": labels},
+        "spec": {"containers": [{"name": "main", "image": PAUSE_IMAGE}]},
+    }
+    spec: dict[str, Any] = {"replicas": 0, "selector": selector, "template": template}
+    if kind == "StatefulSet":
+        spec["serviceName"] = name
+    return {"apiVersion": api_version, "kind": kind, "metadata": {"name": name}, "spec": spec}
+
+
+def _service(name: str, selector: dict) -> dict:
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": name},
+        "spec": {"selector": selector, "ports": [{"port": 80}]},
+    }
+
+
+def _owned(pod: dict, controller: dict) -> dict:
+    """``pod`` with ``controller`` as its controlling owner (the harness fills in the uid)."""
+    pod["metadata"]["ownerReferences"] = [
+        {
+            "apiVersion": controller["apiVersion"],
+            "kind": controller["kind"],
+            "name": controller["metadata"]["name"],
+            "uid": "",
+            "controller": True,
+        }
+    ]
+    return pod
+
+
 def clear_choice_cases() -> list[tuple[Case, str]]:
     """Hand-made cases where one node is clearly best; (case, that node).
 
@@ -741,10 +781,17 @@ def clear_choice_cases() -> list[tuple[Case, str]]:
     """
     cases: list[tuple[Case, str]] = []
 
-    def case(name: str, nodes: list[dict], existing: list[dict], pod: dict, best: int) -> None:
+    def case(
+        name: str,
+        nodes: list[dict],
+        existing: list[dict],
+        pod: dict,
+        best: int,
+        workloads: list[dict] | None = None,
+    ) -> None:
         case_id = f"score-{name}"
         ns = f"{case_id}-a"
-        for obj in (*existing, pod):
+        for obj in (*existing, pod, *(workloads or ())):
             obj["metadata"]["namespace"] = ns
         cases.append(
             (
@@ -756,6 +803,7 @@ def clear_choice_cases() -> list[tuple[Case, str]]:
                     existing_pods=existing,
                     pending_pods=[pod],
                     barrier_taint=True,
+                    workloads=workloads or [],
                 ),
                 f"{case_id}-n{best}",
             )
@@ -843,4 +891,82 @@ def clear_choice_cases() -> list[tuple[Case, str]]:
     ]
     pod = _pod("p", "", cpu="100m", labels={"app": "web"}, topologySpreadConstraints=spread)
     case("spread", nodes, existing, pod, 2)
+
+    default_spread_cases(case)
     return cases
+
+
+def default_spread_cases(case: Callable[..., None]) -> None:
+    """PodTopologySpread's System default constraints (hostname maxSkew 3, zone maxSkew 5,
+    ScheduleAnyway) on pods without constraints of their own, with the selector upstream's
+    ``DefaultSelector`` (``pkg/scheduler/framework/plugins/helper/spread.go``) derives from the
+    pod's controlling ReplicaSet / StatefulSet / ReplicationController or the Services
+    selecting it.
+
+    In each case the best node holds no pod of the workload but one unrelated, *larger* pod
+    (200m where the workload's pods ask 100m): without default spreading every resource score
+    points away from it, so a scheduler that misses the selector picks another node.
+    """
+    # ReplicaSet with matchLabels and matchExpressions: fe pods on n0, n1, n3; n2 runs a be pod
+    # (app=web too, so ignoring the matchExpressions would count it).
+    cid = "score-default-spread-rs"
+    fe, be = {"app": "web", "tier": "fe"}, {"app": "web", "tier": "be"}
+    rs_selector = {
+        "matchLabels": {"app": "web"},
+        "matchExpressions": [{"key": "tier", "operator": "In", "values": ["fe"]}],
+    }
+    rs = _controller("apps/v1", "ReplicaSet", "web", rs_selector, fe)
+    nodes = [_plain_node(cid, i) for i in range(4)]
+    existing = [
+        _owned(_pod(f"web{i}", "", cpu="100m", labels=fe, node_name=f"{cid}-n{i}"), rs)
+        for i in (0, 1, 3)
+    ]
+    existing.append(_pod("other", "", cpu="200m", labels=be, node_name=f"{cid}-n2"))
+    pod = _owned(_pod("p", "", cpu="100m", labels=fe), rs)
+    case("default-spread-rs", nodes, existing, pod, 2, workloads=[rs])
+
+    # StatefulSet over two zones: db pods on n0, n1 (zone-a) and n3 (zone-b): n2 is empty of
+    # them and in the emptier zone.
+    cid = "score-default-spread-sts"
+    db = {"app": "db"}
+    sts = _controller("apps/v1", "StatefulSet", "db", {"matchLabels": db}, db)
+    nodes = [_plain_node(cid, i, labels={ZONE: "zone-a" if i < 2 else "zone-b"}) for i in range(4)]
+    existing = [
+        _owned(_pod(f"db{i}", "", cpu="100m", labels=db, node_name=f"{cid}-n{i}"), sts)
+        for i in (0, 1, 3)
+    ]
+    existing.append(_pod("other", "", cpu="200m", labels={"app": "x"}, node_name=f"{cid}-n2"))
+    pod = _owned(_pod("p", "", cpu="100m", labels=db), sts)
+    case("default-spread-sts", nodes, existing, pod, 2, workloads=[sts])
+
+    # ReplicationController (a map selector): api pods on n1, n2, n3.
+    cid = "score-default-spread-rc"
+    api = {"app": "api"}
+    rc = _controller("v1", "ReplicationController", "api", api, api)
+    nodes = [_plain_node(cid, i) for i in range(4)]
+    existing = [
+        _owned(_pod(f"api{i}", "", cpu="100m", labels=api, node_name=f"{cid}-n{i}"), rc)
+        for i in (1, 2, 3)
+    ]
+    existing.append(_pod("other", "", cpu="200m", labels={"app": "x"}, node_name=f"{cid}-n0"))
+    pod = _owned(_pod("p", "", cpu="100m", labels=api), rc)
+    case("default-spread-rc", nodes, existing, pod, 0, workloads=[rc])
+
+    # Bare pods (no owner) that two Services select: their selectors merge into
+    # app=cache,tier=hot; cache pods of the cold tier do not count.
+    cid = "score-default-spread-svc"
+    hot, cold = {"app": "cache", "tier": "hot"}, {"app": "cache", "tier": "cold"}
+    services = [_service("cache", {"app": "cache"}), _service("hot", {"tier": "hot"})]
+    nodes = [_plain_node(cid, i) for i in range(4)]
+    existing = [
+        _pod(f"hot{i}", "", cpu="100m", labels=hot, node_name=f"{cid}-n{i}") for i in (0, 1, 2)
+    ]
+    existing.append(_pod("cold", "", cpu="200m", labels=cold, node_name=f"{cid}-n3"))
+    case(
+        "default-spread-svc",
+        nodes,
+        existing,
+        _pod("p", "", cpu="100m", labels=hot),
+        3,
+        workloads=services,
+    )

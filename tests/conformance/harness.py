@@ -12,7 +12,9 @@ pod that got ``PodScheduled=False`` without a recorded call has an empty feasibl
 Our answer: ``Snapshot.from_objects`` over the nodes and bound pods *as the apiserver returns
 them* (defaulting matters: limits-only containers get requests, RuntimeClass admission fills
 ``overhead``, priority classes resolve ``priority``), then ``find_nodes_that_fit(...,
-evaluate_all=True)`` with the default profile's PreFilter and Filter plugins.
+evaluate_all=True)`` with the default profile's PreFilter and Filter plugins. The handle's
+listers serve the case's Services and controllers as the apiserver returns them too:
+PodTopologySpread's default constraints read them.
 
 One kube-scheduler serves the whole run, with profile ``conformance`` (the defaults without
 PostFilter, so no preemption nominates or evicts anything) and one *isolated* profile per
@@ -46,7 +48,16 @@ import orjson
 
 from extender.controlplane import ControlPlane, free_port
 from extender.framework.cycle_state import CycleState
-from extender.framework.handle import Services
+from extender.framework.handle import (
+    REPLICA_SETS,
+    REPLICATION_CONTROLLERS,
+    SERVICES,
+    STATEFUL_SETS,
+    EmptyLister,
+    Kind,
+    Lister,
+    Services,
+)
 from extender.framework.profile import PluginSpec, Profile
 from extender.framework.runtime import Framework
 from extender.framework.schedule import FitError, SchedulingAlgorithm, SchedulingError
@@ -280,14 +291,60 @@ class Verdict:
         return "{" + ", ".join(sorted(self.feasible)) + "}"
 
 
+# The workload objects a case may create, by kind: what kube-scheduler's PodTopologySpread
+# reads for its default constraints (upstream helper.DefaultSelector).
+WORKLOAD_KINDS: dict[str, Kind] = {
+    "Service": SERVICES,
+    "ReplicationController": REPLICATION_CONTROLLERS,
+    "ReplicaSet": REPLICA_SETS,
+    "StatefulSet": STATEFUL_SETS,
+}
+
+
+def namespaced_path(kind: Kind, namespace: str) -> str:
+    prefix = f"/api/{kind.version}" if not kind.group else f"/apis/{kind.group}/{kind.version}"
+    return f"{prefix}/namespaces/{namespace}/{kind.resource}"
+
+
+class ObjectLister:
+    """A lister over the objects of one kind as the apiserver served them."""
+
+    def __init__(self, objects: list[dict]) -> None:
+        self.objects = objects
+
+    def list(self, namespace: str | None = None) -> list[dict]:
+        return [
+            o for o in self.objects if namespace is None or o["metadata"]["namespace"] == namespace
+        ]
+
+    def get(self, namespace: str, name: str) -> dict | None:
+        return next((o for o in self.list(namespace) if o["metadata"]["name"] == name), None)
+
+
+@dataclass
+class ApiObjects:
+    """What our handle reads besides nodes and pods: namespace labels and the workload
+    objects (Services, ReplicationControllers, ReplicaSets, StatefulSets) of a case."""
+
+    namespace_labels: dict[str, dict] = field(default_factory=dict)
+    workloads: dict[Kind, list[dict]] = field(default_factory=dict)
+
+    def lister(self, kind: Kind) -> Lister:
+        objects = self.workloads.get(kind)
+        return ObjectLister(objects) if objects else EmptyLister()
+
+    def services(self) -> Services:
+        return Services(namespace_labels=self.namespace_labels.get, listers=self.lister)
+
+
 def our_verdict(
     profile: Profile,
     nodes: list[dict],
     pods: list[dict],
     pod: dict,
-    namespace_labels: dict[str, dict],
+    objects: ApiObjects,
 ) -> Verdict:
-    fwk = Framework(profile, registry(), Services(namespace_labels=namespace_labels.get))
+    fwk = Framework(profile, registry(), objects.services())
     snapshot = Snapshot.from_objects(copy.deepcopy(nodes), copy.deepcopy(pods))
     state = CycleState()
     try:
@@ -556,6 +613,7 @@ class Conformance:
                     "metadata": {"name": ns, "labels": labels},
                 },
             )
+        self.create_workloads(case)
         for node in case.nodes:
             self.create_node(node)
         for pod in case.existing_pods:
@@ -565,6 +623,21 @@ class Conformance:
                 # Held by its finalizer: it stays, with a deletionTimestamp.
                 self._delete_pod(ns, pod["metadata"]["name"])
         self.barrier(case)
+
+    def create_workloads(self, case: Case) -> None:
+        """Create the case's Services and controllers, then point the pods' owner references
+        at the created objects' uids. Nothing runs the controllers (no kube-controller-manager):
+        they are objects kube-scheduler reads. They go first, so that by the barrier's end
+        kube-scheduler's informers have long had them."""
+        uids: dict[tuple[str, str, str], str] = {}
+        for obj in case.workloads:
+            kind, meta = WORKLOAD_KINDS[obj["kind"]], obj["metadata"]
+            created = self.kube.request("POST", namespaced_path(kind, meta["namespace"]), obj)
+            uids[(obj["kind"], meta["namespace"], meta["name"])] = created["metadata"]["uid"]
+        for pod in (*case.existing_pods, *case.pending_pods):
+            ns = pod["metadata"]["namespace"]
+            for ref in pod["metadata"].get("ownerReferences") or ():
+                ref["uid"] = uids[(ref["kind"], ns, ref["name"])]
 
     def create_node(self, node: dict) -> None:
         body = {k: v for k, v in node.items() if k != "status"}
@@ -669,26 +742,36 @@ class Conformance:
                         raise
         for ns in case.namespaces:
             self.kube.request("DELETE", f"/api/v1/namespaces/{ns}/pods", {"gracePeriodSeconds": 0})
+        for obj in case.workloads:
+            kind, meta = WORKLOAD_KINDS[obj["kind"]], obj["metadata"]
+            path = f"{namespaced_path(kind, meta['namespace'])}/{meta['name']}"
+            try:
+                self.kube.request("DELETE", path)
+            except ApiError as exc:
+                if exc.status != 404:
+                    raise
         self.kube.request(
             "DELETE", "/api/v1/nodes", query={"labelSelector": f"{CASE_LABEL}={case.case_id}"}
         )
         # Namespaces stay: without a namespace controller a deleted one would stay Terminating
         # and refuse the pods of a rerun of the same seed.
 
-    def state(self, case: Case) -> tuple[list[dict], list[dict], dict[str, dict]]:
-        """Nodes, bound pods and namespace labels as the apiserver serves them."""
+    def state(self, case: Case) -> tuple[list[dict], list[dict], ApiObjects]:
+        """Nodes, bound pods, namespace labels and workloads as the apiserver serves them."""
         nodes = self._list("/api/v1/nodes", labelSelector=f"{CASE_LABEL}={case.case_id}")
         pods = []
-        ns_labels = {}
+        objects = ApiObjects()
         for ns in case.namespaces:
+            for kind in WORKLOAD_KINDS.values():
+                objects.workloads.setdefault(kind, []).extend(self._list(namespaced_path(kind, ns)))
             pods += [
                 p
                 for p in self._list(f"/api/v1/namespaces/{ns}/pods")
                 if (p.get("spec") or {}).get("nodeName")
             ]
             ns_obj = self.kube.get(f"/api/v1/namespaces/{ns}") or {}
-            ns_labels[ns] = (ns_obj.get("metadata") or {}).get("labels") or {}
-        return nodes, pods, ns_labels
+            objects.namespace_labels[ns] = (ns_obj.get("metadata") or {}).get("labels") or {}
+        return nodes, pods, objects
 
     # -- observing kube-scheduler ------------------------------------------------------------
 
@@ -766,7 +849,7 @@ class Conformance:
         tally = Tally(cases=1)
         self.setup(case)
         try:
-            nodes, bound, ns_labels = self.state(case)
+            nodes, bound, objects = self.state(case)
             node_names = [n["metadata"]["name"] for n in nodes]
             created = self.submit(case.pending_pods, PROFILE)
             theirs = self.observe(created)
@@ -774,7 +857,7 @@ class Conformance:
             results = []
             for pod in created:
                 key = f"{pod['metadata']['namespace']}/{pod['metadata']['name']}"
-                ours = our_verdict(full, nodes, bound, pod, ns_labels)
+                ours = our_verdict(full, nodes, bound, pod, objects)
                 results.append(
                     PodResult(case.case_id, case.seed, pod["metadata"]["name"], theirs[key], ours)
                 )
@@ -784,7 +867,7 @@ class Conformance:
                 if isolate or not r.agree
             ]
             if to_isolate:
-                self.isolate(to_isolate, nodes, bound, ns_labels)
+                self.isolate(to_isolate, nodes, bound, objects)
             for result, pod in zip(results, created, strict=True):
                 if not result.agree or any(not _same(t, o) for t, o in result.isolated.values()):
                     result.repro = self.reproduction(result, pod, nodes, bound)
@@ -807,7 +890,7 @@ class Conformance:
         items: list[tuple[PodResult, dict]],
         nodes: list[dict],
         bound: list[dict],
-        ns_labels: dict[str, dict],
+        objects: ApiObjects,
     ) -> None:
         """Each pod again through every single-plugin profile, on both sides."""
         originals = [pod for _, pod in items]
@@ -820,7 +903,7 @@ class Conformance:
             profile = filter_profile([plugin])
             for (result, _), pod in zip(items, created, strict=True):
                 key = f"{pod['metadata']['namespace']}/{pod['metadata']['name']}"
-                ours = our_verdict(profile, nodes, bound, pod, ns_labels)
+                ours = our_verdict(profile, nodes, bound, pod, objects)
                 result.isolated[plugin] = (theirs[key], ours)
 
     def reproduction(
@@ -878,12 +961,12 @@ class Conformance:
     # -- scores: the node kube-scheduler binds vs the one schedule_pod picks ----------------
 
     def our_choice(
-        self, pod: dict, nodes: list[dict], bound: list[dict], ns_labels: dict[str, dict]
+        self, pod: dict, nodes: list[dict], bound: list[dict], objects: ApiObjects
     ) -> tuple[str, list[NodePluginScores]]:
         """Our schedule_pod on the default profile: (node or "(no fit)", scores)."""
         from extender.config import default_profile
 
-        fwk = Framework(default_profile(), registry(), Services(namespace_labels=ns_labels.get))
+        fwk = Framework(default_profile(), registry(), objects.services())
         snapshot = Snapshot.from_objects(copy.deepcopy(nodes), copy.deepcopy(bound))
         try:
             result = SchedulingAlgorithm().schedule_pod(
@@ -918,7 +1001,7 @@ class Conformance:
         """Let kube-scheduler bind ``case.pending_pods[0]`` and compare with our choice."""
         self.setup(case)
         try:
-            nodes, bound, ns_labels = self.state(case)
+            nodes, bound, objects = self.state(case)
             pod = case.pending_pods[0]
             # Our answer for the pod as the apiserver would default it (dry run).
             ns = pod["metadata"]["namespace"]
@@ -927,7 +1010,7 @@ class Conformance:
             defaulted = self.kube.request(
                 "POST", f"/api/v1/namespaces/{ns}/pods", body, query={"dryRun": "All"}
             )
-            ours, scores = self.our_choice(defaulted, nodes, bound, ns_labels)
+            ours, scores = self.our_choice(defaulted, nodes, bound, objects)
             theirs = self.bind_through_kube_scheduler(pod)
             return ScoreResult(case.case_id, pod["metadata"]["name"], theirs, ours, scores)
         finally:
@@ -944,8 +1027,8 @@ class Conformance:
                 break
             if not result.agree or len(result.ours.feasible or ()) < 2:
                 continue
-            nodes, bound, ns_labels = self.state(case)
-            ours, scores = self.our_choice(pod, nodes, bound, ns_labels)
+            nodes, bound, objects = self.state(case)
+            ours, scores = self.our_choice(pod, nodes, bound, objects)
             totals = sorted((s.total_score for s in scores), reverse=True)
             if len(totals) < 2 or totals[0] - totals[1] < SCORE_MARGIN:
                 continue

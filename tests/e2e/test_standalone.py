@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from extender.scenario.cli import run_scenario
-from extender.scenario.kube import ScenarioError
+from extender.scenario.kube import Kube, ScenarioError
 
 from .harness import Standalone, events_for, standalone_config, wait_until
 
@@ -167,3 +167,80 @@ def test_apiserver_restart(skube, standalone, control_plane):  # noqa: ANN001
         assert skube.wait_bound(f"before-{i}", timeout=40)
         assert skube.wait_bound(f"after-{i}", timeout=40)
     assert sched.alive()
+
+
+def _replica_set(kube: Kube, name: str, labels: dict[str, str]) -> dict:
+    """A ReplicaSet object (no controller manager runs it: it is what the scheduler reads)."""
+    body = {
+        "apiVersion": "apps/v1",
+        "kind": "ReplicaSet",
+        "metadata": {"name": name, "namespace": kube.namespace},
+        "spec": {
+            "replicas": 0,
+            "selector": {"matchLabels": labels},
+            "template": {
+                "metadata": {"labels": labels},
+                "spec": {"containers": [{"name": "main", "image": "registry.k8s.io/pause:3.10"}]},
+            },
+        },
+    }
+    return kube.request("POST", f"/apis/apps/v1/namespaces/{kube.namespace}/replicasets", body)
+
+
+def _create_pod(kube: Kube, name: str, labels: dict, group: str, owner: dict | None = None) -> None:
+    """A pod without spreading constraints of its own, confined to the nodes of ``group``."""
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": kube.namespace, "labels": labels},
+        "spec": {
+            "schedulerName": kube.scheduler_name,
+            "terminationGracePeriodSeconds": 0,
+            "nodeSelector": {"e2e.io/group": group},
+            "containers": [{"name": "main", "image": "registry.k8s.io/pause:3.10"}],
+        },
+    }
+    if owner is not None:
+        meta = owner["metadata"]
+        pod["metadata"]["ownerReferences"] = [
+            {
+                "apiVersion": "apps/v1",
+                "kind": "ReplicaSet",
+                "name": meta["name"],
+                "uid": meta["uid"],
+                "controller": True,
+            }
+        ]
+    kube.request("POST", f"/api/v1/namespaces/{kube.namespace}/pods", pod)
+    kube.created_pods.append(name)
+
+
+def test_default_spreading_of_replica_set_pods(skube: Kube, standalone) -> None:
+    """PodTopologySpread's System default constraints (upstream
+    ``pkg/scheduler/framework/plugins/podtopologyspread``, selector from
+    ``helper.DefaultSelector``) spread a ReplicaSet's pods one per node, against the resource
+    scores: n1 of each group is nearly empty, n2 and n3 carry a filler pod. Bare pods, which
+    get no default constraints, all go to n1."""
+    ns = skube.namespace
+    web = {"app": "web"}
+    rs = _replica_set(skube, "web", web)
+    standalone()  # after the ReplicaSet: its informer's first list has it
+    for group in ("owned", "bare"):
+        for i in (1, 2, 3):
+            skube.create_node(f"{ns}-{group}{i}", labels={"e2e.io/group": group})
+            if i > 1:
+                skube.create_pod(
+                    f"filler-{group}{i}", cpu="1", memory="4Gi", nodeName=f"{ns}-{group}{i}"
+                )
+    try:
+        owned, bare = [], []
+        for i in range(3):
+            # One at a time: each pod's choice sees where the previous ones went.
+            _create_pod(skube, f"web-{i}", web, "owned", owner=rs)
+            owned.append(skube.wait_bound(f"web-{i}"))
+            _create_pod(skube, f"bare-{i}", {"app": "bare"}, "bare")
+            bare.append(skube.wait_bound(f"bare-{i}"))
+        assert sorted(owned) == [f"{ns}-owned{i}" for i in (1, 2, 3)], owned
+        assert bare == [f"{ns}-bare1"] * 3, bare
+    finally:
+        skube.request("DELETE", f"/apis/apps/v1/namespaces/{ns}/replicasets/web")

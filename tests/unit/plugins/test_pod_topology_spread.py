@@ -1,4 +1,5 @@
-"""PodTopologySpread: exact statuses and scores from upstream semantics (spec §7.10)."""
+"""PodTopologySpread: exact statuses and scores from upstream semantics
+(``pkg/scheduler/framework/plugins/podtopologyspread``)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,12 @@ import pytest
 
 from extender.framework.cycle_state import CycleState
 from extender.framework.events import ActionType, QueueingHint, Resource
-from extender.framework.handle import SERVICES
+from extender.framework.handle import (
+    REPLICA_SETS,
+    REPLICATION_CONTROLLERS,
+    SERVICES,
+    STATEFUL_SETS,
+)
 from extender.framework.status import Code, Status
 from extender.framework.types import NodeScore, PodInfo, Snapshot
 from extender.plugins.pod_topology_spread import (
@@ -16,6 +22,7 @@ from extender.plugins.pod_topology_spread import (
     ERR_REASON_NODE_LABEL_NOT_MATCH,
     PRE_FILTER_STATE_KEY,
     PodTopologySpread,
+    default_selector,
 )
 from tests.unit.builders import make_handle, make_listers, make_node, make_pod
 
@@ -361,6 +368,267 @@ def test_list_defaults_with_do_not_schedule_filter():
     got = filter_all(plugin, state, pod, snapshot)
     assert got["n1"] == Status(Code.UNSCHEDULABLE, ERR_REASON_CONSTRAINTS_NOT_MATCH)
     assert got["n3"] is None
+
+
+# -- default constraints: the selector from Services and the pod's controller ---------------
+#
+# Upstream: DefaultSelector and GetPodServices in pkg/scheduler/framework/plugins/helper/
+# spread.go, buildDefaultConstraints in .../podtopologyspread/common.go. Three hostname-only
+# nodes; web pods of two tiers already run there, so which selector the defaults use shows in
+# the scores:
+#   fe pods: n1 2, n2 1, n3 0 -> raw (5, 4, 2) -> normalized (40, 60, 100)
+#   all web: n1 2, n2 1, n3 3 -> raw (5, 4, 7) -> normalized (85, 100, 57)
+# (hostname maxSkew 3, weight ln(3 + 2); the nodes lack the zone key, so no zone term).
+
+FE = {"app": "web", "tier": "fe"}
+BE = {"app": "web", "tier": "be"}
+HOSTS = [make_node("n1"), make_node("n2"), make_node("n3")]
+TIERED = [
+    make_pod("fe-1", labels=FE, node_name="n1"),
+    make_pod("fe-2", labels=FE, node_name="n1"),
+    make_pod("fe-3", labels=FE, node_name="n2"),
+    *(make_pod(f"be-{i}", labels=BE, node_name="n3") for i in range(3)),
+]
+FE_SCORES = (40, 60, 100)
+ALL_WEB_SCORES = (85, 100, 57)
+
+
+def owner(kind: str, name: str, api_version: str = "apps/v1", controller: bool = True) -> dict:
+    return {
+        "apiVersion": api_version,
+        "kind": kind,
+        "name": name,
+        "uid": f"uid-{name}",
+        "controller": controller,
+    }
+
+
+def owned_pod(*owners: dict, **kwargs) -> dict:
+    pod = make_pod("owned", labels=FE, **kwargs)
+    pod["metadata"]["ownerReferences"] = list(owners)
+    return pod
+
+
+def workload(name: str, selector: dict, namespace: str = "default") -> dict:
+    """A ReplicaSet / StatefulSet / ReplicationController / Service: only the selector counts."""
+    return {"metadata": {"name": name, "namespace": namespace}, "spec": {"selector": selector}}
+
+
+def default_spread_scores(objects: dict, pod: dict, args: dict | None = None):
+    """Normalized (n1, n2, n3) scores, or "skip" when PreScore finds no constraint."""
+    plugin = PodTopologySpread(args or {}, make_handle(listers=make_listers(objects)))
+    snapshot = Snapshot.from_objects(HOSTS, TIERED)
+    state = CycleState()
+    state.snapshot = snapshot
+    status = plugin.pre_score(state, pod, snapshot.node_info_list)
+    if status is not None:
+        assert status.code == Code.SKIP, status
+        return "skip"
+    return tuple(s.score for s in _normalized(plugin, state, pod, snapshot.node_info_list))
+
+
+def _normalized(plugin, state, pod, infos) -> list[NodeScore]:
+    scores = [NodeScore(info.name, plugin.score(state, pod, info)[0]) for info in infos]
+    assert plugin.normalize_score(state, pod, scores) is None
+    return scores
+
+
+def test_replica_set_selector_with_match_expressions_drives_default_spreading():
+    rs = workload(
+        "web-rs",
+        {
+            "matchLabels": {"app": "web"},
+            "matchExpressions": [{"key": "tier", "operator": "In", "values": ["fe"]}],
+        },
+    )
+    pod = owned_pod(owner("ReplicaSet", "web-rs"))
+    assert default_spread_scores({REPLICA_SETS: [rs]}, pod) == FE_SCORES
+
+
+def test_replica_set_match_labels_only():
+    rs = workload("web-rs", {"matchLabels": {"app": "web"}})
+    pod = owned_pod(owner("ReplicaSet", "web-rs"))
+    assert default_spread_scores({REPLICA_SETS: [rs]}, pod) == ALL_WEB_SCORES
+
+
+def test_stateful_set_selector():
+    sts = workload("web-sts", {"matchLabels": FE})
+    pod = owned_pod(owner("StatefulSet", "web-sts"))
+    assert default_spread_scores({STATEFUL_SETS: [sts]}, pod) == FE_SCORES
+
+
+def test_replication_controller_map_selector():
+    rc = workload("web-rc", {"app": "web"})
+    pod = owned_pod(owner("ReplicationController", "web-rc", api_version="v1"))
+    assert default_spread_scores({REPLICATION_CONTROLLERS: [rc]}, pod) == ALL_WEB_SCORES
+    # Merged with a Service's selector into one label set.
+    service = workload("tier", {"tier": "fe"})
+    objects = {REPLICATION_CONTROLLERS: [rc], SERVICES: [service]}
+    assert default_spread_scores(objects, pod) == FE_SCORES
+
+
+def test_one_service_or_two_merged():
+    web = workload("web", {"app": "web"})
+    fe = workload("fe", {"tier": "fe"})
+    pod = make_pod("bare", labels=FE)
+    assert default_spread_scores({SERVICES: [web]}, pod) == ALL_WEB_SCORES
+    assert default_spread_scores({SERVICES: [web, fe]}, pod) == FE_SCORES
+    # A Service that does not select the pod adds nothing.
+    be = workload("be", {"tier": "be"})
+    assert default_spread_scores({SERVICES: [web, be]}, pod) == ALL_WEB_SCORES
+
+
+def test_service_and_replica_set_selectors_are_combined():
+    service = workload("web", {"app": "web"})
+    rs = workload("fe-rs", {"matchLabels": {"tier": "fe"}})
+    pod = owned_pod(owner("ReplicaSet", "fe-rs"))
+    assert default_spread_scores({SERVICES: [service], REPLICA_SETS: [rs]}, pod) == FE_SCORES
+
+
+@pytest.mark.parametrize(
+    ("objects", "pod"),
+    [
+        pytest.param(
+            {SERVICES: [workload("web", {"app": "web"}, namespace="other")]},
+            make_pod("bare", labels=FE),
+            id="service-in-another-namespace",
+        ),
+        pytest.param(
+            {SERVICES: [{"metadata": {"name": "headless", "namespace": "default"}, "spec": {}}]},
+            make_pod("bare", labels=FE),
+            id="service-without-selector",
+        ),
+        pytest.param(
+            {REPLICA_SETS: [workload("web-rs", {"matchLabels": FE})]},
+            owned_pod(owner("ReplicaSet", "web-rs", controller=False)),
+            id="owner-not-controller",
+        ),
+        pytest.param(
+            {REPLICA_SETS: [workload("web-rs", {"matchLabels": FE})]},
+            owned_pod(owner("ReplicaSet", "gone-rs")),
+            id="owner-missing-from-lister",
+        ),
+        pytest.param(
+            {REPLICA_SETS: [workload("web-rs", {"matchLabels": FE}, namespace="other")]},
+            owned_pod(owner("ReplicaSet", "web-rs")),
+            id="owner-in-another-namespace",
+        ),
+        pytest.param(
+            {REPLICA_SETS: [workload("web-rs", {"matchLabels": FE})]},
+            owned_pod(owner("ReplicaSet", "web-rs", api_version="extensions/v1beta1")),
+            id="owner-of-another-api-version",
+        ),
+        pytest.param(
+            {REPLICA_SETS: [workload("web-rs", {})]},
+            owned_pod(owner("ReplicaSet", "web-rs")),
+            id="empty-controller-selector",
+        ),
+    ],
+)
+def test_no_default_spreading_without_a_selecting_object(objects, pod):
+    assert default_spread_scores(objects, pod) == "skip"
+
+
+def test_pod_with_own_constraints_ignores_the_defaults():
+    rs = workload("web-rs", {"matchLabels": FE})
+    own = constraint(HOST, max_skew=1, when="ScheduleAnyway")
+    own["labelSelector"] = {"matchLabels": BE}
+    pod = owned_pod(owner("ReplicaSet", "web-rs"), topologySpreadConstraints=[own])
+    # be pods: n1 0, n2 0, n3 3 -> raw (0, 0, 5); the RS's fe pods play no part.
+    assert default_spread_scores({REPLICA_SETS: [rs]}, pod) == (100, 100, 0)
+    # Own hard constraints only: nothing to score, the defaults are not used either.
+    own["whenUnsatisfiable"] = "DoNotSchedule"
+    assert default_spread_scores({REPLICA_SETS: [rs]}, pod) == "skip"
+
+
+def test_list_defaulting_filters_with_the_replica_set_selector():
+    args = {
+        "defaultingType": "List",
+        "defaultConstraints": [
+            {"maxSkew": 1, "topologyKey": HOST, "whenUnsatisfiable": "DoNotSchedule"}
+        ],
+    }
+    rs = workload("web-rs", {"matchLabels": FE})
+    handle = make_handle(listers=make_listers({REPLICA_SETS: [rs]}))
+    plugin = PodTopologySpread(args, handle)
+    pod = owned_pod(owner("ReplicaSet", "web-rs"))
+    state, snapshot, status = run_pre_filter(plugin, pod, HOSTS, TIERED)
+    assert status is None
+    got = filter_all(plugin, state, pod, snapshot)
+    # fe pods n1 2, n2 1, n3 0; minimum 0: skews 3, 2, 1 against maxSkew 1.
+    assert got["n1"] == Status(Code.UNSCHEDULABLE, ERR_REASON_CONSTRAINTS_NOT_MATCH)
+    assert got["n2"] == Status(Code.UNSCHEDULABLE, ERR_REASON_CONSTRAINTS_NOT_MATCH)
+    assert got["n3"] is None
+    # No ScheduleAnyway default: nothing to score.
+    assert default_spread_scores({REPLICA_SETS: [rs]}, pod, args) == "skip"
+    # A bare pod gets no default constraints at all.
+    state, _, status = run_pre_filter(plugin, make_pod("bare", labels=FE), HOSTS, TIERED)
+    assert status is not None and status.code == Code.SKIP
+
+
+def lookup(objects: dict):
+    listers = make_listers(objects)
+    return lambda kind, namespace, name: listers(kind).get(namespace, name)
+
+
+def test_default_selector_adds_replica_set_requirements_to_the_service_labels():
+    """A key both the Services and the ReplicaSet constrain must satisfy both (upstream
+    ``selector.Add``), not take the ReplicaSet's value."""
+    service = workload("web", {"app": "web"})
+    rs = workload("api-rs", {"matchLabels": {"app": "api"}})
+    pod = owned_pod(owner("ReplicaSet", "api-rs"))
+    selector = default_selector(pod, [service], lookup({REPLICA_SETS: [rs]}))
+    assert not selector.empty
+    assert not selector.matches({"app": "web"})
+    assert not selector.matches({"app": "api"})
+
+
+def test_default_selector_replication_controller_value_wins_on_a_shared_key():
+    """A ReplicationController's map is merged (``labels.Merge``): its value replaces the
+    Service's."""
+    service = workload("web", {"app": "web"})
+    rc = workload("api-rc", {"app": "api"})
+    pod = owned_pod(owner("ReplicationController", "api-rc", api_version="v1"))
+    selector = default_selector(pod, [service], lookup({REPLICATION_CONTROLLERS: [rc]}))
+    assert selector.matches({"app": "api"})
+    assert not selector.matches({"app": "web"})
+
+
+@pytest.mark.parametrize(
+    ("api_version", "kind", "counts"),
+    [
+        ("v1", "ReplicationController", True),
+        ("/v1", "ReplicationController", True),  # ParseGroupVersion: the core group
+        ("apps/v1", "ReplicationController", False),
+        ("apps/v1", "ReplicaSet", True),
+        ("apps/v1beta2", "ReplicaSet", False),
+        ("apps/v1/x", "ReplicaSet", False),  # does not parse
+        ("apps/v1", "Deployment", False),
+        ("apps/v1", "StatefulSet", True),
+    ],
+)
+def test_default_selector_owner_api_version_and_kind(api_version, kind, counts):
+    rc_selector = {"tier": "fe"}
+    objects = {
+        REPLICATION_CONTROLLERS: [workload("owner", rc_selector)],
+        REPLICA_SETS: [workload("owner", {"matchLabels": rc_selector})],
+        STATEFUL_SETS: [workload("owner", {"matchLabels": rc_selector})],
+    }
+    pod = owned_pod(owner(kind, "owner", api_version=api_version))
+    selector = default_selector(pod, [], lookup(objects))
+    assert selector.empty is not counts
+    if counts:
+        assert selector.matches(FE) and not selector.matches(BE)
+
+
+def test_default_selector_ignores_an_invalid_controller_selector():
+    """``LabelSelectorAsSelector`` fails on an unknown operator: upstream adds nothing."""
+    bad = {"matchExpressions": [{"key": "tier", "operator": "Near", "values": ["fe"]}]}
+    pod = owned_pod(owner("ReplicaSet", "bad-rs"))
+    service = workload("web", {"app": "web"})
+    objects = {REPLICA_SETS: [workload("bad-rs", bad)]}
+    selector = default_selector(pod, [service], lookup(objects))
+    assert selector.matches(BE)
 
 
 # -- args and events -----------------------------------------------------------------------
