@@ -1,6 +1,8 @@
-"""Upstream v1.36 defaults for what we implement (spec §6.1-§6.3).
+"""Upstream v1.36 defaults for what we implement (upstream
+``pkg/scheduler/apis/config/v1/defaults.go``).
 
-The default profile is upstream's MultiPoint list (spec §6.2) restricted to the plugins in
+The default profile is upstream's MultiPoint list (upstream
+``pkg/scheduler/apis/config/v1/default_plugins.go``) restricted to the plugins in
 :data:`extender.plugins.IN_TREE_PLUGINS`, in upstream order and with upstream score weights.
 
 Upstream defaults that are absent here, because they need objects we do not model (volumes,

@@ -91,7 +91,8 @@ class SchedulerConfig:
     profiles: list[Profile]
     # The ``extenders:`` entries, validated, camelCase, defaults filled, httpTimeout in seconds.
     extenders: list[dict] = field(default_factory=list)
-    # None: not set (adaptive, spec §2.5); a profile's own value overrides it.
+    # None: not set (adaptive, upstream ``pkg/scheduler/schedule_one.go, numFeasibleNodesToFind``);
+    # a profile's own value overrides it.
     percentage_of_nodes_to_score: int | None = None
     pod_initial_backoff_seconds: float = 1.0
     pod_max_backoff_seconds: float = 10.0
@@ -401,7 +402,7 @@ def build_profile(
     )
 
 
-# -- extenders (extender-protocol.md §6.4) -----------------------------------------------------
+# -- extenders (upstream ``pkg/scheduler/apis/config/validation/validation.go``) ----------------
 
 
 def _is_qualified_name(value: str) -> bool:
@@ -499,7 +500,9 @@ def _apply_timeouts(
 
 
 def _check_common_queue_sort(profiles: list[Profile]) -> list[str]:
-    """All profiles share one queue (spec §6.2): same QueueSort plugin and args."""
+    """All profiles share one queue (upstream
+    ``pkg/scheduler/apis/config/validation/validation.go``):
+    same QueueSort plugin and args."""
     errors = []
     first = profiles[0]
     sort = first.enabled("queueSort")

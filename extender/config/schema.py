@@ -126,7 +126,7 @@ class ProfileSchema(Strict):
     )
 
 
-# -- extenders (extender-protocol.md §6) ------------------------------------------------------
+# -- extenders (upstream ``pkg/scheduler/apis/config/v1/types.go``, ``Extender``) ----------
 
 
 class ManagedResourceSchema(Strict):

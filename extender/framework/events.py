@@ -1,4 +1,6 @@
-"""Cluster events and queueing hints (spec §1.5, §4.5).
+"""Cluster events and queueing hints (upstream
+``staging/src/k8s.io/kube-scheduler/framework/types.go``,
+``pkg/scheduler/backend/queue/scheduling_queue.go``).
 
 A plugin that can reject pods says which cluster events might make them schedulable again;
 the standalone scheduler's queue uses that to requeue only the pods an event may help.

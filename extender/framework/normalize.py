@@ -10,7 +10,8 @@ MIN_NODE_SCORE = 0
 
 
 def default_normalize_score(max_priority: int, reverse: bool, scores: list[NodeScore]) -> None:
-    """Scale ``scores`` in place to ``0..max_priority`` by their maximum (spec §7.8).
+    """Scale ``scores`` in place to ``0..max_priority`` by their maximum (upstream
+    ``pkg/scheduler/framework/plugins/helper/normalize_score.go``).
 
     ``reverse`` flips them (``max_priority - score``), for "fewer is better" plugins. All
     zero: every score becomes ``max_priority`` when reversed, else stays 0. Scores are

@@ -22,7 +22,8 @@ class Profile:
     plugins: dict[str, list[PluginSpec]] = field(default_factory=dict)
     # plugin name -> args (the pluginConfig entry, defaults applied)
     plugin_config: dict[str, dict] = field(default_factory=dict)
-    # None: use the global value; 0: adaptive (spec §2.5)
+    # None: use the global value; 0: adaptive (upstream ``pkg/scheduler/schedule_one.go,
+    # numFeasibleNodesToFind``)
     percentage_of_nodes_to_score: int | None = None
     # plugin name -> extension point -> seconds: a call that takes longer is an Error status
     plugin_timeouts: dict[str, dict[str, float]] = field(default_factory=dict)

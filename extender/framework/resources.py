@@ -1,4 +1,5 @@
-"""Resource quantities and the pod-request helper (scheduler-framework spec §7.1).
+"""Resource quantities and the pod-request helper (upstream
+``staging/src/k8s.io/component-helpers/resource/helpers.go``).
 
 Quantities are parsed with ``kubernetes.utils.parse_quantity`` (exact decimal arithmetic,
 the same suffixes as the apiserver) and cached, since a cluster repeats a handful of values.
@@ -178,7 +179,8 @@ def _max_into(acc: Resource, other: Resource) -> None:
 
 
 def pod_requests(pod: dict, non_zero: bool = False) -> Resource:
-    """Effective requests of a pod (spec §7.1).
+    """Effective requests of a pod (upstream
+    ``staging/src/k8s.io/component-helpers/resource/helpers.go``).
 
     ``max(sum of containers + sidecars, peak of init containers + sidecars started before)``,
     pod-level requests replacing CPU/memory, plus overhead. With ``non_zero`` a container

@@ -36,7 +36,8 @@ def pod_priority(pod: dict) -> int:
 
 
 class AffinityTerm:
-    """A pod (anti-)affinity term with its namespaces resolved (spec §7.11)."""
+    """A pod (anti-)affinity term with its namespaces resolved (upstream
+    ``pkg/scheduler/framework/plugins/interpodaffinity``)."""
 
     __slots__ = ("namespaces", "namespace_selector", "selector", "topology_key")
 
@@ -479,7 +480,8 @@ class NodePluginScores:
 
 
 class QueuedPodInfo:
-    """A pod in the scheduling queue with its bookkeeping (spec §1.4, §4.4)."""
+    """A pod in the scheduling queue with its bookkeeping (upstream
+    ``pkg/scheduler/backend/queue``)."""
 
     __slots__ = (
         "pod_info",

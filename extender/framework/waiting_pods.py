@@ -1,4 +1,5 @@
-"""Pods held at Permit (spec §2.11): allowed, rejected or timed out, one timer per plugin."""
+"""Pods held at Permit (upstream ``pkg/scheduler/framework/runtime/waiting_pods_map.go``): allowed,
+rejected or timed out, one timer per plugin."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""DefaultBinder (Bind): binds the pod through the API's ``pods/binding`` subresource (§7.14).
+"""DefaultBinder (Bind): binds the pod through the API's ``pods/binding`` subresource (upstream
+``pkg/scheduler/framework/plugins/defaultbinder``).
 
 Calls ``handle.client.bind(pod, node_name)``, which creates the ``Binding`` (pod name, namespace
 and UID; target node). The client raises on any failure; that becomes an Error status, and the

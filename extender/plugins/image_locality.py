@@ -1,4 +1,5 @@
-"""ImageLocality (Score): prefer nodes that already have the pod's images (spec §7.12).
+"""ImageLocality (Score): prefer nodes that already have the pod's images (upstream
+``pkg/scheduler/framework/plugins/imagelocality``).
 
 For each init container, container and image volume (``volumes[].image.reference``) whose image
 (name normalized: ``:latest`` added when it has no tag) is on the node, add the image size scaled

@@ -1,4 +1,5 @@
-"""InterPodAffinity: required and preferred pod (anti-)affinity (spec §7.11).
+"""InterPodAffinity: required and preferred pod (anti-)affinity (upstream
+``pkg/scheduler/framework/plugins/interpodaffinity``).
 
 Contract
 * Reads the incoming pod's ``spec.affinity.podAffinity`` / ``podAntiAffinity``, the parsed

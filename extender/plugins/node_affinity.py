@@ -1,4 +1,5 @@
-"""NodeAffinity (PreFilter, Filter, PreScore, Score): nodeSelector and node affinity (spec §7.9).
+"""NodeAffinity (PreFilter, Filter, PreScore, Score): nodeSelector and node affinity (upstream
+``pkg/scheduler/framework/plugins/nodeaffinity``).
 
 Required part: ``spec.nodeSelector`` AND ``requiredDuringSchedulingIgnoredDuringExecution``,
 plus the profile's ``addedAffinity.required...`` (args), checked first and separately.

@@ -1,4 +1,5 @@
-"""NodeName (Filter): a pod with ``spec.nodeName`` fits only that node (spec §7.4).
+"""NodeName (Filter): a pod with ``spec.nodeName`` fits only that node (upstream
+``pkg/scheduler/framework/plugins/nodename``).
 
 Reads the pod's ``spec.nodeName`` and the node's name; mutates nothing.
 """

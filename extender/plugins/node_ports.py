@@ -1,4 +1,5 @@
-"""NodePorts (PreFilter, Filter): a pod's host ports must be free on the node (spec §7.5).
+"""NodePorts (PreFilter, Filter): a pod's host ports must be free on the node (upstream
+``pkg/scheduler/framework/plugins/nodeports``).
 
 PreFilter collects ``(hostIP, protocol, hostPort)`` for every port with ``hostPort > 0`` of the
 containers and the restartable (sidecar) init containers, which run for the pod's whole life;

@@ -1,4 +1,5 @@
-"""NodeUnschedulable (Filter): keep pods off cordoned nodes (spec §7.3).
+"""NodeUnschedulable (Filter): keep pods off cordoned nodes (upstream
+``pkg/scheduler/framework/plugins/nodeunschedulable``).
 
 Reads ``node.spec.unschedulable`` and the pod's tolerations; mutates nothing. A pod that
 tolerates the ``node.kubernetes.io/unschedulable:NoSchedule`` taint may still land there.

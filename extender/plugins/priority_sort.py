@@ -1,4 +1,5 @@
-"""PrioritySort (QueueSort): higher priority first, then earlier enqueue time (spec §4.1)."""
+"""PrioritySort (QueueSort): higher priority first, then earlier enqueue time (upstream
+``pkg/scheduler/framework/plugins/queuesort/priority_sort.go``)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""SchedulingGates (PreEnqueue): a pod with scheduling gates is not tried (spec §7.2)."""
+"""SchedulingGates (PreEnqueue): a pod with scheduling gates is not tried (upstream
+``pkg/scheduler/framework/plugins/schedulinggates``)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""TaintToleration (Filter, PreScore, Score): taints repel pods that do not tolerate them (§7.8).
+"""TaintToleration (Filter, PreScore, Score): taints repel pods that do not tolerate them (upstream
+``pkg/scheduler/framework/plugins/tainttoleration``).
 
 * Filter: the first ``NoSchedule``/``NoExecute`` taint that no toleration of the pod matches
   rejects the node as UnschedulableAndUnresolvable (evicting pods cannot remove a taint), with the

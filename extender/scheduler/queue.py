@@ -262,7 +262,8 @@ class SchedulingQueue:
         return self._backoff_expiry(info) > self._clock()
 
     def add_unschedulable_if_not_present(self, info: QueuedPodInfo, rejected: bool) -> None:
-        """Requeue a pod whose attempt failed (spec §4.3).
+        """Requeue a pod whose attempt failed (upstream
+        ``pkg/scheduler/backend/queue/scheduling_queue.go``).
 
         ``rejected``: the attempt was rejected (Unschedulable...) rather than an Error; the
         pod's ``unschedulable_plugins``/``pending_plugins`` say by whom.
@@ -316,7 +317,8 @@ class SchedulingQueue:
     def _strategy(
         self, info: QueuedPodInfo, event: ClusterEvent, old: dict | None, new: dict | None
     ) -> QueueStrategy:
-        """Whether ``event`` may make the pod schedulable (spec §4.5)."""
+        """Whether ``event`` may make the pod schedulable (upstream
+        ``pkg/scheduler/backend/queue/scheduling_queue.go``)."""
         if event.resource == Resource.WILDCARD and event in (UNSCHEDULABLE_TIMEOUT, FORCE_ACTIVATE):
             return QueueStrategy.AFTER_BACKOFF
         if info.gating_plugin:
@@ -391,7 +393,8 @@ class SchedulingQueue:
     # -- updates and deletes of queued pods -------------------------------------------------
 
     def update(self, old: dict | None, new: dict) -> None:
-        """A pending pod changed (spec §4.3 update)."""
+        """A pending pod changed (upstream ``pkg/scheduler/backend/queue/scheduling_queue.go``
+        update)."""
         key = pod_key(new)
         with self._cond:
             if key in self._in_flight:

@@ -355,7 +355,7 @@ class Scheduler:
         nominating: NominatingInfo | None,
         start: float,
     ) -> None:
-        """The failure handler (spec §2.13)."""
+        """The failure handler (upstream ``pkg/scheduler/schedule_one.go``)."""
         rejected = status.is_rejected()
         reason = "Unschedulable" if rejected else "SchedulerError"
         self.metrics.attempt(
@@ -406,7 +406,7 @@ class Scheduler:
             except Exception:
                 log.warning("patching status of %s/%s failed", namespace, name, exc_info=True)
 
-    # -- informer handlers (spec §5.1) ----------------------------------------------------
+    # -- informer handlers (upstream ``pkg/scheduler/eventhandlers.go``) ---------------------------
 
     def responsible_for(self, pod: dict) -> bool:
         return self._framework_of(pod) is not None
@@ -463,7 +463,8 @@ class Scheduler:
 
 
 def node_update_action(old: dict, new: dict) -> ActionType:
-    """Which parts of a node changed, as event action bits (spec §5.1)."""
+    """Which parts of a node changed, as event action bits (upstream
+    ``pkg/scheduler/eventhandlers.go``)."""
     action = ActionType(0)
     o_meta, n_meta = old.get("metadata") or {}, new.get("metadata") or {}
     o_spec, n_spec = old.get("spec") or {}, new.get("spec") or {}

@@ -1,7 +1,7 @@
 """Contract tests of the wire shapes, with Flask's test client over a small core.
 
 The request bodies in /work/shared/samples-like fixtures are what a real kube-scheduler v1.36
-sends; the replies must be exactly what it reads (spec: extender-protocol.md §3-§5).
+sends; the replies must be exactly what it reads (upstream ``pkg/scheduler/extender.go``).
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""The cache's pod state machine (spec §5.2) and its incremental snapshots (§5.3)."""
+"""The cache's pod state machine (upstream ``pkg/scheduler/backend/cache/cache.go``) and its
+incremental snapshots (upstream ``pkg/scheduler/backend/cache/snapshot.go``)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,6 @@
-"""The profile runner, point by point, with small fake plugins (spec §1.1, §2.3-§2.12)."""
+"""The profile runner, point by point, with small fake plugins (upstream
+``staging/src/k8s.io/kube-scheduler/framework/interface.go``,
+``pkg/scheduler/framework/runtime/framework.go``)."""
 
 from __future__ import annotations
 

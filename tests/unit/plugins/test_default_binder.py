@@ -1,4 +1,5 @@
-"""DefaultBinder (spec §7.14): Bind through ``handle.client.bind``; any exception is an Error."""
+"""DefaultBinder (upstream ``pkg/scheduler/framework/plugins/defaultbinder``): Bind through
+``handle.client.bind``; any exception is an Error."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""ImageLocality (spec §7.12): name normalization, spread scaling, thresholds."""
+"""ImageLocality (upstream ``pkg/scheduler/framework/plugins/imagelocality``): name normalization,
+spread scaling, thresholds."""
 
 from __future__ import annotations
 

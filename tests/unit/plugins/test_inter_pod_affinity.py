@@ -1,4 +1,5 @@
-"""InterPodAffinity: exact statuses and scores from upstream semantics (spec §7.11)."""
+"""InterPodAffinity: exact statuses and scores from upstream semantics (upstream
+``pkg/scheduler/framework/plugins/interpodaffinity``)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""NodeAffinity (spec §7.9): PreFilter, Filter, PreScore/Score, args, queueing hints."""
+"""NodeAffinity (upstream ``pkg/scheduler/framework/plugins/nodeaffinity``): PreFilter, Filter,
+PreScore/Score, args, queueing hints."""
 
 from __future__ import annotations
 

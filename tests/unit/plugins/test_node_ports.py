@@ -1,4 +1,5 @@
-"""NodePorts (spec §7.5): PreFilter, Filter conflict rules, queueing hint."""
+"""NodePorts (upstream ``pkg/scheduler/framework/plugins/nodeports``): PreFilter, Filter conflict
+rules, queueing hint."""
 
 from __future__ import annotations
 

@@ -1,4 +1,6 @@
-"""TaintToleration, NodeAffinity, NodePorts, ImageLocality, DefaultBinder (spec §7.5-§7.14)."""
+"""TaintToleration, NodeAffinity, NodePorts, ImageLocality, DefaultBinder (upstream
+``pkg/scheduler/framework/plugins/nodeports``,
+``pkg/scheduler/framework/plugins/defaultbinder``)."""
 
 from __future__ import annotations
 

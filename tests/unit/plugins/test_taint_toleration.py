@@ -1,4 +1,5 @@
-"""TaintToleration (spec §7.8): Filter, PreScore/Score/NormalizeScore, queueing hints."""
+"""TaintToleration (upstream ``pkg/scheduler/framework/plugins/tainttoleration``): Filter,
+PreScore/Score/NormalizeScore, queueing hints."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The standalone scheduler's loop (spec §2, §2.13, §5.1) over real parts.
+"""The standalone scheduler's loop (upstream ``pkg/scheduler/schedule_one.go``,
+``pkg/scheduler/eventhandlers.go``) over real parts.
 
 A real Cache, a real SchedulingQueue and real Frameworks built from in-tree plugins plus a
 few small test plugins; the API (pods, binding) and the reporter are plain fakes that record
