@@ -23,9 +23,6 @@ from marshmallow import Schema, ValidationError, fields, validates_schema
 
 from extender.framework.types import NodeInfo
 
-MIN_EXTENDER_PRIORITY = 0
-MAX_EXTENDER_PRIORITY = 10
-
 
 def _canonical_keys(data: Any, names: tuple[str, ...]) -> Any:
     """Rename keys that match ``names`` case-insensitively to their PascalCase spelling."""

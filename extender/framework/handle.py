@@ -165,6 +165,11 @@ class NoMetrics:
         pass
 
 
+# An extender's prioritize scores (``k8s.io/kube-scheduler/extender/v1``, MaxExtenderPriority).
+MIN_EXTENDER_PRIORITY = 0
+MAX_EXTENDER_PRIORITY = 10
+
+
 class Extender(Protocol):
     """An HTTP extender as the core calls it (upstream ``framework.Extender``).
 

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from .cycle_state import CycleState
-from .handle import Extender
+from .handle import MAX_EXTENDER_PRIORITY, Extender
 from .runtime import Framework
 from .status import Code, Status
 from .types import NodeInfo, NodePluginScores, Snapshot
@@ -23,7 +23,6 @@ NO_NODES_AVAILABLE = "no nodes available to schedule pods"
 MIN_FEASIBLE_NODES_TO_FIND = 100
 MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
 DEFAULT_PERCENTAGE_OF_NODES_TO_SCORE = 0
-MAX_EXTENDER_PRIORITY = 10
 EXTENDER_PLUGIN_NAME = "Extender"
 
 
