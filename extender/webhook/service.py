@@ -19,12 +19,12 @@ import time
 from typing import Any, Protocol
 
 from extender.framework.cycle_state import CycleState
+from extender.framework.handle import MAX_EXTENDER_PRIORITY
 from extender.framework.runtime import MAX_NODE_SCORE, Framework
 from extender.framework.schedule import SchedulingAlgorithm, SchedulingError
 from extender.framework.status import Code, Status
 from extender.framework.types import NodeInfo, PodInfo, Snapshot
 from extender.wire import (
-    MAX_EXTENDER_PRIORITY,
     binding_result,
     filter_result,
     host_priority_list,

@@ -9,6 +9,7 @@ import orjson
 import pytest
 
 from extender import wire
+from extender.framework.handle import MAX_EXTENDER_PRIORITY
 from extender.framework.types import NodeInfo
 from extender.scheduler.http_extender import ExtenderError, HTTPExtender
 from extender.webhook.service import ExtenderService
@@ -79,7 +80,7 @@ def test_prioritize_round_trip() -> None:
     infos = [NodeInfo(make_node("n1")), NodeInfo(make_node("n4"))]
     scores = client.prioritize(make_pod("p4"), infos)
     assert set(scores) == {"n1", "n4"}
-    assert all(0 <= s <= wire.MAX_EXTENDER_PRIORITY for s in scores.values())
+    assert all(0 <= s <= MAX_EXTENDER_PRIORITY for s in scores.values())
     assert scores["n4"] > scores["n1"]
 
 
