@@ -10,10 +10,13 @@
 from __future__ import annotations
 
 import collections
+from importlib.metadata import entry_points
 from pathlib import Path
 
+import pytest
 import yaml
 
+from extender.config.plugins import ENTRY_POINT_GROUP
 from extender.controlplane import ControlPlane, free_port
 from extender.scenario.kube import Kube
 
@@ -27,6 +30,15 @@ MAINTENANCE = "example.com/maintenance"
 
 # node suffix -> rack; "a1" is put under maintenance.
 RACKS = {"a1": "a", "a2": "a", "b1": "b", "c1": "c"}
+
+
+@pytest.fixture
+def rack_spread_installed() -> None:
+    names = {ep.name for ep in entry_points(group=ENTRY_POINT_GROUP)}
+    assert "RackSpread" in names, (
+        "examples/rack-spread is not installed in this environment: run `make setup` "
+        "(or pip install -e examples/rack-spread)"
+    )
 
 
 def make_racks(kube: Kube) -> dict[str, str]:
@@ -44,7 +56,9 @@ def rack_counts(kube: Kube, names: list[str], racks: dict[str, str]) -> dict[str
     return dict(collections.Counter(racks[kube.node_of(n)] for n in names))
 
 
-def test_rack_spread_as_an_extender(kube, control_plane, processes, kube_scheduler):
+def test_rack_spread_as_an_extender(
+    rack_spread_installed, kube, control_plane, processes, kube_scheduler
+):
     racks = make_racks(kube)
     ext = Extender(control_plane, (EXAMPLE / "extender.yaml").read_text(), name="rack-extender")
     processes.append(ext)
@@ -81,7 +95,7 @@ def test_rack_spread_as_an_extender(kube, control_plane, processes, kube_schedul
     assert ext.metric("extender_requests_total", verb="prioritize", outcome="ok") >= 6
 
 
-def test_rack_spread_standalone(kube, control_plane, processes):
+def test_rack_spread_standalone(rack_spread_installed, kube, control_plane, processes):
     racks = make_racks(kube)
     config = yaml.safe_load((EXAMPLE / "config.yaml").read_text())
     sched = Standalone(control_plane, config, name="rack-standalone")
