@@ -2,6 +2,10 @@
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
+# The example plugin package: installed into the venv (its entry point registers RackSpread,
+# which tests/e2e/test_plugins.py enables by name) and its own tests run with ours.
+EXAMPLES := examples/rack-spread
+EXAMPLE_TESTS := $(EXAMPLES)/tests
 export KUBE_EXTENDER_CACHE ?= $(HOME)/.cache/kube-extender
 
 .PHONY: start test unit lint setup controlplane bench bench-cluster conformance cluster-up cluster-down clean
@@ -12,10 +16,10 @@ start: setup controlplane
 
 ## The README's second command: lint, unit, webhook and end-to-end tests.
 test: setup controlplane lint
-	$(BIN)/python -m pytest -q -p no:cacheprovider tests
+	$(BIN)/python -m pytest -q -p no:cacheprovider tests $(EXAMPLE_TESTS)
 
 unit: setup
-	$(BIN)/python -m pytest -q -p no:cacheprovider tests/unit tests/webhook
+	$(BIN)/python -m pytest -q -p no:cacheprovider tests/unit tests/webhook $(EXAMPLE_TESTS)
 
 lint: setup
 	$(BIN)/ruff check .
@@ -25,10 +29,11 @@ lint: setup
 
 setup: $(VENV)/.installed
 
-$(VENV)/.installed: pyproject.toml
+$(VENV)/.installed: pyproject.toml $(EXAMPLES)/pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -e '.[dev]'
+	$(BIN)/pip install -q -e $(EXAMPLES)
 	touch $@
 
 controlplane:
