@@ -78,6 +78,8 @@ def start_extender(cp, workers: int, threads: int) -> tuple[subprocess.Popen, st
             str(cp.kubeconfig),
             "--bind",
             f"127.0.0.1:{port}",
+            "--health-bind",
+            f"127.0.0.1:{free_port()}",
             "--workers",
             str(workers),
             "--threads",

@@ -70,6 +70,8 @@ def run_extender_path(
             str(REPO / "deploy/extender-config.yaml"),
             "--bind",
             f"127.0.0.1:{port}",
+            "--health-bind",
+            f"127.0.0.1:{free_port()}",
             "--kubeconfig",
             kubeconfig,
         ),

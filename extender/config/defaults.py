@@ -185,4 +185,6 @@ DEFAULT_CLIENT_CONNECTION: dict[str, Any] = {
     "burst": 100,
 }
 
-DEFAULT_MAX_REQUEST_BYTES = 128 * 1024 * 1024
+# A parsed full-Node body costs 6-8x its size in RSS: 32 MiB fits a 512 Mi container with
+# headroom (docs/extender.md#memory). Node-cache mode sends names and needs far less.
+DEFAULT_MAX_REQUEST_BYTES = 32 * 1024 * 1024

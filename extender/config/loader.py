@@ -41,6 +41,7 @@ from extender.plugins import IN_TREE, in_tree_registry
 from . import schema
 from .defaults import (
     ARG_KEYS,
+    DEFAULT_MAX_REQUEST_BYTES,
     DEFAULT_MULTI_POINT,
     DEFAULT_SCHEDULER_NAME,
     OWN_SCHEDULER_NAME,
@@ -73,8 +74,8 @@ class ExtenderSettings:
     profile: str = ""
     # Path prefix of the webhook routes (``<urlPrefix>filter`` ...).
     url_prefix: str = "/"
-    # Largest request body accepted; 5000 full Nodes of ~17 KB fit in the default.
-    max_request_bytes: int = 128 * 1024 * 1024
+    # Largest request body accepted (docs/extender.md#memory).
+    max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES
     # Report UnschedulableAndUnresolvable in FailedAndUnresolvableNodes (else FailedNodes).
     filter_unresolvable: bool = True
     kubeconfig: str | None = None

@@ -13,6 +13,8 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
+from extender.cliutil import check_kubeconfig
+
 from .kube import Kube, ScenarioError
 
 
@@ -53,12 +55,16 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--namespace", default="default")
     parser.add_argument("--keep", action="store_true", help="do not delete what it created")
     args = parser.parse_args(argv)
+    check_kubeconfig(parser, args.kubeconfig)
 
-    from extender.kube import api_client
+    from extender.kube import KubeconfigError, api_client
 
-    kube = Kube(
-        api_client(args.kubeconfig), namespace=args.namespace, scheduler_name=args.scheduler_name
-    )
+    try:
+        api = api_client(args.kubeconfig)
+    except KubeconfigError as exc:
+        print(f"kube-extender scenario: {exc}", file=sys.stderr)
+        return 2
+    kube = Kube(api, namespace=args.namespace, scheduler_name=args.scheduler_name)
     try:
         run_scenario(args.file, kube, keep=args.keep)
     except ScenarioError as exc:

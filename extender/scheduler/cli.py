@@ -13,11 +13,13 @@ import signal
 import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from extender import logs
+from extender.cliutil import add_log_flags, bind_type, check_kubeconfig, parse_bind
 from extender.composition import StandaloneScheduler
 from extender.config import ConfigError, load
 
@@ -26,7 +28,7 @@ log = logging.getLogger("extender.scheduler")
 
 def serve_http(runtime: StandaloneScheduler, bind: str) -> ThreadingHTTPServer:
     """/healthz, /readyz (informers synced) and /metrics."""
-    host, _, port = bind.rpartition(":")
+    host, port = parse_bind(bind, "--metrics-bind")
 
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self) -> None:
@@ -50,7 +52,7 @@ def serve_http(runtime: StandaloneScheduler, bind: str) -> ThreadingHTTPServer:
         def log_message(self, format: str, *args: Any) -> None:
             pass
 
-    server = ThreadingHTTPServer((host or "0.0.0.0", int(port)), Handler)
+    server = ThreadingHTTPServer((host, port), Handler)
     threading.Thread(target=server.serve_forever, daemon=True, name="http").start()
     return server
 
@@ -60,14 +62,18 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--config", required=True, help="KubeSchedulerConfiguration file")
     parser.add_argument("--kubeconfig", help="cluster (default: KUBECONFIG or in-cluster)")
     parser.add_argument(
-        "--metrics-bind", default="0.0.0.0:10259", help="HOST:PORT of /metrics, /healthz, /readyz"
+        "--metrics-bind",
+        default="0.0.0.0:10251",
+        type=bind_type("--metrics-bind"),
+        help="HOST:PORT of /metrics, /healthz, /readyz, plain HTTP (default %(default)s: "
+        "kube-scheduler's former insecure port, not its HTTPS port 10259)",
     )
     parser.add_argument("--identity", help="leader-election identity (default: host_uuid)")
-    parser.add_argument("--log-level", default="info")
-    parser.add_argument(
-        "--log-format", choices=("text", "json"), default="text", help="json: one object a line"
-    )
+    add_log_flags(parser)
     args = parser.parse_args(argv)
+    if not Path(args.config).is_file():
+        parser.error(f"--config: no such file: {args.config}")
+    check_kubeconfig(parser, args.kubeconfig)
     logs.setup(args.log_level, args.log_format)
     try:
         config = load(args.config)
@@ -83,7 +89,11 @@ def main(argv: list[str]) -> int:
         print(f"kube-extender run: no cluster connection: {exc}", file=sys.stderr)
         return 2
     runtime = StandaloneScheduler(config, client)
-    server = serve_http(runtime, args.metrics_bind)
+    try:
+        server = serve_http(runtime, args.metrics_bind)
+    except OSError as exc:
+        print(f"kube-extender run: --metrics-bind {args.metrics_bind}: {exc}", file=sys.stderr)
+        return 2
 
     def shutdown(signum: int, frame: Any) -> None:
         log.info("signal %d: stopping", signum)

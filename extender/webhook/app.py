@@ -29,11 +29,12 @@ from extender import wire
 from extender.framework.schedule import SchedulingError
 from extender.metrics import PluginMetrics
 
+from .limits import BodyRefused, BytesInFlight, read_body
 from .service import ExtenderService, ServiceUnavailable
 
 log = logging.getLogger(__name__)
 
-DEFAULT_MAX_REQUEST_BYTES = 128 * 1024 * 1024
+DEFAULT_MAX_REQUEST_BYTES = 32 * 1024 * 1024  # docs/extender.md#memory
 LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5)
 NODE_BUCKETS = (1, 5, 10, 50, 100, 250, 500, 1000, 2500, 5000, 15000)
 
@@ -91,6 +92,7 @@ def create_app(
     url_prefix: str = "/",
     max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES,
     metrics: Metrics | None = None,
+    body_budget: BytesInFlight | None = None,
 ) -> Flask:
     app = Flask("kube-extender")
     app.config["MAX_CONTENT_LENGTH"] = max_request_bytes
@@ -105,8 +107,13 @@ def create_app(
         def handler() -> Response:
             start = time.perf_counter()
             outcome = "error"
+            held = 0
             try:
-                raw = request.get_data(cache=False)
+                try:
+                    raw, held = read_body(request.environ, max_request_bytes, body_budget)
+                except BodyRefused as exc:
+                    outcome = "too_large" if exc.status == 413 else "refused"
+                    return _problem(exc.status, exc.message, **exc.details)
                 try:
                     data = orjson.loads(raw)
                 except orjson.JSONDecodeError as exc:
@@ -132,6 +139,8 @@ def create_app(
                 outcome = "too_large"
                 raise
             finally:
+                if held and body_budget is not None:
+                    body_budget.release(held)
                 elapsed = time.perf_counter() - start
                 metrics.requests.labels(name, outcome).inc()
                 metrics.latency.labels(name, outcome).observe(elapsed)

@@ -19,7 +19,10 @@ from typing import Any
 from gunicorn.app.base import BaseApplication
 
 from extender import logs
+from extender.cliutil import add_log_flags, bind_type, check_kubeconfig, parse_bind
 from extender.config import ConfigError, SchedulerConfig, load
+
+from .server import ExtenderWorker, HealthListener
 
 log = logging.getLogger("extender.webhook")
 
@@ -51,12 +54,19 @@ def has_cluster(kubeconfig: str | None) -> bool:
     )
 
 
-def build_app(config_path: str, kubeconfig: str | None, offline: bool) -> Any:
+def build_app(
+    config_path: str,
+    kubeconfig: str | None,
+    offline: bool,
+    health: HealthListener | None = None,
+    max_inflight_bytes: int | None = None,
+) -> Any:
     """The app of one worker process: framework, cache and informers, Flask routes."""
     from extender.composition import build_extender
     from extender.framework.handle import PODS
 
     from .app import Metrics, create_app
+    from .limits import BytesInFlight
     from .service import ExtenderService
 
     config = load(config_path)
@@ -101,11 +111,15 @@ def build_app(config_path: str, kubeconfig: str | None, offline: bool) -> Any:
         settings.url_prefix,
         "yes" if connected else "no",
     )
+    if health is not None:
+        health.start(service.ready)
+    budget = max_inflight_bytes or settings.max_request_bytes
     return create_app(
         service,
         url_prefix=settings.url_prefix,
         max_request_bytes=settings.max_request_bytes,
         metrics=metrics,
+        body_budget=BytesInFlight(max(budget, settings.max_request_bytes)),
     )
 
 
@@ -129,6 +143,8 @@ class _Server(BaseApplication):
 
     def load_config(self) -> None:
         for key, value in self.options.items():
+            if key.startswith("control_socket") and key not in self.cfg.settings:
+                continue  # gunicorn < 25.1 has no control socket
             self.cfg.set(key, value)
 
     def load(self) -> Any:
@@ -136,7 +152,7 @@ class _Server(BaseApplication):
             return self.factory()
         except (StartupError, ConfigError) as exc:
             # A worker that cannot boot makes gunicorn exit with "Worker failed to boot".
-            print(f"kube-extender serve: {exc}", file=sys.stderr)
+            log.error("kube-extender serve: %s", exc)
             sys.exit(4)
 
 
@@ -145,10 +161,53 @@ def main(argv: list[str]) -> int:
         prog="kube-extender serve", description="Serve the scheduler extender verbs."
     )
     parser.add_argument("--config", required=True, help="KubeSchedulerConfiguration file")
-    parser.add_argument("--bind", default="0.0.0.0:8888", help="HOST:PORT (default %(default)s)")
+    parser.add_argument(
+        "--bind",
+        default="0.0.0.0:8888",
+        type=bind_type("--bind"),
+        help="HOST:PORT of the verbs (default %(default)s)",
+    )
+    parser.add_argument(
+        "--health-bind",
+        default="0.0.0.0:8889",
+        help="HOST:PORT of /healthz and /readyz, plain HTTP, served by a dedicated thread in "
+        "each worker so that busy verb threads do not fail probes; 'off' to disable "
+        "(default %(default)s)",
+    )
     parser.add_argument("--workers", type=int, default=1, help="processes (default %(default)s)")
     parser.add_argument("--threads", type=int, default=8, help="threads per worker")
     parser.add_argument("--timeout", type=int, default=30, help="worker timeout in seconds")
+    parser.add_argument(
+        "--header-timeout",
+        type=float,
+        default=ExtenderWorker.header_timeout,
+        help="seconds a connection has to send its request headers (default %(default)s)",
+    )
+    parser.add_argument(
+        "--body-timeout",
+        type=float,
+        default=ExtenderWorker.body_timeout,
+        help="seconds a request has to send its body once its headers are in (default %(default)s)",
+    )
+    parser.add_argument(
+        "--max-connections",
+        type=int,
+        default=100,
+        help="open connections per worker, kept-alive ones included; above it, new ones "
+        "wait in the listen backlog (default %(default)s)",
+    )
+    parser.add_argument(
+        "--keepalive",
+        type=int,
+        default=15,
+        help="seconds an idle kept-alive connection stays open (default %(default)s)",
+    )
+    parser.add_argument(
+        "--max-inflight-bytes",
+        type=int,
+        help="request-body bytes one worker holds at a time; more is answered 503 "
+        "(default: maxRequestBytes, so one largest body at a time)",
+    )
     parser.add_argument("--kubeconfig", help="cluster to watch (default: in-cluster/KUBECONFIG)")
     parser.add_argument(
         "--offline",
@@ -158,22 +217,41 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--certfile", help="serve HTTPS with this certificate")
     parser.add_argument("--keyfile", help="private key of --certfile")
     parser.add_argument("--ca-certs", help="require client certificates signed by this CA")
-    parser.add_argument("--log-level", default="info")
     parser.add_argument(
-        "--log-format", choices=("text", "json"), default="text", help="json: one object a line"
+        "--access-log", action="store_true", help="log each request (latency, sizes) to stdout"
     )
+    parser.add_argument(
+        "--control-socket",
+        metavar="PATH",
+        help="gunicorn's control socket (gunicornc) at PATH; off unless given",
+    )
+    add_log_flags(parser)
     args = parser.parse_args(argv)
 
     if args.workers < 1 or args.threads < 1:
         parser.error("--workers and --threads must be at least 1")
+    if args.max_connections <= args.threads:
+        parser.error("--max-connections must be larger than --threads")
+    for flag in ("header_timeout", "body_timeout", "keepalive"):
+        if getattr(args, flag) <= 0:
+            parser.error(f"--{flag.replace('_', '-')} must be positive")
+    if args.max_inflight_bytes is not None and args.max_inflight_bytes < 1:
+        parser.error("--max-inflight-bytes must be positive")
     if bool(args.certfile) != bool(args.keyfile):
         parser.error("--certfile and --keyfile go together")
     if args.ca_certs and not args.certfile:
         parser.error("--ca-certs needs --certfile and --keyfile (client certificates need TLS)")
-    for flag in ("config", "certfile", "keyfile", "ca_certs", "kubeconfig"):
+    for flag in ("config", "certfile", "keyfile", "ca_certs"):
         value = getattr(args, flag)
         if value and not Path(value).is_file():
             parser.error(f"--{flag.replace('_', '-')}: no such file: {value}")
+    if not args.offline:
+        check_kubeconfig(parser, args.kubeconfig)
+    if args.health_bind != "off":
+        try:
+            parse_bind(args.health_bind, "--health-bind")
+        except ValueError as exc:
+            parser.error(str(exc))
 
     logs.setup(args.log_level, args.log_format)
     # Fail fast in the parent on a bad config, before gunicorn forks workers.
@@ -184,21 +262,47 @@ def main(argv: list[str]) -> int:
         print(f"kube-extender serve: {exc}", file=sys.stderr)
         return 2
 
+    health = None
+    if args.health_bind != "off":
+        try:
+            health = HealthListener(args.health_bind)
+        except OSError as exc:
+            print(f"kube-extender serve: --health-bind {args.health_bind}: {exc}", file=sys.stderr)
+            return 2
+
+    ExtenderWorker.header_timeout = args.header_timeout
+    ExtenderWorker.body_timeout = args.body_timeout
     options: dict[str, Any] = {
         "bind": args.bind,
         "workers": args.workers,
         "threads": args.threads,
-        "worker_class": "gthread",
+        "worker_class": "extender.webhook.server.ExtenderWorker",
+        "worker_connections": args.max_connections,
         "timeout": args.timeout,
         "loglevel": args.log_level,
-        "accesslog": None,
+        "logger_class": "extender.webhook.server.JSONLogger",
+        "accesslog": "-" if args.access_log else None,
         "errorlog": "-",
-        # Bodies of full-Node requests are large; keep-alive lets kube-scheduler reuse conns.
-        "keepalive": 75,
+        "keepalive": args.keepalive,
+        # gunicorn's defaults, stated: the request line and the header fields.
+        "limit_request_line": 4094,
+        "limit_request_field_size": 8190,
+        "limit_request_fields": 100,
     }
+    # gunicorn 25.1+ opens a control socket, by default one path for every instance of the
+    # user ($XDG_RUNTIME_DIR or ~/.gunicorn): off, unless asked for at a path of its own.
+    if args.control_socket:
+        options["control_socket"] = args.control_socket
+    else:
+        options["control_socket_disable"] = True
     if args.certfile:
         options.update(certfile=args.certfile, keyfile=args.keyfile)
         if args.ca_certs:
             options.update(ca_certs=args.ca_certs, cert_reqs=ssl.CERT_REQUIRED)
-    _Server(options, lambda: build_app(args.config, args.kubeconfig, args.offline)).run()
+    _Server(
+        options,
+        lambda: build_app(
+            args.config, args.kubeconfig, args.offline, health, args.max_inflight_bytes
+        ),
+    ).run()
     return 0

@@ -112,6 +112,7 @@ class Extender(Served):
         config = cp.directory / f"{name}-config.yaml"
         config.write_text(config_text)
         args = ["serve", "--config", str(config), "--bind", f"127.0.0.1:{self.port}"]
+        args += ["--health-bind", f"127.0.0.1:{free_port()}"]
         args += ["--kubeconfig", str(cp.kubeconfig), "--log-level", "debug", *(extra or ())]
         super().__init__(name, args, cp.directory / "logs")
 

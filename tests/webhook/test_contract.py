@@ -304,10 +304,13 @@ def test_body_over_the_limit_is_413_with_json() -> None:
     assert "1000 bytes" in reply["error"]
 
 
-def test_default_limit_allows_5000_full_nodes() -> None:
+def test_default_limit_fits_a_512mi_container() -> None:
+    from extender.config.defaults import DEFAULT_MAX_REQUEST_BYTES as CONFIG_DEFAULT
     from extender.webhook.app import DEFAULT_MAX_REQUEST_BYTES
 
-    assert DEFAULT_MAX_REQUEST_BYTES >= 5000 * 17 * 1024
+    # docs/extender.md#memory: up to ~8 MiB of RSS per MiB of full-Node body, plus ~50 MiB.
+    assert DEFAULT_MAX_REQUEST_BYTES == CONFIG_DEFAULT
+    assert 50 + 8 * (DEFAULT_MAX_REQUEST_BYTES >> 20) < 0.7 * 512
 
 
 def test_wrong_method_and_unknown_route_are_json() -> None:
@@ -330,9 +333,10 @@ def test_url_prefix_health_readiness_version_and_metrics() -> None:
     response = client.post(
         "/scheduler/filter",
         data=orjson.dumps({"Pod": make_pod("p"), "Nodes": None, "NodeNames": ["node1"]}),
+        content_type="application/json",
     )
     assert response.status_code == 200
-    client.post("/scheduler/filter", data=b"nope")
+    client.post("/scheduler/filter", data=b"nope", content_type="application/json")
     metrics = client.get("/metrics").data.decode()
     assert 'extender_requests_total{outcome="ok",verb="filter"} 1.0' in metrics
     assert 'extender_requests_total{outcome="bad_request",verb="filter"} 1.0' in metrics

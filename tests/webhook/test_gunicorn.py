@@ -53,6 +53,8 @@ def server(tmp_path_factory: pytest.TempPathFactory):
             "--offline",
             "--bind",
             f"127.0.0.1:{port}",
+            "--health-bind",
+            f"127.0.0.1:{free_port()}",
             "--workers",
             "2",
             "--threads",
@@ -130,19 +132,25 @@ def test_bind_offline_reports_the_cause(server: str) -> None:
     assert "no cluster connection" in json.loads(body)["Error"]
 
 
+JSON = ("-H", "Content-Type: application/json")
+
+
 def test_bad_bodies(server: str) -> None:
-    code, body = curl(server + "/scheduler/filter", "-X", "POST", "--data-binary", "{oops")
+    code, body = curl(server + "/scheduler/filter", "-X", "POST", *JSON, "--data-binary", "{oops")
     assert code == 400 and "not valid JSON" in json.loads(body)["error"]
     code, body = curl(
         server + "/scheduler/filter",
         "-X",
         "POST",
+        *JSON,
         "--data-binary",
         '{"Pod": {}, "NodeNames": ["a"]}',
     )
     assert code == 400 and "metadata.name" in body
     big = json.dumps({"Pod": {"metadata": {"name": "p"}}, "NodeNames": ["n" * 200_000]})
-    code, body = curl(server + "/scheduler/filter", "-X", "POST", "--data-binary", "@-", stdin=big)
+    code, body = curl(
+        server + "/scheduler/filter", "-X", "POST", *JSON, "--data-binary", "@-", stdin=big
+    )
     assert code == 413 and "100000 bytes" in json.loads(body)["error"]
 
 
@@ -169,6 +177,8 @@ def test_serve_refuses_pod_plugins_without_a_cluster(tmp_path: Path) -> None:
             str(config),
             "--offline",
             "--bind",
+            f"127.0.0.1:{free_port()}",
+            "--health-bind",
             f"127.0.0.1:{free_port()}",
         ],
         capture_output=True,

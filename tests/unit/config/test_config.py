@@ -160,9 +160,8 @@ def test_default_config_top_level_defaults() -> None:
         "resourceNamespace": "kube-system",
     }
     assert config.extender == ExtenderSettings(profile="mine")
-    assert config.extender.max_request_bytes == 128 * 1024 * 1024
-    # Room for a full-Node filter request of 5000 nodes of ~17 KB each.
-    assert config.extender.max_request_bytes > 5000 * 17 * 1024
+    assert config.extender.max_request_bytes == 32 * 1024 * 1024
+    # Fits a 512 Mi container: docs/extender.md#memory.
 
 
 def test_no_profiles_gives_upstream_default_scheduler() -> None:
