@@ -12,6 +12,12 @@ import pytest
 
 from extender.framework.cycle_state import CycleState
 from extender.framework.handle import POD_DISRUPTION_BUDGETS, Services
+from extender.framework.preemption import (
+    Candidate,
+    dry_run_preemption,
+    nodes_where_preemption_might_help,
+    select_candidate,
+)
 from extender.framework.profile import PluginSpec, Profile
 from extender.framework.registry import Registry
 from extender.framework.runtime import Framework
@@ -25,14 +31,10 @@ from extender.framework.types import (
     Snapshot,
 )
 from extender.plugins.default_preemption import (
-    Candidate,
     DefaultPreemption,
-    dry_run_preemption,
     filter_pods_with_pdb_violation,
-    nodes_where_preemption_might_help,
     num_candidates_to_find,
     pod_eligible_to_preempt_others,
-    select_candidate,
     select_victims_on_node,
 )
 from extender.scheduler.queue import Nominator
@@ -356,7 +358,13 @@ def test_dry_run_reports_candidates_and_node_statuses():
     state = prefiltered(fwk, preemptor, snapshot)
 
     candidates, statuses = dry_run_preemption(
-        fwk, state, preemptor, snapshot.node_info_list, [], 0, 3
+        fwk.plugin("DefaultPreemption").select_victims_on_node,
+        state,
+        preemptor,
+        snapshot.node_info_list,
+        [],
+        0,
+        3,
     )
 
     assert [(c.name, names(c.victims), c.num_pdb_violations) for c in candidates] == [
@@ -377,7 +385,13 @@ def test_dry_run_starts_at_offset_and_stops_at_enough_candidates():
     state = prefiltered(fwk, preemptor, snapshot)
 
     candidates, statuses = dry_run_preemption(
-        fwk, state, preemptor, snapshot.node_info_list, [], 1, 1
+        fwk.plugin("DefaultPreemption").select_victims_on_node,
+        state,
+        preemptor,
+        snapshot.node_info_list,
+        [],
+        1,
+        1,
     )
 
     assert names(candidates) == ["n1"]
@@ -396,7 +410,13 @@ def test_dry_run_lists_pdb_respecting_candidates_first():
     state = prefiltered(fwk, preemptor, snapshot)
 
     candidates, _ = dry_run_preemption(
-        fwk, state, preemptor, snapshot.node_info_list, [pdb("a", {"app": "a"}, 0)], 0, 2
+        fwk.plugin("DefaultPreemption").select_victims_on_node,
+        state,
+        preemptor,
+        snapshot.node_info_list,
+        [pdb("a", {"app": "a"}, 0)],
+        0,
+        2,
     )
 
     assert [(c.name, c.num_pdb_violations) for c in candidates] == [("n1", 0), ("n0", 1)]
