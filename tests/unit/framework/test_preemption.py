@@ -39,21 +39,19 @@ from tests.unit.preemption_fixtures import (
 # -- dry run ------------------------------------------------------------------------------------
 
 
-def test_dry_run_reports_candidates_and_node_statuses():
-    snapshot = three_nodes()
+def _dry_run(snapshot, cpu, offset, num, pdbs=()):
+    """DefaultPreemption's victims, the evaluator's dry run over every node."""
     fwk = make_framework()
-    preemptor = pod("preemptor", "2", 5)
+    preemptor = pod("preemptor", cpu, 5)
     state = prefiltered(fwk, preemptor, snapshot)
-
-    candidates, statuses = dry_run_preemption(
-        fwk.plugin("DefaultPreemption").select_victims_on_node,
-        state,
-        preemptor,
-        snapshot.node_info_list,
-        [],
-        0,
-        3,
+    select_victims = fwk.plugin("DefaultPreemption").select_victims_on_node
+    return dry_run_preemption(
+        select_victims, state, preemptor, snapshot.node_info_list, list(pdbs), offset, num
     )
+
+
+def test_dry_run_reports_candidates_and_node_statuses():
+    candidates, statuses = _dry_run(three_nodes(), "2", 0, 3)
 
     assert [(c.name, names(c.victims), c.num_pdb_violations) for c in candidates] == [
         ("n0", ["a"], 0),
@@ -67,20 +65,7 @@ def test_dry_run_reports_candidates_and_node_statuses():
 
 
 def test_dry_run_starts_at_offset_and_stops_at_enough_candidates():
-    snapshot = three_nodes()
-    fwk = make_framework()
-    preemptor = pod("preemptor", "2", 5)
-    state = prefiltered(fwk, preemptor, snapshot)
-
-    candidates, statuses = dry_run_preemption(
-        fwk.plugin("DefaultPreemption").select_victims_on_node,
-        state,
-        preemptor,
-        snapshot.node_info_list,
-        [],
-        1,
-        1,
-    )
+    candidates, statuses = _dry_run(three_nodes(), "2", 1, 1)
 
     assert names(candidates) == ["n1"]
     assert statuses == {}
@@ -93,19 +78,8 @@ def test_dry_run_lists_pdb_respecting_candidates_first():
         pod("free", "1", 1, node="n1", labels={"app": "b"}),
     ]
     snapshot = Snapshot.from_objects(nodes, pods)
-    fwk = make_framework()
-    preemptor = pod("preemptor", "1", 5)
-    state = prefiltered(fwk, preemptor, snapshot)
 
-    candidates, _ = dry_run_preemption(
-        fwk.plugin("DefaultPreemption").select_victims_on_node,
-        state,
-        preemptor,
-        snapshot.node_info_list,
-        [pdb("a", {"app": "a"}, 0)],
-        0,
-        2,
-    )
+    candidates, _ = _dry_run(snapshot, "1", 0, 2, [pdb("a", {"app": "a"}, 0)])
 
     assert [(c.name, c.num_pdb_violations) for c in candidates] == [("n1", 0), ("n0", 1)]
 
