@@ -2,21 +2,16 @@
 
 Contract:
 
-* :class:`Evaluator` runs upstream ``Evaluator.Preempt`` for a PostFilter plugin that
-  implements :class:`PreemptionPlugin` (upstream ``preemption.Interface``): eligibility, find
-  candidates (a dry run on the nodes where preemption might help), call the extenders with a
-  preempt verb, select one candidate, prepare it. The plugin decides which pods are victims
-  on one node; the evaluator decides which node.
-* Reads the cycle's snapshot (``state.snapshot``), the per-node statuses of the failed Filter
-  run, the PodDisruptionBudgets (``handle.lister(POD_DISRUPTION_BUDGETS)``) and the nominator.
-* Dry runs never mutate the snapshot or the cycle state: every node is simulated on a
-  ``NodeInfo.clone()`` and a ``CycleState.clone()`` (:func:`fits_without_victims`, which the
-  extender's HTTP ``preempt`` verb reuses).
-* Only after a node is chosen does it act (:meth:`Evaluator.prepare_candidate`): victims get
-  the DisruptionTarget condition and are deleted through the client (waiting pods are
-  rejected in memory instead), a ``Preempted`` event is recorded for each, and lower-priority
-  pods nominated to that node lose their nomination. Victims are deleted synchronously
-  (upstream's AsyncPreemption does the same API calls in a goroutine).
+* :class:`Evaluator` runs ``Evaluator.Preempt`` for a PostFilter plugin implementing
+  :class:`PreemptionPlugin` (upstream ``preemption.Interface``): eligibility, candidates (a dry
+  run on the nodes where preemption might help), extenders' preempt verbs, one candidate
+  picked, then prepared. The plugin picks the victims on a node; the evaluator picks the node.
+* Dry runs never mutate the snapshot or the cycle state: each node is simulated on clones
+  (:func:`fits_without_victims` is also the extender's HTTP ``preempt`` verb's dry run).
+* Only the chosen node is acted on (:meth:`Evaluator.prepare_candidate`): victims get the
+  DisruptionTarget condition and are deleted (waiting pods are rejected in memory), each gets
+  a ``Preempted`` event, lower-priority pods nominated there lose their nomination. Deletion
+  is synchronous (upstream's AsyncPreemption makes the same calls in a goroutine).
 * The answer is ``PostFilterResult(NominatingInfo(node, OVERRIDE))`` with Success, or a
   non-success status without the ``preemption:`` prefix (the plugin adds it).
 """
@@ -403,9 +398,8 @@ class Evaluator:
             client = self.handle.client
             if client is None:
                 raise RuntimeError("no API client to evict preemption victims with")
-            scheduler_name = (preemptor.get("spec") or {}).get(
-                "schedulerName"
-            ) or self.handle.profile_name
+            spec = preemptor.get("spec") or {}
+            scheduler_name = spec.get("schedulerName") or self.handle.profile_name
             condition = {
                 "type": DISRUPTION_TARGET,
                 "status": "True",
