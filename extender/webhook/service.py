@@ -20,6 +20,7 @@ from typing import Any, Protocol
 
 from extender.framework.cycle_state import CycleState
 from extender.framework.handle import MAX_EXTENDER_PRIORITY
+from extender.framework.preemption import fits_without_victims
 from extender.framework.runtime import MAX_NODE_SCORE, Framework
 from extender.framework.schedule import SchedulingAlgorithm, SchedulingError
 from extender.framework.status import Code, Status
@@ -252,19 +253,17 @@ class ExtenderService:
         uids: list[str],
         infos: list[PodInfo | None],
     ) -> bool:
-        trial = node_info.clone()
-        trial_state = state.clone()
+        """The evaluator's dry run (:func:`fits_without_victims`) with the proposed victims:
+        each is the pod of that UID on the node, else the pod as sent; a pod neither our cache
+        nor the request knows is skipped (nothing of it to remove). The extender's nominator
+        is empty (kube-scheduler keeps the nominations), so only the node's pods count."""
         on_node = {p.uid: p for p in node_info.pods}
-        for uid, given in zip(uids, infos, strict=True):
-            victim = on_node.get(uid) or given
-            if victim is None:
-                continue  # a pod our cache does not know yet: nothing of it to remove
-            if trial.remove_pod(victim.key) is None:
-                continue
-            status = self.fwk.run_pre_filter_extension_remove_pod(trial_state, pod, victim, trial)
-            if status is not None:
-                return False
-        return self.fwk.run_filter_plugins(trial_state, pod, trial) is None
+        victims = [
+            victim
+            for uid, given in zip(uids, infos, strict=True)
+            if (victim := on_node.get(uid) or given) is not None
+        ]
+        return fits_without_victims(self.fwk, state, pod, node_info, victims) is None
 
     def bind(self, args: dict) -> dict:
         if self.client is None:
