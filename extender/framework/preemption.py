@@ -14,6 +14,9 @@ Contract:
   is synchronous (upstream's AsyncPreemption makes the same calls in a goroutine).
 * The answer is ``PostFilterResult(NominatingInfo(node, OVERRIDE))`` with Success, or a
   non-success status without the ``preemption:`` prefix (the plugin adds it).
+
+One module (~470 lines) like upstream's ``preemption.go``: finding, choosing and preparing a
+candidate share the Candidate type and the dry-run helpers.
 """
 
 from __future__ import annotations
