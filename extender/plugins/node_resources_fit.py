@@ -24,7 +24,6 @@ Reads NodeInfo aggregates; writes only its cycle-state keys; mutates nothing els
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -39,7 +38,16 @@ from extender.framework.events import (
 )
 from extender.framework.handle import PODS as POD_OBJECTS
 from extender.framework.handle import Handle
-from extender.framework.resources import CPU, EPHEMERAL_STORAGE, MEMORY, PODS, pod_requests
+from extender.framework.resources import (
+    CPU,
+    EPHEMERAL_STORAGE,
+    MEMORY,
+    PODS,
+    is_extended_resource_name,
+    is_qualified_name,
+    is_scalar_resource_name,
+    pod_requests,
+)
 from extender.framework.resources import Resource as Amounts
 from extender.framework.runtime import MAX_NODE_SCORE
 from extender.framework.status import Code, Status
@@ -66,55 +74,9 @@ DEFAULT_RESOURCES: tuple[dict[str, Any], ...] = (
     {"name": MEMORY, "weight": 1},
 )
 
-HUGEPAGES_PREFIX = "hugepages-"
-ATTACHABLE_VOLUMES_PREFIX = "attachable-volumes-"
-DEFAULT_NAMESPACE_PREFIX = "kubernetes.io/"
-REQUESTS_PREFIX = "requests."
-
 
 def insufficient_reason(resource_name: str) -> str:
     return f"Insufficient {resource_name}"
-
-
-# -- resource names (upstream v1helper) ---------------------------------------------------------
-
-_NAME_PART = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
-_DNS1123_SUBDOMAIN = re.compile(
-    r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
-)
-
-
-def is_qualified_name(value: str) -> bool:
-    """``[dns-subdomain/]name`` as Kubernetes validates label keys and resource names."""
-    prefix, sep, name = value.rpartition("/")
-    if sep and (not prefix or len(prefix) > 253 or not _DNS1123_SUBDOMAIN.match(prefix)):
-        return False
-    return 0 < len(name) <= 63 and bool(_NAME_PART.match(name))
-
-
-def is_prefixed_native_resource(name: str) -> bool:
-    return DEFAULT_NAMESPACE_PREFIX in name
-
-
-def is_native_resource(name: str) -> bool:
-    return "/" not in name or is_prefixed_native_resource(name)
-
-
-def is_extended_resource_name(name: str) -> bool:
-    """A vendor resource such as ``example.com/gpu`` (upstream ``IsExtendedResourceName``)."""
-    if is_native_resource(name) or name.startswith(REQUESTS_PREFIX):
-        return False
-    return is_qualified_name(REQUESTS_PREFIX + name)
-
-
-def is_scalar_resource_name(name: str) -> bool:
-    """Extended, hugepages, prefixed-native and attachable-volume resources."""
-    return (
-        is_extended_resource_name(name)
-        or name.startswith(HUGEPAGES_PREFIX)
-        or is_prefixed_native_resource(name)
-        or name.startswith(ATTACHABLE_VOLUMES_PREFIX)
-    )
 
 
 # -- pod requests -------------------------------------------------------------------------------

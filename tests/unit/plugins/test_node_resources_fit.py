@@ -8,6 +8,7 @@ from extender.config.defaults import default_args
 from extender.framework.cycle_state import CycleState
 from extender.framework.events import ActionType, QueueingHint, Resource
 from extender.framework.resources import Resource as Amounts
+from extender.framework.resources import is_extended_resource_name, is_scalar_resource_name
 from extender.framework.status import Code
 from extender.framework.types import NodeInfo
 from extender.plugins.node_resources_fit import (
@@ -16,8 +17,6 @@ from extender.plugins.node_resources_fit import (
     InsufficientResource,
     NodeResourcesFit,
     insufficient_resources,
-    is_extended_resource_name,
-    is_scalar_resource_name,
     is_schedulable_after_node_change,
     is_schedulable_after_pod_event,
 )
