@@ -38,6 +38,7 @@ from extender.framework.runtime import MAX_NODE_SCORE
 from extender.framework.status import SKIP, Status, unresolvable
 from extender.framework.types import NodeInfo, NodeScore, PreFilterResult
 
+from .args import unsupported
 from .helper import default_normalize_score
 
 NAME = "NodeAffinity"
@@ -86,7 +87,7 @@ def _requirement_errors(req: dict, path: str) -> list[str]:
     op = req.get("operator") or ""
     values = req.get("values") or []
     if op not in _LABEL_OPERATORS:
-        return [f"{path}.operator: Unsupported value: {op!r}"]
+        return [unsupported(f"{path}.operator", op, quote=repr)]
     errs = [f"{path}.key: {e}" for e in _label_key_errors(req.get("key") or "")]
     if op in ("In", "NotIn") and not values:
         errs.append(f"{path}.values: for 'in', 'notin' operators, values set can't be empty")
@@ -112,7 +113,7 @@ def _term_errors(term: dict, path: str) -> list[str]:
         if len(req.get("values") or ()) != 1:
             errs.append(f"{p}.values: must have one element")
         elif req.get("operator") not in ("In", "NotIn"):
-            errs.append(f"{p}.operator: Unsupported value: {req.get('operator')!r}")
+            errs.append(unsupported(f"{p}.operator", req.get("operator"), quote=repr))
     return errs
 
 
