@@ -68,9 +68,7 @@ DEFAULT_NAMESPACE_PREFIX = "kubernetes.io/"
 REQUESTS_PREFIX = "requests."
 
 _NAME_PART = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
-_DNS1123_SUBDOMAIN = re.compile(
-    r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
-)
+DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 
 
 def is_qualified_name(value: str) -> bool:
@@ -78,7 +76,7 @@ def is_qualified_name(value: str) -> bool:
     (upstream ``IsQualifiedName`` in ``staging/src/k8s.io/apimachinery/pkg/util/validation``).
     """
     prefix, sep, name = value.rpartition("/")
-    if sep and (not prefix or len(prefix) > 253 or not _DNS1123_SUBDOMAIN.match(prefix)):
+    if sep and (not prefix or len(prefix) > 253 or not DNS1123_SUBDOMAIN.match(prefix)):
         return False
     return 0 < len(name) <= 63 and bool(_NAME_PART.match(name))
 

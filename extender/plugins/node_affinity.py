@@ -34,6 +34,7 @@ from extender.framework.events import (
     Resource,
 )
 from extender.framework.labels import NodeSelector, NodeSelectorTerm, RequiredNodeAffinity
+from extender.framework.resources import DNS1123_SUBDOMAIN
 from extender.framework.runtime import MAX_NODE_SCORE
 from extender.framework.status import SKIP, Status, unresolvable
 from extender.framework.types import NodeInfo, NodeScore, PreFilterResult
@@ -57,9 +58,6 @@ _PREFERRED = "preferredDuringSchedulingIgnoredDuringExecution"
 # needs them (args validation and the pod's preferred terms, which upstream parses strictly).
 
 _NAME_RE = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?$")
-_DNS1123_SUBDOMAIN_RE = re.compile(
-    r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
-)
 _LABEL_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt")
 
 
@@ -70,7 +68,7 @@ def _label_key_errors(key: str) -> list[str]:
     errs = []
     if not name or len(name) > 63 or not _NAME_RE.match(name):
         errs.append(f"name part of {key!r} must be a valid label name")
-    if prefix and (len(prefix) > 253 or not _DNS1123_SUBDOMAIN_RE.match(prefix)):
+    if prefix and (len(prefix) > 253 or not DNS1123_SUBDOMAIN.match(prefix)):
         errs.append(f"prefix part of {key!r} must be a DNS-1123 subdomain")
     return errs
 
