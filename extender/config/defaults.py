@@ -27,6 +27,7 @@ from extender.kube.leader_election import (
     DEFAULT_RESOURCE_LOCK,
     DEFAULT_RETRY_PERIOD,
 )
+from extender.plugins.noderesources.resource_allocation import DEFAULT_RESOURCES
 
 # Upstream's name for the profile created when a config names none.
 DEFAULT_SCHEDULER_NAME = "default-scheduler"
@@ -63,11 +64,6 @@ UPSTREAM_ONLY_PLUGINS: frozenset[str] = frozenset(
         "NodeDeclaredFeatures",
         "GangScheduling",
     }
-)
-
-DEFAULT_RESOURCES: tuple[dict, ...] = (
-    {"name": "cpu", "weight": 1},
-    {"name": "memory", "weight": 1},
 )
 
 # The keys each plugin's args accept (upstream decodes args strictly). A plugin missing here

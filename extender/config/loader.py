@@ -24,7 +24,6 @@ Nothing here mutates the parsed YAML or the module defaults.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,6 +35,7 @@ from marshmallow import ValidationError
 from extender.framework.interfaces import EXTENSION_POINTS
 from extender.framework.profile import PluginSpec, Profile
 from extender.framework.registry import PluginLoadError, Registry
+from extender.framework.resources import is_qualified_name
 from extender.plugins import IN_TREE, in_tree_registry
 
 from . import schema
@@ -56,10 +56,6 @@ MIN_WEIGHT = 1
 MAX_WEIGHT = 100
 MULTI_POINT = "multiPoint"
 _ENVELOPE_KEYS = ("apiVersion", "kind")
-
-# Kubernetes' qualified-name pieces (IsQualifiedName / IsDNS1123Subdomain).
-_QUALIFIED_NAME = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
-_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 
 
 class ConfigError(ValueError):
@@ -406,15 +402,6 @@ def build_profile(
 # -- extenders (upstream ``pkg/scheduler/apis/config/validation/validation.go``) ----------------
 
 
-def _is_qualified_name(value: str) -> bool:
-    prefix, slash, short = value.rpartition("/")
-    if slash and (
-        not prefix or len(prefix) > 253 or not _DNS_SUBDOMAIN.match(prefix) or "/" in prefix
-    ):
-        return False
-    return 0 < len(short) <= 63 and bool(_QUALIFIED_NAME.match(short))
-
-
 def extended_resource_problem(name: str) -> str | None:
     """Why ``name`` is not a valid extended resource name (upstream IsExtendedResourceName)."""
     if "/" not in name:
@@ -423,7 +410,7 @@ def extended_resource_problem(name: str) -> str | None:
         return "is an invalid extended resource name: the kubernetes.io domain is reserved"
     if name.startswith("requests."):
         return 'is an invalid extended resource name: must not start with "requests."'
-    if not _is_qualified_name(name) or not _is_qualified_name(f"requests.{name}"):
+    if not is_qualified_name(name) or not is_qualified_name(f"requests.{name}"):
         return "is an invalid extended resource name: must be a qualified name (prefix/name)"
     return None
 

@@ -1,5 +1,6 @@
-"""Resource quantities and the pod-request helper (upstream
-``staging/src/k8s.io/component-helpers/resource/helpers.go``).
+"""Resource quantities, resource names and the pod-request helper (upstream
+``staging/src/k8s.io/component-helpers/resource/helpers.go``; the name predicates follow
+``pkg/apis/core/v1/helper/helpers.go``).
 
 Quantities are parsed with ``kubernetes.utils.parse_quantity`` (exact decimal arithmetic,
 the same suffixes as the apiserver) and cached, since a cluster repeats a handful of values.
@@ -10,6 +11,7 @@ Kubernetes' ``MilliValue()``/``Value()`` do.
 from __future__ import annotations
 
 import math
+import re
 from decimal import Decimal
 from functools import lru_cache
 
@@ -50,8 +52,59 @@ def int_value(value: str | int | float) -> int:
 
 
 def is_scalar_resource(name: str) -> bool:
-    """Extended, hugepages and attachable-volume resources: everything but the four natives."""
+    """Whether :class:`Resource` keeps ``name`` in ``scalar``: everything but the four natives.
+
+    Upstream's narrower predicate (extended, hugepages, prefixed-native and attachable-volume
+    names) is :func:`is_scalar_resource_name`.
+    """
     return name not in (CPU, MEMORY, EPHEMERAL_STORAGE, PODS)
+
+
+# -- resource names (upstream ``pkg/apis/core/v1/helper/helpers.go``) ---------------------------
+
+HUGEPAGES_PREFIX = "hugepages-"
+ATTACHABLE_VOLUMES_PREFIX = "attachable-volumes-"
+DEFAULT_NAMESPACE_PREFIX = "kubernetes.io/"
+REQUESTS_PREFIX = "requests."
+
+_NAME_PART = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
+DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+
+
+def is_qualified_name(value: str) -> bool:
+    """``[dns-subdomain/]name`` as Kubernetes validates label keys and resource names
+    (upstream ``IsQualifiedName`` in ``staging/src/k8s.io/apimachinery/pkg/util/validation``).
+    """
+    prefix, sep, name = value.rpartition("/")
+    if sep and (not prefix or len(prefix) > 253 or not DNS1123_SUBDOMAIN.match(prefix)):
+        return False
+    return 0 < len(name) <= 63 and bool(_NAME_PART.match(name))
+
+
+def is_prefixed_native_resource(name: str) -> bool:
+    return DEFAULT_NAMESPACE_PREFIX in name
+
+
+def is_native_resource(name: str) -> bool:
+    return "/" not in name or is_prefixed_native_resource(name)
+
+
+def is_extended_resource_name(name: str) -> bool:
+    """A vendor resource such as ``example.com/gpu`` (upstream ``IsExtendedResourceName``)."""
+    if is_native_resource(name) or name.startswith(REQUESTS_PREFIX):
+        return False
+    return is_qualified_name(REQUESTS_PREFIX + name)
+
+
+def is_scalar_resource_name(name: str) -> bool:
+    """Extended, hugepages, prefixed-native and attachable-volume resources (upstream
+    ``IsScalarResourceName``)."""
+    return (
+        is_extended_resource_name(name)
+        or name.startswith(HUGEPAGES_PREFIX)
+        or is_prefixed_native_resource(name)
+        or name.startswith(ATTACHABLE_VOLUMES_PREFIX)
+    )
 
 
 class Resource:

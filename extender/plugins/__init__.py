@@ -1,4 +1,5 @@
-"""In-tree plugins, one module each, named after the upstream plugin.
+"""In-tree plugins, one module each (one package for the node-resources family, as upstream),
+named after the upstream plugin.
 
 The registry maps each plugin name to its factory ``cls(args, handle)``. Modules are imported
 on first use, so a profile only pays for the plugins it enables.
@@ -17,12 +18,12 @@ IN_TREE_PLUGINS: dict[str, str] = {
     "TaintToleration": "taint_toleration:TaintToleration",
     "NodeAffinity": "node_affinity:NodeAffinity",
     "NodePorts": "node_ports:NodePorts",
-    "NodeResourcesFit": "node_resources_fit:NodeResourcesFit",
+    "NodeResourcesFit": "noderesources.fit:NodeResourcesFit",
     "PodTopologySpread": "pod_topology_spread:PodTopologySpread",
     "InterPodAffinity": "inter_pod_affinity:InterPodAffinity",
     "DefaultPreemption": "default_preemption:DefaultPreemption",
     "NodeResourcesBalancedAllocation": (
-        "node_resources_balanced_allocation:NodeResourcesBalancedAllocation"
+        "noderesources.balanced_allocation:NodeResourcesBalancedAllocation"
     ),
     "ImageLocality": "image_locality:ImageLocality",
     "DefaultBinder": "default_binder:DefaultBinder",

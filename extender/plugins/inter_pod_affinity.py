@@ -49,6 +49,8 @@ from extender.framework.types import (
     WeightedAffinityTerm,
 )
 
+from .args import invalid, is_int
+
 NAME = "InterPodAffinity"
 PRE_FILTER_STATE_KEY = "PreFilter" + NAME
 PRE_SCORE_STATE_KEY = "PreScore" + NAME
@@ -175,19 +177,24 @@ class InterPodAffinity:
         weight = args.get("hardPodAffinityWeight", DEFAULT_HARD_POD_AFFINITY_WEIGHT)
         if weight is None:
             weight = DEFAULT_HARD_POD_AFFINITY_WEIGHT
-        if (
-            not isinstance(weight, int)
-            or isinstance(weight, bool)
-            or not MIN_HARD_POD_AFFINITY_WEIGHT <= weight <= MAX_HARD_POD_AFFINITY_WEIGHT
+        if not is_int(weight) or not (
+            MIN_HARD_POD_AFFINITY_WEIGHT <= weight <= MAX_HARD_POD_AFFINITY_WEIGHT
         ):
             raise ValueError(
-                f"hardPodAffinityWeight: Invalid value: {weight!r}: not in valid range "
-                f"[{MIN_HARD_POD_AFFINITY_WEIGHT}, {MAX_HARD_POD_AFFINITY_WEIGHT}]"
+                invalid(
+                    "hardPodAffinityWeight",
+                    weight,
+                    f"not in valid range "
+                    f"[{MIN_HARD_POD_AFFINITY_WEIGHT}, {MAX_HARD_POD_AFFINITY_WEIGHT}]",
+                    quote=repr,
+                )
             )
         ignore = args.get("ignorePreferredTermsOfExistingPods", False)
         if not isinstance(ignore, bool):
             raise ValueError(
-                f"ignorePreferredTermsOfExistingPods: Invalid value: {ignore!r}: must be a boolean"
+                invalid(
+                    "ignorePreferredTermsOfExistingPods", ignore, "must be a boolean", quote=repr
+                )
             )
         self.hard_pod_affinity_weight: int = weight
         self.ignore_preferred_terms_of_existing_pods: bool = ignore

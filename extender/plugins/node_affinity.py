@@ -34,10 +34,12 @@ from extender.framework.events import (
     Resource,
 )
 from extender.framework.labels import NodeSelector, NodeSelectorTerm, RequiredNodeAffinity
+from extender.framework.resources import DNS1123_SUBDOMAIN
 from extender.framework.runtime import MAX_NODE_SCORE
 from extender.framework.status import SKIP, Status, unresolvable
 from extender.framework.types import NodeInfo, NodeScore, PreFilterResult
 
+from .args import unsupported
 from .helper import default_normalize_score
 
 NAME = "NodeAffinity"
@@ -56,9 +58,6 @@ _PREFERRED = "preferredDuringSchedulingIgnoredDuringExecution"
 # needs them (args validation and the pod's preferred terms, which upstream parses strictly).
 
 _NAME_RE = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?$")
-_DNS1123_SUBDOMAIN_RE = re.compile(
-    r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
-)
 _LABEL_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt")
 
 
@@ -69,7 +68,7 @@ def _label_key_errors(key: str) -> list[str]:
     errs = []
     if not name or len(name) > 63 or not _NAME_RE.match(name):
         errs.append(f"name part of {key!r} must be a valid label name")
-    if prefix and (len(prefix) > 253 or not _DNS1123_SUBDOMAIN_RE.match(prefix)):
+    if prefix and (len(prefix) > 253 or not DNS1123_SUBDOMAIN.match(prefix)):
         errs.append(f"prefix part of {key!r} must be a DNS-1123 subdomain")
     return errs
 
@@ -86,7 +85,7 @@ def _requirement_errors(req: dict, path: str) -> list[str]:
     op = req.get("operator") or ""
     values = req.get("values") or []
     if op not in _LABEL_OPERATORS:
-        return [f"{path}.operator: Unsupported value: {op!r}"]
+        return [unsupported(f"{path}.operator", op, quote=repr)]
     errs = [f"{path}.key: {e}" for e in _label_key_errors(req.get("key") or "")]
     if op in ("In", "NotIn") and not values:
         errs.append(f"{path}.values: for 'in', 'notin' operators, values set can't be empty")
@@ -112,7 +111,7 @@ def _term_errors(term: dict, path: str) -> list[str]:
         if len(req.get("values") or ()) != 1:
             errs.append(f"{p}.values: must have one element")
         elif req.get("operator") not in ("In", "NotIn"):
-            errs.append(f"{p}.operator: Unsupported value: {req.get('operator')!r}")
+            errs.append(unsupported(f"{p}.operator", req.get("operator"), quote=repr))
     return errs
 
 

@@ -72,6 +72,8 @@ from extender.framework.types import (
     pod_key,
 )
 
+from .args import duplicate, invalid, is_int, required, unsupported
+
 NAME = "PodTopologySpread"
 PRE_FILTER_STATE_KEY = "PreFilter" + NAME
 PRE_SCORE_STATE_KEY = "PreScore" + NAME
@@ -663,12 +665,18 @@ def default_selector(
 def _validate_args(defaulting: str, defaults: list[dict]) -> None:
     if defaulting not in (SYSTEM_DEFAULTING, LIST_DEFAULTING):
         raise ValueError(
-            f"defaultingType: Unsupported value: {defaulting!r}: supported values: "
-            f'"{LIST_DEFAULTING}", "{SYSTEM_DEFAULTING}"'
+            unsupported(
+                "defaultingType", defaulting, (LIST_DEFAULTING, SYSTEM_DEFAULTING), quote=repr
+            )
         )
     if defaulting == SYSTEM_DEFAULTING and defaults:
         raise ValueError(
-            f"defaultingType: Invalid value: {defaulting!r}: when .defaultConstraints are not empty"
+            invalid(
+                "defaultingType",
+                defaulting,
+                "when .defaultConstraints are not empty",
+                quote=repr,
+            )
         )
     seen: set[tuple[str, str]] = set()
     for i, c in enumerate(defaults):
@@ -676,19 +684,23 @@ def _validate_args(defaulting: str, defaults: list[dict]) -> None:
         if not isinstance(c, dict):
             raise ValueError(f"{path}: must be an object")
         max_skew = c.get("maxSkew")
-        if not isinstance(max_skew, int) or isinstance(max_skew, bool) or max_skew <= 0:
+        if not is_int(max_skew) or max_skew <= 0:
             raise ValueError(
-                f"{path}.maxSkew: Invalid value: {max_skew!r}: not in valid range (0, inf)"
+                invalid(f"{path}.maxSkew", max_skew, "not in valid range (0, inf)", quote=repr)
             )
         if not c.get("topologyKey"):
-            raise ValueError(f"{path}.topologyKey: Required value: can not be empty")
+            raise ValueError(required(f"{path}.topologyKey", "can not be empty"))
         when = c.get("whenUnsatisfiable")
         if not when:
-            raise ValueError(f"{path}.whenUnsatisfiable: Required value: can not be empty")
+            raise ValueError(required(f"{path}.whenUnsatisfiable", "can not be empty"))
         if when not in (DO_NOT_SCHEDULE, SCHEDULE_ANYWAY):
             raise ValueError(
-                f"{path}.whenUnsatisfiable: Unsupported value: {when!r}: supported values: "
-                f'"{DO_NOT_SCHEDULE}", "{SCHEDULE_ANYWAY}"'
+                unsupported(
+                    f"{path}.whenUnsatisfiable",
+                    when,
+                    (DO_NOT_SCHEDULE, SCHEDULE_ANYWAY),
+                    quote=repr,
+                )
             )
         if c.get("labelSelector") is not None:
             raise ValueError(
@@ -697,5 +709,5 @@ def _validate_args(defaulting: str, defaults: list[dict]) -> None:
             )
         key = (c["topologyKey"], when)
         if key in seen:
-            raise ValueError(f"{path}: Duplicate value: {{{key[0]}, {key[1]}}}")
+            raise ValueError(duplicate(path, f"{{{key[0]}, {key[1]}}}"))
         seen.add(key)

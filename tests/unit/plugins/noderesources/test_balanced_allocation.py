@@ -1,13 +1,13 @@
-"""NodeResourcesBalancedAllocation: v1.36 balance-change score, Skip, args (spec §7.7)."""
+"""NodeResourcesBalancedAllocation (extender/plugins/noderesources/balanced_allocation.py):
+the v1.36 balance-change score and Skip."""
 
 from __future__ import annotations
 
 import pytest
 
-from extender.config.defaults import default_args
 from extender.framework.cycle_state import CycleState
 from extender.framework.status import Code
-from extender.plugins.node_resources_balanced_allocation import (
+from extender.plugins.noderesources.balanced_allocation import (
     PRE_SCORE_KEY,
     NodeResourcesBalancedAllocation,
     balance_score,
@@ -15,7 +15,7 @@ from extender.plugins.node_resources_balanced_allocation import (
 )
 from tests.unit.builders import make_node, make_pod
 
-from .helpers import cycle, score_all
+from ..helpers import cycle, score_all
 
 GI = 1024 * 1024 * 1024
 GPU = "example.com/gpu"
@@ -130,37 +130,3 @@ def test_prescore_state_and_score_without_it() -> None:
     info = snapshot.get("n")
     assert pa.score(state, pod, info) == pa.score(CycleState(), pod, info) == (81, None)
     assert pa.score_extensions() is None
-
-
-def test_args_defaults() -> None:
-    assert plugin().resources == ["cpu", "memory"]
-    assert plugin({"resources": []}).resources == ["cpu", "memory"]
-    weight_zero = {"resources": [{"name": "cpu", "weight": 0}, {"name": GPU}]}
-    assert plugin(weight_zero).resources == ["cpu", GPU]
-    defaulted = default_args("NodeResourcesBalancedAllocation")
-    assert NodeResourcesBalancedAllocation(defaulted, None).resources == ["cpu", "memory"]
-
-
-@pytest.mark.parametrize(
-    ("args", "message"),
-    [
-        (
-            {"resources": [{"name": "cpu", "weight": 2}]},
-            "resources[0].weight: Invalid value: 2: must be 1",
-        ),
-        (
-            {"resources": [{"name": "cpu"}, {"name": "cpu"}]},
-            'resources[1].name: Duplicate value: "cpu"',
-        ),
-        (
-            {"resources": [{"name": "cpu", "weight": 500}, {"name": "cpu", "weight": 1}]},
-            "[resources[0].weight: Invalid value: 500: must be 1, "
-            'resources[1].name: Duplicate value: "cpu"]',
-        ),
-        ({"resources": [{"weight": 1}]}, "resources[0].name: Required value"),
-    ],
-)
-def test_bad_args(args: dict, message: str) -> None:
-    with pytest.raises(ValueError) as err:
-        plugin(args)
-    assert str(err.value).startswith(message)

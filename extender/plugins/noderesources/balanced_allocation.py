@@ -1,4 +1,5 @@
-"""NodeResourcesBalancedAllocation (PreScore, Score): keep a node's resources in balance (§7.7).
+"""NodeResourcesBalancedAllocation (PreScore, Score): keep a node's resources in balance (upstream
+``pkg/scheduler/framework/plugins/noderesources/balanced_allocation.go``).
 
 For each configured resource the node offers (allocatable > 0; a scalar resource only when the
 pod requests it) the utilization fraction ``f = min(requested / allocatable, 1)`` is taken on
@@ -23,14 +24,8 @@ from extender.framework.runtime import MAX_NODE_SCORE
 from extender.framework.status import SKIP, Status
 from extender.framework.types import NodeInfo
 
-from .node_resources_fit import (
-    go_div,
-    invalid,
-    parse_resource_specs,
-    pod_request_list,
-    raise_errors,
-    resource_vectors,
-)
+from .resource_allocation import PodRequestsState, go_div, pod_request_list, resource_vectors
+from .validation import validate_balanced_allocation_args
 
 NAME = "NodeResourcesBalancedAllocation"
 PRE_SCORE_KEY = "PreScore" + NAME
@@ -68,18 +63,6 @@ def balanced_resource_scorer(
     return half + go_div(half + with_pod - without_pod, 2)
 
 
-class _PreScoreState:
-    """The pod's actual request of each configured resource; read-only, so clones share it."""
-
-    __slots__ = ("pod_requests",)
-
-    def __init__(self, requests: list[int]) -> None:
-        self.pod_requests = requests
-
-    def clone(self) -> _PreScoreState:
-        return self
-
-
 class NodeResourcesBalancedAllocation:
     name = NAME
     reads = (PODS,)
@@ -88,18 +71,7 @@ class NodeResourcesBalancedAllocation:
 
     def __init__(self, args: dict, handle: Handle) -> None:
         self.handle = handle
-        errors: list[str] = []
-        specs = parse_resource_specs((args or {}).get("resources"), "resources", errors)
-        seen: set[str] = set()
-        for i, (name, weight) in enumerate(specs):
-            if name in seen:
-                errors.append(f'resources[{i}].name: Duplicate value: "{name}"')
-            seen.add(name)
-            # Upstream accepts only weight 1 here (0 is defaulted to 1).
-            if weight != 1:
-                errors.append(invalid(f"resources[{i}].weight", weight, "must be 1"))
-        raise_errors(errors)
-        self.resources = [name for name, _ in specs]
+        self.resources = validate_balanced_allocation_args(args)
 
     def _pod_requests(self, pod: dict) -> list[int]:
         return pod_request_list(pod, self.resources, use_requested=True)
@@ -108,7 +80,7 @@ class NodeResourcesBalancedAllocation:
         requests = self._pod_requests(pod)
         if not any(requests):
             return SKIP  # best-effort pod (upstream issue #129138)
-        state.write(PRE_SCORE_KEY, _PreScoreState(requests))
+        state.write(PRE_SCORE_KEY, PodRequestsState(requests))
         return None
 
     def score(self, state: CycleState, pod: dict, node_info: NodeInfo) -> tuple[int, Status | None]:

@@ -1,29 +1,27 @@
-"""NodeResourcesFit: filter reasons/codes, scores per strategy, args, hints (spec §7.6)."""
+"""NodeResourcesFit (extender/plugins/noderesources/fit.py): filter reasons/codes, scores per
+strategy through the plugin, PreFilter/PreScore state, queueing hints."""
 
 from __future__ import annotations
 
 import pytest
 
-from extender.config.defaults import default_args
 from extender.framework.cycle_state import CycleState
 from extender.framework.events import ActionType, QueueingHint, Resource
 from extender.framework.resources import Resource as Amounts
 from extender.framework.status import Code
 from extender.framework.types import NodeInfo
-from extender.plugins.node_resources_fit import (
+from extender.plugins.noderesources.fit import (
     PRE_FILTER_KEY,
     PRE_SCORE_KEY,
     InsufficientResource,
     NodeResourcesFit,
     insufficient_resources,
-    is_extended_resource_name,
-    is_scalar_resource_name,
     is_schedulable_after_node_change,
     is_schedulable_after_pod_event,
 )
 from tests.unit.builders import make_node, make_pod
 
-from .helpers import cycle, filter_all, score_all
+from ..helpers import cycle, filter_all, score_all
 
 MI = 1024 * 1024
 GI = 1024 * MI
@@ -249,17 +247,6 @@ def test_insufficient_resources_function_reports_amounts() -> None:
     assert insufficient_resources(gpu, info, ignored_resource_groups={"example.com"}) == []
 
 
-def test_resource_name_classification() -> None:
-    assert is_extended_resource_name("example.com/gpu")
-    assert not is_extended_resource_name("cpu")
-    assert not is_extended_resource_name("kubernetes.io/something")
-    assert not is_extended_resource_name("hugepages-2Mi")
-    assert is_scalar_resource_name("hugepages-1Gi")
-    assert is_scalar_resource_name("attachable-volumes-aws-ebs")
-    assert is_scalar_resource_name("kubernetes.io/something")
-    assert not is_scalar_resource_name("ephemeral-storage")
-
-
 # -- Score --------------------------------------------------------------------------------------
 
 # Node 4 cpu / 8Gi with two pods: one asking 1 cpu / 2Gi, one asking nothing (counted as
@@ -369,101 +356,6 @@ def test_prescore_state_and_score_without_it() -> None:
     info = snapshot.get("n")
     assert plugin.score(state, pod, info) == plugin.score(CycleState(), pod, info) == (92, None)
     assert plugin.score_extensions() is None
-
-
-# -- args ---------------------------------------------------------------------------------------
-
-
-def test_defaults() -> None:
-    plugin = fit()
-    assert plugin.strategy == "LeastAllocated"
-    assert plugin.resources == ["cpu", "memory"]
-    assert plugin.weights == [1, 1]
-    assert plugin.ignored_resources == frozenset()
-    configured = NodeResourcesFit(default_args("NodeResourcesFit"), None)
-    assert (configured.strategy, configured.resources, configured.weights) == (
-        "LeastAllocated",
-        ["cpu", "memory"],
-        [1, 1],
-    )
-    zero = fit(strategy("MostAllocated", [{"name": "cpu", "weight": 0}]))
-    assert zero.weights == [1]
-    assert fit(strategy("MostAllocated", [])).resources == ["cpu", "memory"]
-
-
-SUPPORTED = '"LeastAllocated", "MostAllocated", "RequestedToCapacityRatio"'
-
-
-@pytest.mark.parametrize(
-    ("args", "message"),
-    [
-        (
-            {"scoringStrategy": {"type": "X"}},
-            f'scoringStrategy.type: Unsupported value: "X": supported values: {SUPPORTED}',
-        ),
-        # upstream defaults the type only when the whole strategy is absent
-        (
-            {"scoringStrategy": {"resources": [{"name": "cpu", "weight": 1}]}},
-            f'scoringStrategy.type: Unsupported value: "": supported values: {SUPPORTED}',
-        ),
-        (
-            strategy("LeastAllocated", [{"name": "cpu", "weight": 101}]),
-            "scoringStrategy.resources[0].weight: Invalid value: 101: "
-            "resource weight of cpu not in valid range (0, 100]",
-        ),
-        (
-            strategy("MostAllocated", [{"name": "cpu"}, {"name": "memory", "weight": -1}]),
-            "scoringStrategy.resources[1].weight: Invalid value: -1: "
-            "resource weight of memory not in valid range (0, 100]",
-        ),
-        (
-            strategy("RequestedToCapacityRatio"),
-            "scoringStrategy.shape: Required value: at least one point must be specified",
-        ),
-        (
-            strategy("RequestedToCapacityRatio", shape=[(50, 1), (10, 2)]),
-            "scoringStrategy.shape[1].utilization: Invalid value: 10: "
-            "values must be sorted in increasing order",
-        ),
-        (
-            strategy("RequestedToCapacityRatio", shape=[(10, 1), (10, 2)]),
-            "scoringStrategy.shape[1].utilization: Invalid value: 10: "
-            "values must be sorted in increasing order",
-        ),
-        (
-            strategy("RequestedToCapacityRatio", shape=[(0, 0), (101, 10)]),
-            "scoringStrategy.shape[1].utilization: Invalid value: 101: not in valid range [0, 100]",
-        ),
-        (
-            strategy("RequestedToCapacityRatio", shape=[(50, 11)]),
-            "scoringStrategy.shape[0].score: Invalid value: 11: not in valid range [0, 10]",
-        ),
-        # a shape is validated whatever the type
-        (
-            strategy("LeastAllocated", shape=[(0, -1)]),
-            "scoringStrategy.shape[0].score: Invalid value: -1: not in valid range [0, 10]",
-        ),
-        (
-            {"ignoredResourceGroups": ["a/b"]},
-            'ignoredResourceGroups[0]: Invalid value: "a/b": '
-            "resource group name can't contain '/'",
-        ),
-        (
-            {"ignoredResources": ["bad name!"]},
-            'ignoredResources[0]: Invalid value: "bad name!": must be a qualified name',
-        ),
-        (
-            {"scoringStrategy": {"type": "Y", "resources": [{"name": "cpu", "weight": 200}]}},
-            f'[scoringStrategy.type: Unsupported value: "Y": supported values: {SUPPORTED}, '
-            "scoringStrategy.resources[0].weight: Invalid value: 200: "
-            "resource weight of cpu not in valid range (0, 100]]",
-        ),
-    ],
-)
-def test_bad_args(args: dict, message: str) -> None:
-    with pytest.raises(ValueError) as err:
-        fit(args)
-    assert str(err.value) == message
 
 
 # -- events and queueing hints ------------------------------------------------------------------
