@@ -5,18 +5,16 @@ the default profile (and which upstream defaults it lacks).
 """
 
 from .defaults import DEFAULT_MULTI_POINT, DEFAULT_SCHEDULER_NAME, default_args
+from .errors import ConfigError
 from .loader import (
-    ConfigError,
     ExtenderSettings,
     SchedulerConfig,
-    build_profile,
     default_config,
     default_profile,
     load,
     loads,
-    merge_plugin_set,
-    plugin_points,
 )
+from .profiles import build_profile, merge_plugin_set, plugin_points
 from .schema import API_VERSION, EXTENDER_API_VERSION, EXTENDER_KIND, KIND
 
 __all__ = [

@@ -17,8 +17,8 @@ from extender.config import (
     default_profile,
     load,
     loads,
+    plugin_points,
 )
-from extender.config import loader as config_loader
 from extender.framework.profile import PluginSpec, Profile
 from extender.plugins import IN_TREE_PLUGINS
 
@@ -407,7 +407,7 @@ EXPECTED_POINTS: dict[str, frozenset[str]] = {
 
 def test_in_tree_plugins_implement_their_upstream_points() -> None:
     for name in IN_TREE_PLUGINS:
-        assert config_loader.plugin_points(name) == EXPECTED_POINTS[name], name
+        assert plugin_points(name) == EXPECTED_POINTS[name], name
 
 
 # -- plugin args -----------------------------------------------------------------------------
