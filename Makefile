@@ -8,7 +8,7 @@ EXAMPLES := examples/rack-spread
 EXAMPLE_TESTS := $(EXAMPLES)/tests
 export KUBE_EXTENDER_CACHE ?= $(HOME)/.cache/kube-extender
 
-.PHONY: start test unit lint setup controlplane bench bench-cluster conformance cluster-up cluster-down clean
+.PHONY: start test unit fuzz lint setup controlplane bench bench-cluster conformance cluster-up cluster-down clean
 
 ## The README's first command: build the control plane once, run the seed scenario on it.
 start: setup controlplane
@@ -20,6 +20,11 @@ test: setup controlplane lint
 
 unit: setup
 	$(BIN)/python -m pytest -q -p no:cacheprovider tests/unit tests/webhook $(EXAMPLE_TESTS)
+
+## The fuzzing suite with a larger budget (make test runs it with 20 examples a case).
+FUZZ_EXAMPLES ?= 2000
+fuzz: setup
+	FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(BIN)/python -m pytest -q -p no:cacheprovider tests/fuzz
 
 lint: setup
 	$(BIN)/ruff check .

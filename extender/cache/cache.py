@@ -40,6 +40,9 @@ from dataclasses import dataclass
 from extender.framework.types import NodeInfo, PodInfo, Snapshot, next_generation, pod_key
 
 log = logging.getLogger(__name__)
+# What a malformed object raises while it is parsed into a NodeInfo/PodInfo (QuantityError is a
+# ValueError); a well-typed object from the API never does.
+MALFORMED = (ValueError, TypeError, AttributeError)
 
 
 class CacheError(ValueError):
@@ -83,10 +86,15 @@ class Cache:
         with self._lock:
             name = _name(node)
             info = self._nodes.get(name)
-            if info is None:
-                self._nodes[name] = NodeInfo(node)
-            else:
-                info.set_node(node)  # an update, or a placeholder whose node arrived
+            try:
+                if info is None:
+                    self._nodes[name] = NodeInfo(node)
+                else:
+                    info.set_node(node)  # an update, or a placeholder whose node arrived
+            except MALFORMED as exc:
+                # Go's informer could not decode such an object at all: skip it, loudly.
+                log.error("node %s skipped: malformed object from the API: %s", name, exc)
+                return
             self._dirty = True
             self._nodes_changed = True
 
@@ -136,7 +144,7 @@ class Cache:
             info.name = name
         return info
 
-    def _place(self, pod: dict, node: str) -> PodInfo:
+    def _place(self, pod: dict | PodInfo, node: str) -> PodInfo:
         info = self._node_info(node).add_pod(pod)
         self._dirty = True
         return info
@@ -207,6 +215,11 @@ class Cache:
         key, node = pod_key(pod), _node_name(pod)
         if not node:
             return
+        try:
+            parsed = PodInfo(pod)
+        except MALFORMED as exc:
+            log.error("pod %s skipped: malformed object from the API: %s", key, exc)
+            return
         with self._lock:
             state = self._pods.get(key)
             if state is not None:
@@ -215,7 +228,7 @@ class Cache:
                 elif state.node != node:
                     log.info("pod %s was assumed on %s but bound to %s", key, state.node, node)
                 self._unplace(key, state.node)
-            self._pods[key] = _PodState(self._place(pod, node), node)
+            self._pods[key] = _PodState(self._place(parsed, node), node)
 
     def update_pod(self, old: dict | None, new: dict) -> None:
         """An added pod changed (labels, requests after resize, ...). An unknown or assumed

@@ -2,20 +2,24 @@
 ``staging/src/k8s.io/component-helpers/resource/helpers.go``; the name predicates follow
 ``pkg/apis/core/v1/helper/helpers.go``).
 
-Quantities are parsed with ``kubernetes.utils.parse_quantity`` (exact decimal arithmetic,
-the same suffixes as the apiserver) and cached, since a cluster repeats a handful of values.
-CPU is kept in milli-cores and everything else in whole units, both rounded up as
-Kubernetes' ``MilliValue()``/``Value()`` do.
+Quantities are parsed as apimachinery's ``resource.ParseQuantity`` does
+(``pkg/api/resource/quantity.go``, ``suffix.go``): the same grammar, suffixes and errors, a
+decimal exponent read as an int64 and truncated to int32, and a JSON number taken as its text.
+CPU is kept in milli-cores and everything else in whole units, rounded up away from zero as
+``MilliValue()``/``Value()`` do.
+
+The work per quantity is bounded by its length, never by its value: ``"1e999999"`` is 8 bytes
+and exactly 10^999999, so nothing here builds the exact number. Only the leading significant
+digits are kept (with a sticky bit for the rest), enough to round exactly. A value beyond int64
+saturates at ``MAX_INT64`` (``MIN_INT64`` when negative): Go's ``Value()`` silently overflows
+there ("an overflowed result is undefined"), and a saturated allocatable (or request) is the
+only defined answer that keeps "more than anything" meaning more than anything.
 """
 
 from __future__ import annotations
 
-import math
 import re
-from decimal import Decimal
 from functools import lru_cache
-
-from kubernetes.utils import parse_quantity
 
 CPU = "cpu"
 MEMORY = "memory"
@@ -26,29 +30,165 @@ PODS = "pods"
 DEFAULT_MILLI_CPU_REQUEST = 100
 DEFAULT_MEMORY_REQUEST = 200 * 1024 * 1024
 
+MAX_INT64 = (1 << 63) - 1
+MIN_INT64 = -(1 << 63)
+
+_DECIMAL_SUFFIXES = {
+    "n": -9,
+    "u": -6,
+    "m": -3,
+    "": 0,
+    "k": 3,
+    "M": 6,
+    "G": 9,
+    "T": 12,
+    "P": 15,
+    "E": 18,
+}
+_BINARY_SUFFIXES = {"Ki": 10, "Mi": 20, "Gi": 30, "Ti": 40, "Pi": 50, "Ei": 60}
+_SUFFIX_CHARS = frozenset("eEinumkKMGTP")
+_DIGITS = frozenset("0123456789")
+# Significant digits kept: 10^40 is far past int64 at any scale we convert to.
+_KEEP_DIGITS = 40
+
 
 class QuantityError(ValueError):
-    """A resource quantity string that Kubernetes would not accept."""
+    """A resource quantity that Kubernetes would not accept."""
+
+
+def _split(text: str) -> tuple[bool, str, str, str]:
+    """``parseQuantityString``: (positive, integer digits, fraction digits, suffix)."""
+    positive = True
+    pos, end = 0, len(text)
+    if pos < end and text[0] in "+-":
+        positive = text[0] == "+"
+        pos = 1
+    start = pos
+    while pos < end and text[pos] in _DIGITS:
+        pos += 1
+    num = text[start:pos]
+    denom = ""
+    if pos < end and text[pos] == ".":
+        pos += 1
+        start = pos
+        while pos < end and text[pos] in _DIGITS:
+            pos += 1
+        denom = text[start:pos]
+    suffix_start = pos
+    while pos < end and text[pos] in _SUFFIX_CHARS:
+        pos += 1
+    if pos < end and text[pos] in "+-":
+        pos += 1
+    while pos < end and text[pos] in _DIGITS:
+        pos += 1
+    if pos < end:
+        raise QuantityError(
+            f"{text!r} is not a quantity (quantities must match the regular expression "
+            "'^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$')"
+        )
+    return positive, num, denom, text[suffix_start:end]
+
+
+def _interpret(text: str, suffix: str) -> tuple[int, int]:
+    """``suffixHandler.interpret``: (decimal exponent, binary exponent)."""
+    if suffix in _DECIMAL_SUFFIXES:
+        return _DECIMAL_SUFFIXES[suffix], 0
+    if suffix in _BINARY_SUFFIXES:
+        return 0, _BINARY_SUFFIXES[suffix]
+    if len(suffix) > 1 and suffix[0] in "eE":
+        body = suffix[1:]
+        sign = -1 if body[0] == "-" else 1
+        digits = body[1:] if body[0] in "+-" else body
+        if digits and all(c in _DIGITS for c in digits):
+            digits = digits.lstrip("0")
+            if len(digits) <= 19:
+                value = sign * int(digits or "0")
+                if MIN_INT64 <= value <= MAX_INT64:
+                    # Go: strconv.ParseInt(s, 10, 64), then int32(parsed), which wraps.
+                    return ((value + (1 << 31)) % (1 << 32)) - (1 << 31), 0
+    raise QuantityError(f"{text!r} is not a quantity (unable to parse quantity's suffix)")
+
+
+def _scaled(text: str, scale: int) -> int:
+    """``ceil(q * 10^scale)`` away from zero, saturated to int64, for a quantity string."""
+    if text == "0":
+        return 0
+    positive, num, denom, suffix = _split(text)
+    exp10, exp2 = _interpret(text, suffix)
+    digits = (num + denom).lstrip("0")
+    if not digits:
+        return 0
+    # value = int(digits) * 10^exp * 2^exp2
+    exp = exp10 - len(denom) + scale
+    if len(digits) - 1 + exp >= 19:  # >= 10^19 > MAX_INT64, before the binary factor
+        return MAX_INT64 if positive else MIN_INT64
+    if len(digits) + exp < -20:  # < 10^-20 * 2^60 < 1: rounds up to one unit
+        return 1 if positive else -1
+    sticky = False
+    # Keep enough fraction digits that truncation cannot cross an integer (see below).
+    keep = max(_KEEP_DIGITS, len(digits) + exp + exp2 + 2)
+    if len(digits) > keep:
+        sticky = digits[keep:].strip("0") != ""
+        exp += len(digits) - keep
+        digits = digits[:keep]
+    mantissa = int(digits) << exp2
+    if exp >= 0:
+        magnitude = mantissa * 10**exp
+    else:
+        whole, rest = divmod(mantissa, 10**-exp)
+        # mantissa * 10^exp keeps >= exp2 + 2 fraction digits, so the truncated tail is below
+        # the spacing of the representable values: only an exact integer can be nudged up.
+        magnitude = whole + (1 if rest or sticky else 0)
+    if exp >= 0 and sticky:
+        magnitude += 1
+    if magnitude > MAX_INT64:
+        return MAX_INT64 if positive else MIN_INT64
+    return magnitude if positive else -magnitude
+
+
+def _text(value: object) -> str:
+    """The quantity's text as Go's ``UnmarshalJSON`` sees it: a string trimmed, or a number."""
+    if isinstance(value, str):
+        return value.strip()
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise QuantityError(f"{_show(value)} is not a quantity")
+    return repr(value)
+
+
+def _show(value: object) -> str:
+    text = repr(value) if isinstance(value, str) else type(value).__name__
+    return text if len(text) <= 64 else text[:61] + "..."
 
 
 @lru_cache(maxsize=4096)
-def _parse(value: str) -> Decimal:
-    try:
-        return Decimal(parse_quantity(value))
-    except (ValueError, TypeError, ArithmeticError) as exc:
-        raise QuantityError(f"invalid quantity {value!r}") from exc
+def _scaled_cached(text: str, scale: int) -> int:
+    return _scaled(text, scale)
 
 
-@lru_cache(maxsize=4096)
-def milli_value(value: str | int | float) -> int:
+def _convert(value: object, scale: int) -> int:
+    if isinstance(value, int) and not isinstance(value, bool):
+        magnitude = value * 10**scale
+        return max(MIN_INT64, min(MAX_INT64, magnitude))
+    text = _text(value)
+    if not text:
+        raise QuantityError(f"{_show(value)} is not a quantity")
+    # A cluster repeats a handful of short values; long (hostile) ones are not kept.
+    return _scaled_cached(text, scale) if len(text) <= 32 else _scaled(text, scale)
+
+
+def parse_quantity(value: object) -> None:
+    """Raise :class:`QuantityError` if ``value`` is not a quantity Kubernetes accepts."""
+    _convert(value, 0)
+
+
+def milli_value(value: object) -> int:
     """The quantity in thousandths, rounded up (``"100m"`` -> 100, ``"1"`` -> 1000)."""
-    return int(math.ceil(_parse(str(value)) * 1000))
+    return _convert(value, 3)
 
 
-@lru_cache(maxsize=4096)
-def int_value(value: str | int | float) -> int:
+def int_value(value: object) -> int:
     """The quantity as a whole number, rounded up (``"1Gi"`` -> 1073741824)."""
-    return int(math.ceil(_parse(str(value))))
+    return _convert(value, 0)
 
 
 def is_scalar_resource(name: str) -> bool:

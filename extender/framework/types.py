@@ -241,19 +241,22 @@ class NodeInfo:
             self.add_pod(pod)
 
     def set_node(self, node: dict) -> None:
+        # Everything is parsed before anything is assigned: a malformed node (a bad quantity)
+        # raises here and leaves this NodeInfo as it was.
         meta = node.get("metadata") or {}
         spec = node.get("spec") or {}
         status = node.get("status") or {}
+        allocatable = Resource.from_list(status.get("allocatable"))
+        images: dict[str, int] = {}
+        for image in status.get("images") or ():
+            for name in image.get("names") or ():
+                images[name] = image.get("sizeBytes") or 0
         self.node = node
         self.name = meta.get("name", "")
         self.labels = meta.get("labels") or {}
         self.taints = spec.get("taints") or []
         self.unschedulable = bool(spec.get("unschedulable"))
-        self.allocatable = Resource.from_list(status.get("allocatable"))
-        images: dict[str, int] = {}
-        for image in status.get("images") or ():
-            for name in image.get("names") or ():
-                images[name] = image.get("sizeBytes") or 0
+        self.allocatable = allocatable
         self.images = images
         self.generation = next_generation()
 

@@ -41,6 +41,7 @@ ERR_NO_NODE_CACHE = (
     "nodeCacheCapable: false, or start it with --kubeconfig or in a cluster"
 )
 ERR_NO_CLIENT = "this extender has no cluster connection, so it cannot bind"
+ERR_NOT_SYNCED = "caches not synced: the extender's informers have not synced yet"
 
 
 class ServiceUnavailable(Exception):
@@ -88,7 +89,7 @@ class ExtenderService:
         if self.cache is None:
             raise ServiceUnavailable(ERR_NO_NODE_CACHE)
         if not self.ready():
-            raise ServiceUnavailable("the extender's caches are not synced yet")
+            raise ServiceUnavailable(ERR_NOT_SYNCED)
         # kube-scheduler's informer may have seen a new node a moment before ours: give the
         # watch a short while to deliver it, rather than failing a node that exists.
         deadline = time.monotonic() + MISSING_NODE_GRACE_SECONDS
@@ -130,6 +131,17 @@ class ExtenderService:
         by_names = args["nodes"] is None
         failed: dict[str, str] = {}
         unresolvable: dict[str, str] = {}
+        if not self.ready():
+            # Both node modes: with Nodes, an unsynced cache means every node looks empty
+            # (no pods, no spread or affinity counts), so a 200 would be silently wrong. The
+            # Error fails this scheduling attempt and kube-scheduler retries the pod.
+            return filter_result(
+                node_names=[] if by_names else None,
+                nodes=None if by_names else [],
+                failed={},
+                failed_unresolvable={},
+                error=ERR_NOT_SYNCED,
+            )
         if by_names:
             try:
                 snapshot, candidates, missing = self._snapshot_for_names(node_names)
@@ -177,7 +189,12 @@ class ExtenderService:
         )
 
     def prioritize(self, args: dict) -> list[dict]:
+        """Before the caches sync: 503 (ServiceUnavailable), in both node modes. kube-scheduler
+        ignores a failed prioritize call (no score from this extender, the pod still placed)
+        exactly as it would an empty list, but the 503 shows in its log and in our metrics."""
         pod = args["pod"]
+        if not self.ready():
+            raise ServiceUnavailable(ERR_NOT_SYNCED)
         if args["nodes"] is None:
             snapshot, candidates, _ = self._snapshot_for_names(args["node_names"])
         else:
