@@ -51,7 +51,32 @@ def has_cluster(kubeconfig: str | None) -> bool:
     )
 
 
-def build_app(config_path: str, kubeconfig: str | None, offline: bool) -> Any:
+def allowed_clients(settings: Any, from_flags: list[str] | None) -> list[str]:
+    """The allow-list: ``--allowed-client`` flags and ``allowedClients`` together."""
+    return sorted({*(from_flags or ()), *settings.allowed_clients})
+
+
+def check_client_auth(settings: Any, allowed: list[str], ca_certs: str | None) -> None:
+    """Bind is never open: it needs verified client certificates and an allow-list."""
+    if allowed and not ca_certs:
+        raise StartupError(
+            "an allow-list of clients (--allowed-client, allowedClients) needs --ca-certs: "
+            "identities come from verified client certificates"
+        )
+    if settings.bind_enabled and not (ca_certs and allowed):
+        raise StartupError(
+            "ExtenderConfiguration.bind.enabled needs client certificates (--certfile, "
+            "--keyfile, --ca-certs) and an allow-list (--allowed-client or allowedClients): "
+            "the bind verb is never served unauthenticated"
+        )
+
+
+def build_app(
+    config_path: str,
+    kubeconfig: str | None,
+    offline: bool,
+    allowed_flags: list[str] | None = None,
+) -> Any:
     """The app of one worker process: framework, cache and informers, Flask routes."""
     from extender.composition import build_extender
     from extender.framework.handle import PODS
@@ -101,11 +126,14 @@ def build_app(config_path: str, kubeconfig: str | None, offline: bool) -> Any:
         settings.url_prefix,
         "yes" if connected else "no",
     )
+    allowed = allowed_clients(settings, allowed_flags)
     return create_app(
         service,
         url_prefix=settings.url_prefix,
         max_request_bytes=settings.max_request_bytes,
         metrics=metrics,
+        allowed_clients=allowed or None,
+        bind_enabled=settings.bind_enabled,
     )
 
 
@@ -158,6 +186,13 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--certfile", help="serve HTTPS with this certificate")
     parser.add_argument("--keyfile", help="private key of --certfile")
     parser.add_argument("--ca-certs", help="require client certificates signed by this CA")
+    parser.add_argument(
+        "--allowed-client",
+        action="append",
+        metavar="NAME",
+        help="with --ca-certs: a client certificate subject CN or SAN allowed to call the "
+        "verbs (repeatable; adds to allowedClients); others get 403",
+    )
     parser.add_argument("--log-level", default="info")
     parser.add_argument(
         "--log-format", choices=("text", "json"), default="text", help="json: one object a line"
@@ -180,6 +215,9 @@ def main(argv: list[str]) -> int:
     try:
         config = load(args.config)
         _profile(config)
+        check_client_auth(
+            config.extender, allowed_clients(config.extender, args.allowed_client), args.ca_certs
+        )
     except (ConfigError, StartupError) as exc:
         print(f"kube-extender serve: {exc}", file=sys.stderr)
         return 2
@@ -200,5 +238,7 @@ def main(argv: list[str]) -> int:
         options.update(certfile=args.certfile, keyfile=args.keyfile)
         if args.ca_certs:
             options.update(ca_certs=args.ca_certs, cert_reqs=ssl.CERT_REQUIRED)
-    _Server(options, lambda: build_app(args.config, args.kubeconfig, args.offline)).run()
+    _Server(
+        options, lambda: build_app(args.config, args.kubeconfig, args.offline, args.allowed_client)
+    ).run()
     return 0

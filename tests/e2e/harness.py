@@ -61,6 +61,8 @@ class Served(Process):
 
     port: int
     scheme = "http"
+    # The TLS client context of get/post by default (HTTPS with client certificates).
+    context = None
 
     @property
     def url(self) -> str:
@@ -68,6 +70,7 @@ class Served(Process):
 
     def get(self, path: str, context=None) -> tuple[int, bytes]:
         try:
+            context = context or self.context
             with urllib.request.urlopen(self.url + path, timeout=5, context=context) as r:
                 return r.status, r.read()
         except urllib.error.HTTPError as exc:
@@ -115,7 +118,7 @@ class Extender(Served):
         args += ["--kubeconfig", str(cp.kubeconfig), "--log-level", "debug", *(extra or ())]
         super().__init__(name, args, cp.directory / "logs")
 
-    def post(self, verb: str, body: object) -> tuple[int, object]:
+    def post(self, verb: str, body: object, context=None) -> tuple[int, object]:
         request = urllib.request.Request(
             f"{self.url}/{verb}",
             data=orjson.dumps(body),
@@ -123,7 +126,7 @@ class Extender(Served):
             method="POST",
         )
         try:
-            with urllib.request.urlopen(request, timeout=10) as r:
+            with urllib.request.urlopen(request, timeout=10, context=context or self.context) as r:
                 return r.status, orjson.loads(r.read())
         except urllib.error.HTTPError as exc:
             return exc.code, orjson.loads(exc.read() or b"null")
