@@ -109,13 +109,15 @@ class Extender(Served):
         name: str = "extender",
         extra: list[str] | None = None,
         scheme: str = "http",
+        kubeconfig: Path | None = None,
     ) -> None:
         self.port = free_port()
         self.scheme = scheme
         config = cp.directory / f"{name}-config.yaml"
         config.write_text(config_text)
+        kubeconfig = kubeconfig or cp.kubeconfig
         args = ["serve", "--config", str(config), "--bind", f"127.0.0.1:{self.port}"]
-        args += ["--kubeconfig", str(cp.kubeconfig), "--log-level", "debug", *(extra or ())]
+        args += ["--kubeconfig", str(kubeconfig), "--log-level", "debug", *(extra or ())]
         super().__init__(name, args, cp.directory / "logs")
 
     def post(self, verb: str, body: object, context=None) -> tuple[int, object]:
@@ -164,11 +166,13 @@ class Standalone(Served):
         config: dict,
         name: str = "standalone",
         identity: str | None = None,
+        kubeconfig: Path | None = None,
     ) -> None:
         self.port = free_port()
         path = cp.directory / f"{name}-config.yaml"
         path.write_text(yaml.safe_dump(config, sort_keys=False))
-        args = ["run", "--config", str(path), "--kubeconfig", str(cp.kubeconfig)]
+        kubeconfig = kubeconfig or cp.kubeconfig
+        args = ["run", "--config", str(path), "--kubeconfig", str(kubeconfig)]
         args += ["--metrics-bind", f"127.0.0.1:{self.port}", "--log-level", "debug"]
         if identity:
             args += ["--identity", identity]
