@@ -31,8 +31,10 @@ $(VENV)/.installed: pyproject.toml
 	$(BIN)/pip install -q -e '.[dev]'
 	touch $@
 
+## The control plane (etcd, kube-apiserver, kube-scheduler) and helm for the chart tests.
 controlplane:
 	bash hack/build-controlplane.sh
+	bash hack/build-helm.sh
 
 ## Benchmarks: figures and ratios against a peer measured in the same run (never timed tests).
 bench: setup
