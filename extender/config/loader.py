@@ -66,6 +66,10 @@ class ExtenderSettings:
     plugin_modules: list[str] = field(default_factory=list)
     # plugin name -> extension point -> seconds (applied to every profile).
     plugin_timeouts: dict[str, dict[str, float]] = field(default_factory=dict)
+    # Client certificate identities (subject CN or SAN) allowed to call the verbs.
+    allowed_clients: list[str] = field(default_factory=list)
+    # The bind verb: off unless enabled (then it also needs allowed_clients).
+    bind_enabled: bool = False
 
 
 @dataclass
@@ -154,6 +158,8 @@ def _extender_settings(documents: list[Any], source: str) -> ExtenderSettings:
         watch_pods=data["watchPods"],
         plugin_modules=data["pluginModules"],
         plugin_timeouts=data["pluginTimeouts"],
+        allowed_clients=data["allowedClients"],
+        bind_enabled=data["bind"]["enabled"],
     )
 
 

@@ -243,6 +243,11 @@ class KubeSchedulerConfigurationSchema(Strict):
             )
 
 
+class BindSchema(Strict):
+    # Off unless asked for: a binding skips kube-scheduler's own filters.
+    enabled = Bool(load_default=False)
+
+
 class ExtenderConfigurationSchema(Strict):
     apiVersion = fields.String(required=True, validate=_equal(EXTENDER_API_VERSION))
     kind = fields.String(required=True, validate=_equal(EXTENDER_KIND))
@@ -257,6 +262,12 @@ class ExtenderConfigurationSchema(Strict):
     filterUnresolvable = Bool(load_default=True)
     kubeconfig = fields.String(load_default=None, allow_none=True)
     watchPods = Bool(load_default=None, allow_none=True)
+    # Certificate subject CNs / SANs that may call the verbs (with serve --ca-certs).
+    allowedClients = fields.List(
+        fields.String(validate=validate.Length(min=1, error="must not be empty")),
+        load_default=list,
+    )
+    bind = fields.Nested(BindSchema, load_default=lambda: {"enabled": False})
     # Out-of-tree plugins that are not installed packages: "module:Class" or "file.py:Class".
     pluginModules = fields.List(fields.String(), load_default=list)
     # Plugin name -> extension point -> Go duration: a call that takes longer is an Error.

@@ -259,19 +259,26 @@ class ControlPlane:
     # -- kube-scheduler -----------------------------------------------------------------------
 
     def start_scheduler(
-        self, config: dict | Path | str, name: str = "kube-scheduler", wait: bool = True
+        self,
+        config: dict | Path | str,
+        name: str = "kube-scheduler",
+        wait: bool = True,
+        kubeconfig: Path | None = None,
     ) -> Path:
         """Start the real kube-scheduler with a KubeSchedulerConfiguration.
 
         ``clientConnection.kubeconfig`` is pointed at this cluster (the ``--kubeconfig`` flag is
-        ignored when ``--config`` is given). Returns the config file actually used.
+        ignored when ``--config`` is given), with ``kubeconfig``'s credentials if given (for
+        the API and the delegated authentication/authorization of its secure port), else the
+        admin's. Returns the config file actually used.
         """
         if not isinstance(config, dict):
             config = yaml.safe_load(Path(config).read_text())
         config = dict(config)
+        kubeconfig = kubeconfig or self.kubeconfig
         config["clientConnection"] = {
             **(config.get("clientConnection") or {}),
-            "kubeconfig": str(self.kubeconfig),
+            "kubeconfig": str(kubeconfig),
         }
         path = self.directory / f"{name}-config.yaml"
         path.write_text(yaml.safe_dump(config, sort_keys=False))
@@ -281,8 +288,8 @@ class ControlPlane:
             [
                 str(binary("kube-scheduler")),
                 f"--config={path}",
-                f"--authentication-kubeconfig={self.kubeconfig}",
-                f"--authorization-kubeconfig={self.kubeconfig}",
+                f"--authentication-kubeconfig={kubeconfig}",
+                f"--authorization-kubeconfig={kubeconfig}",
                 "--bind-address=127.0.0.1",
                 f"--secure-port={port}",
                 "--v=2",

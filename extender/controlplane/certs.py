@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime
 import ipaddress
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -44,14 +45,21 @@ def _key() -> ec.EllipticCurvePrivateKey:
 
 
 def _write_key(path: Path, key: object) -> None:
-    path.write_bytes(
-        key.private_bytes(  # type: ignore[attr-defined]
-            serialization.Encoding.PEM,
-            serialization.PrivateFormat.PKCS8,
-            serialization.NoEncryption(),
-        )
+    """Write a private key readable by its owner only from the first byte on.
+
+    Created with mode 0600 by ``os.open`` (``O_EXCL`` after removing any old file, so an
+    existing file's wider mode is never reused): a write-then-chmod would leave it readable
+    under the umask's mode until the chmod.
+    """
+    data = key.private_bytes(  # type: ignore[attr-defined]
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.PKCS8,
+        serialization.NoEncryption(),
     )
-    path.chmod(0o600)
+    path.unlink(missing_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
+    with os.fdopen(fd, "wb") as out:
+        out.write(data)
 
 
 def _write_cert(path: Path, cert: x509.Certificate) -> None:

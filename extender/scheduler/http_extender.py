@@ -7,11 +7,17 @@ kube-scheduler, including our own webhook, works behind our scheduler too.
 
 from __future__ import annotations
 
+import base64
+import binascii
+import os
+import ssl
+import tempfile
 from collections.abc import Callable
 from typing import Any, TypeVar
 
 import orjson
 import requests
+from requests.adapters import HTTPAdapter
 
 from extender import wire
 from extender.framework.types import NodeInfo
@@ -23,6 +29,94 @@ T = TypeVar("T")
 
 class ExtenderError(Exception):
     pass
+
+
+def _pem(value: str, field: str) -> bytes:
+    """A ``*Data`` field: PEM bytes, base64-encoded in YAML/JSON as Go's ``[]byte`` is."""
+    try:
+        return base64.b64decode(value, validate=True)
+    except (binascii.Error, ValueError) as exc:
+        raise ValueError(f"tlsConfig.{field}: not valid base64: {exc}") from exc
+
+
+def tls_context(tls: dict, *, enable_https: bool = False) -> ssl.SSLContext:
+    """An SSL context with every ``ExtenderTLSConfig`` field, as upstream's ``makeTransport``
+    (``pkg/scheduler/extender.go``) feeds them to client-go's ``TLSConfigFor``:
+
+    - ``caFile`` / ``caData``: the only roots trusted (else the system roots); with
+      ``enableHTTPS`` and neither, upstream turns ``insecure`` on, and so do we;
+    - ``insecure``: no verification at all (not allowed together with a CA);
+    - ``certFile``+``keyFile`` / ``certData``+``keyData``: the client certificate. The
+      ``*Data`` PEM is loaded from files in a private (0700) temporary directory that are
+      removed as soon as the context holds the key (``ssl`` loads keys only from files);
+    - ``serverName`` is applied per connection by :class:`TLSAdapter` (SNI and the name the
+      server certificate must carry).
+    """
+    ca_file, ca_data = tls.get("caFile") or "", tls.get("caData") or ""
+    insecure = bool(tls.get("insecure"))
+    if enable_https and not (ca_file or ca_data):
+        insecure = True
+    if insecure and (ca_file or ca_data):
+        raise ValueError(
+            "specifying a root certificates file with the insecure flag is not allowed"
+        )
+    ctx = ssl.create_default_context(purpose=ssl.Purpose.SERVER_AUTH)
+    if ca_file or ca_data:
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)  # no system roots: only these
+        if ca_file:
+            ctx.load_verify_locations(cafile=ca_file)
+        if ca_data:
+            ctx.load_verify_locations(cadata=_pem(ca_data, "caData").decode())
+    if insecure:
+        ctx.check_hostname = False
+        ctx.verify_mode = ssl.CERT_NONE
+    cert_file, key_file = tls.get("certFile") or "", tls.get("keyFile") or ""
+    cert_data, key_data = tls.get("certData") or "", tls.get("keyData") or ""
+    if bool(cert_file or cert_data) != bool(key_file or key_data):
+        raise ValueError("tlsConfig: a client certificate needs both a certificate and a key")
+    if cert_file or cert_data:
+        with tempfile.TemporaryDirectory(prefix="kube-extender-tls-") as private:
+            cert_path = cert_file or _private_file(private, "tls.crt", _pem(cert_data, "certData"))
+            key_path = key_file or _private_file(private, "tls.key", _pem(key_data, "keyData"))
+            ctx.load_cert_chain(cert_path, key_path)
+    return ctx
+
+
+def _private_file(directory: str, name: str, data: bytes) -> str:
+    path = os.path.join(directory, name)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "wb") as out:
+        out.write(data)
+    return path
+
+
+class TLSAdapter(HTTPAdapter):
+    """requests' transport for one extender: our SSL context on every HTTPS pool, and
+    ``serverName`` as the SNI name and the name verified (instead of the URL's host)."""
+
+    def __init__(self, tls: dict, *, enable_https: bool = False) -> None:
+        self.ssl_context = tls_context(tls, enable_https=enable_https)
+        self.server_name = tls.get("serverName") or None
+        super().__init__()
+
+    def build_connection_pool_key_attributes(
+        self, request: Any, verify: Any, cert: Any = None
+    ) -> tuple[dict, dict]:
+        host_params, _ = super().build_connection_pool_key_attributes(request, verify, cert)
+        verifying = self.ssl_context.verify_mode != ssl.CERT_NONE
+        pool_kwargs: dict[str, Any] = {
+            "ssl_context": self.ssl_context,
+            "cert_reqs": "CERT_REQUIRED" if verifying else "CERT_NONE",
+        }
+        if self.server_name:
+            pool_kwargs["server_hostname"] = self.server_name
+            pool_kwargs["assert_hostname"] = self.server_name if verifying else False
+        elif not verifying:
+            pool_kwargs["assert_hostname"] = False
+        return host_params, pool_kwargs
+
+    def cert_verify(self, conn: Any, url: str, verify: Any, cert: Any) -> None:
+        """Nothing: the context decides (requests would add its own CA bundle here)."""
 
 
 class HTTPExtender:
@@ -46,13 +140,11 @@ class HTTPExtender:
         self.timeout = float(timeout) or DEFAULT_HTTP_TIMEOUT
         self.managed = {m["name"] for m in config.get("managedResources") or ()}
         self.session = session or requests.Session()
-        tls = config.get("tlsConfig") or {}
-        if tls.get("insecure"):
-            self.session.verify = False
-        elif tls.get("caFile"):
-            self.session.verify = tls["caFile"]
-        if tls.get("certFile") and tls.get("keyFile"):
-            self.session.cert = (tls["certFile"], tls["keyFile"])
+        tls = config.get("tlsConfig")
+        if tls is not None or config.get("enableHTTPS"):
+            self.session.mount(
+                "https://", TLSAdapter(tls or {}, enable_https=bool(config.get("enableHTTPS")))
+            )
 
     # -- protocol helpers ------------------------------------------------------------------
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
@@ -86,6 +86,60 @@ def _problem(status: int, message: str, **details: Any) -> Response:
     return _json({"error": message, **details}, status)
 
 
+ERR_BIND_DISABLED = (
+    "the bind verb is disabled: enable it with bind.enabled in the ExtenderConfiguration "
+    "(it then needs client certificates and an allow-list, see docs/extender.md)"
+)
+ERR_BIND_NO_ALLOW_LIST = (
+    "the bind verb needs an allow-list of client certificate identities "
+    "(--allowed-client or bind.allowedClients) and is refused without one"
+)
+
+
+def peer_identities(environ: dict) -> set[str]:
+    """The identities of the verified TLS client certificate of this request: its subject
+    CNs and its DNS, URI, IP and e-mail SANs. gunicorn puts the connection's ``SSLSocket``
+    in the environ (``gunicorn.socket``); ``getpeercert()`` is empty unless the handshake
+    verified a certificate (``--ca-certs``, CERT_REQUIRED)."""
+    sock = environ.get("gunicorn.socket")
+    getpeercert = getattr(sock, "getpeercert", None)
+    if getpeercert is None:
+        return set()
+    try:
+        cert = getpeercert() or {}
+    except ValueError:  # no handshake
+        return set()
+    found: set[str] = set()
+    for rdn in cert.get("subject") or ():
+        for key, value in rdn:
+            if key == "commonName":
+                found.add(value)
+    for _kind, value in cert.get("subjectAltName") or ():
+        found.add(value)
+    return found
+
+
+def _forbidden(allowed: frozenset[str]) -> Response | None:
+    """403 unless the TLS client certificate names one of ``allowed``."""
+    identities = peer_identities(request.environ)
+    if identities & allowed:
+        return None
+    if not identities:
+        return _problem(403, "a client certificate is required (TLS client authentication)")
+    return _problem(
+        403,
+        "the client certificate's identities are not in the allow-list",
+        identities=sorted(identities),
+    )
+
+
+def _with_pod_uid(args: dict) -> dict:
+    """An empty PodUID would drop the binding's UID precondition: refuse it."""
+    if not args["pod_uid"]:
+        raise ValidationError({"PodUID": ["must not be empty"]})
+    return args
+
+
 def create_app(
     service: ExtenderService,
     *,
@@ -93,7 +147,12 @@ def create_app(
     max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES,
     metrics: Metrics | None = None,
     body_budget: BytesInFlight | None = None,
+    allowed_clients: Collection[str] | None = None,
+    bind_enabled: bool = False,
 ) -> Flask:
+    """``allowed_clients``: the certificate identities (CN or SAN) that may call any verb;
+    ``None`` checks none (plain HTTP, or any certificate of the CA). ``bind`` answers 404
+    unless ``bind_enabled``, and 403 to everyone without an allow-list."""
     app = Flask("kube-extender")
     app.config["MAX_CONTENT_LENGTH"] = max_request_bytes
     metrics = metrics or Metrics()
@@ -109,6 +168,10 @@ def create_app(
             outcome = "error"
             held = 0
             try:
+                refused = gate(name)
+                if refused is not None:
+                    outcome = "forbidden"
+                    return refused
                 try:
                     raw, held = read_body(request.environ, max_request_bytes, body_budget)
                 except BodyRefused as exc:
@@ -148,6 +211,16 @@ def create_app(
         handler.__name__ = f"verb_{name}"
         return handler
 
+    allowed = None if allowed_clients is None else frozenset(allowed_clients)
+
+    def gate(name: str) -> Response | None:
+        if name == "bind":
+            if not bind_enabled:
+                return _problem(404, ERR_BIND_DISABLED)
+            if not allowed:
+                return _problem(403, ERR_BIND_NO_ALLOW_LIST)
+        return _forbidden(allowed) if allowed is not None else None
+
     def count_args(args: dict) -> int:
         return len(args["nodes"] if args["nodes"] is not None else args["node_names"])
 
@@ -159,7 +232,11 @@ def create_app(
         "filter": (wire.load_args, service.filter, count_args),
         "prioritize": (wire.load_args, service.prioritize, count_args),
         "preempt": (wire.load_preemption_args, service.preempt, count_victims),
-        "bind": (wire.load_binding_args, service.bind, lambda args: 1),
+        "bind": (
+            lambda data: _with_pod_uid(wire.load_binding_args(data)),
+            service.bind,
+            lambda args: 1,
+        ),
     }
     for name, (load, run, count) in routes.items():
         app.add_url_rule(

@@ -54,12 +54,33 @@ def has_cluster(kubeconfig: str | None) -> bool:
     )
 
 
+def allowed_clients(settings: Any, from_flags: list[str] | None) -> list[str]:
+    """The allow-list: ``--allowed-client`` flags and ``allowedClients`` together."""
+    return sorted({*(from_flags or ()), *settings.allowed_clients})
+
+
+def check_client_auth(settings: Any, allowed: list[str], ca_certs: str | None) -> None:
+    """Bind is never open: it needs verified client certificates and an allow-list."""
+    if allowed and not ca_certs:
+        raise StartupError(
+            "an allow-list of clients (--allowed-client, allowedClients) needs --ca-certs: "
+            "identities come from verified client certificates"
+        )
+    if settings.bind_enabled and not (ca_certs and allowed):
+        raise StartupError(
+            "ExtenderConfiguration.bind.enabled needs client certificates (--certfile, "
+            "--keyfile, --ca-certs) and an allow-list (--allowed-client or allowedClients): "
+            "the bind verb is never served unauthenticated"
+        )
+
+
 def build_app(
     config_path: str,
     kubeconfig: str | None,
     offline: bool,
     health: HealthListener | None = None,
     max_inflight_bytes: int | None = None,
+    allowed_flags: list[str] | None = None,
 ) -> Any:
     """The app of one worker process: framework, cache and informers, Flask routes."""
     from extender.composition import build_extender
@@ -114,12 +135,15 @@ def build_app(
     if health is not None:
         health.start(service.ready)
     budget = max_inflight_bytes or settings.max_request_bytes
+    allowed = allowed_clients(settings, allowed_flags)
     return create_app(
         service,
         url_prefix=settings.url_prefix,
         max_request_bytes=settings.max_request_bytes,
         metrics=metrics,
         body_budget=BytesInFlight(max(budget, settings.max_request_bytes)),
+        allowed_clients=allowed or None,
+        bind_enabled=settings.bind_enabled,
     )
 
 
@@ -218,6 +242,13 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--keyfile", help="private key of --certfile")
     parser.add_argument("--ca-certs", help="require client certificates signed by this CA")
     parser.add_argument(
+        "--allowed-client",
+        action="append",
+        metavar="NAME",
+        help="with --ca-certs: a client certificate subject CN or SAN allowed to call the "
+        "verbs (repeatable; adds to allowedClients); others get 403",
+    )
+    parser.add_argument(
         "--access-log", action="store_true", help="log each request (latency, sizes) to stdout"
     )
     parser.add_argument(
@@ -258,6 +289,9 @@ def main(argv: list[str]) -> int:
     try:
         config = load(args.config)
         _profile(config)
+        check_client_auth(
+            config.extender, allowed_clients(config.extender, args.allowed_client), args.ca_certs
+        )
     except (ConfigError, StartupError) as exc:
         print(f"kube-extender serve: {exc}", file=sys.stderr)
         return 2
@@ -302,7 +336,12 @@ def main(argv: list[str]) -> int:
     _Server(
         options,
         lambda: build_app(
-            args.config, args.kubeconfig, args.offline, health, args.max_inflight_bytes
+            args.config,
+            args.kubeconfig,
+            args.offline,
+            health,
+            args.max_inflight_bytes,
+            args.allowed_client,
         ),
     ).run()
     return 0

@@ -53,6 +53,8 @@ class NodeCache(Protocol):
 
 
 class Binder(Protocol):
+    def get_pod(self, namespace: str, name: str) -> dict | None: ...
+
     def bind(self, pod: dict, node_name: str) -> None: ...
 
 
@@ -283,30 +285,60 @@ class ExtenderService:
         return fits_without_victims(self.fwk, state, pod, node_info, victims) is None
 
     def bind(self, args: dict) -> dict:
+        """Bind only what the profile's filters accept, and only the pod the caller named.
+
+        The pod is read back from the apiserver (its spec is not in the request): a UID that
+        differs from ``PodUID`` (a pod of the same name re-created) or a pod that already has
+        a node is refused, and PreFilter + Filter run for the pod on that one node as in a
+        filter call, so a bind cannot place a pod where a filter call would have refused it
+        (a NoSchedule taint included). The binding carries the UID as a precondition.
+        """
+        namespace, name, node_name = args["pod_namespace"], args["pod_name"], args["node"]
         if self.client is None:
             return binding_result(ERR_NO_CLIENT)
-        pod = {
-            "metadata": {
-                "name": args["pod_name"],
-                "namespace": args["pod_namespace"],
-                "uid": args["pod_uid"],
-            }
-        }
+        where = f"binding pod {namespace}/{name} to node {node_name}"
         try:
-            self.client.bind(pod, args["node"])
+            pod = self.client.get_pod(namespace, name)
+            refused = self._bind_refusal(pod, args["pod_uid"], node_name)
+            if refused:
+                log.info("%s refused: %s", where, refused)
+                return binding_result(f"{where}: {refused}")
+            assert pod is not None
+            bound = {"metadata": {"name": name, "namespace": namespace, "uid": args["pod_uid"]}}
+            self.client.bind(bound, node_name)
+        except SchedulingError as exc:
+            log.info("%s failed: %s", where, exc.status.message)
+            return binding_result(f"{where}: {exc.status.message}")
         except Exception as exc:  # the cause goes back to the scheduler in band
-            log.info(
-                "bind %s/%s -> %s failed: %s",
-                args["pod_namespace"],
-                args["pod_name"],
-                args["node"],
-                exc,
-            )
-            return binding_result(
-                f"binding pod {args['pod_namespace']}/{args['pod_name']} "
-                f"to node {args['node']}: {exc}"
-            )
+            log.info("%s failed: %s", where, exc)
+            return binding_result(f"{where}: {exc}")
         return binding_result("")
+
+    def _bind_refusal(self, pod: dict | None, uid: str, node_name: str) -> str:
+        if pod is None:
+            return "the pod does not exist"
+        meta = pod.get("metadata") or {}
+        if meta.get("uid") != uid:
+            return f"the pod's UID is {meta.get('uid')!r}, not the PodUID {uid!r} of the request"
+        assigned = (pod.get("spec") or {}).get("nodeName")
+        if assigned:
+            return f"the pod is already assigned to node {assigned}"
+        if self.cache is None:
+            return ERR_NO_NODE_CACHE
+        if not self.ready():
+            return "the extender's caches are not synced yet"
+        snapshot = self.cache.snapshot()
+        info = snapshot.get(node_name)
+        if info is None:
+            return ERR_NODE_NOT_IN_CACHE
+        feasible, diagnosis = self.algorithm.find_nodes_that_fit(
+            self.fwk, CycleState(), pod, snapshot, [info], evaluate_all=True
+        )
+        if feasible:
+            return ""
+        status = diagnosis.node_to_status.get(node_name) or diagnosis.absent_status
+        reason = status.message if status is not None else "node(s) were rejected"
+        return f"the pod does not pass the filters on this node: {reason}"
 
 
 def _record(

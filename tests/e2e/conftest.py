@@ -68,10 +68,10 @@ def kube_scheduler(control_plane: ControlPlane) -> Iterator:
     names: list[str] = []
     counter = itertools.count(1)
 
-    def start(config: dict | Path, wait: bool = True) -> Path:
+    def start(config: dict | Path, wait: bool = True, kubeconfig: Path | None = None) -> Path:
         name = f"kube-scheduler-{next(counter)}"
         names.append(name)
-        return control_plane.start_scheduler(config, name=name, wait=wait)
+        return control_plane.start_scheduler(config, name=name, wait=wait, kubeconfig=kubeconfig)
 
     yield start
     for name in names:

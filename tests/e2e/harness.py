@@ -61,6 +61,8 @@ class Served(Process):
 
     port: int
     scheme = "http"
+    # The TLS client context of get/post by default (HTTPS with client certificates).
+    context = None
 
     @property
     def url(self) -> str:
@@ -68,6 +70,7 @@ class Served(Process):
 
     def get(self, path: str, context=None) -> tuple[int, bytes]:
         try:
+            context = context or self.context
             with urllib.request.urlopen(self.url + path, timeout=5, context=context) as r:
                 return r.status, r.read()
         except urllib.error.HTTPError as exc:
@@ -106,17 +109,19 @@ class Extender(Served):
         name: str = "extender",
         extra: list[str] | None = None,
         scheme: str = "http",
+        kubeconfig: Path | None = None,
     ) -> None:
         self.port = free_port()
         self.scheme = scheme
         config = cp.directory / f"{name}-config.yaml"
         config.write_text(config_text)
+        kubeconfig = kubeconfig or cp.kubeconfig
         args = ["serve", "--config", str(config), "--bind", f"127.0.0.1:{self.port}"]
         args += ["--health-bind", f"127.0.0.1:{free_port()}"]
-        args += ["--kubeconfig", str(cp.kubeconfig), "--log-level", "debug", *(extra or ())]
+        args += ["--kubeconfig", str(kubeconfig), "--log-level", "debug", *(extra or ())]
         super().__init__(name, args, cp.directory / "logs")
 
-    def post(self, verb: str, body: object) -> tuple[int, object]:
+    def post(self, verb: str, body: object, context=None) -> tuple[int, object]:
         request = urllib.request.Request(
             f"{self.url}/{verb}",
             data=orjson.dumps(body),
@@ -124,7 +129,7 @@ class Extender(Served):
             method="POST",
         )
         try:
-            with urllib.request.urlopen(request, timeout=10) as r:
+            with urllib.request.urlopen(request, timeout=10, context=context or self.context) as r:
                 return r.status, orjson.loads(r.read())
         except urllib.error.HTTPError as exc:
             return exc.code, orjson.loads(exc.read() or b"null")
@@ -162,11 +167,13 @@ class Standalone(Served):
         config: dict,
         name: str = "standalone",
         identity: str | None = None,
+        kubeconfig: Path | None = None,
     ) -> None:
         self.port = free_port()
         path = cp.directory / f"{name}-config.yaml"
         path.write_text(yaml.safe_dump(config, sort_keys=False))
-        args = ["run", "--config", str(path), "--kubeconfig", str(cp.kubeconfig)]
+        kubeconfig = kubeconfig or cp.kubeconfig
+        args = ["run", "--config", str(path), "--kubeconfig", str(kubeconfig)]
         args += ["--metrics-bind", f"127.0.0.1:{self.port}", "--log-level", "debug"]
         if identity:
             args += ["--identity", identity]

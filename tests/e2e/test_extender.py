@@ -95,22 +95,103 @@ def test_filter_reason_reaches_the_pod(kube, extender, kube_scheduler):
     ), message
 
 
-def test_bind_verb(kube, extender, kube_scheduler):
+BIND_CONFIG = (
+    EXTENDER_CONFIG.replace(
+        "filter: {enabled: [{name: NodeAffinity}]}",
+        "filter: {enabled: [{name: NodeAffinity}, {name: TaintToleration}]}",
+    )
+    + "allowedClients: [kube-scheduler-e2e]\nbind: {enabled: true}\n"
+)
+
+
+@pytest.fixture
+def binding_extender(control_plane, processes):
+    """bind enabled, mTLS; only the certificate named kube-scheduler-e2e may call."""
+    import ssl
+
+    pki_dir = control_plane.directory / "pki"
+    pki = generate(pki_dir)
+    cert, key = issue_serving_cert(pki, pki_dir, "extender", ["127.0.0.1"])
+    client = issue_serving_cert(pki, pki_dir, "kube-scheduler-e2e", ["kube-scheduler-e2e"])
+    intruder = issue_serving_cert(pki, pki_dir, "intruder", ["intruder"])
+    ext = Extender(
+        control_plane,
+        BIND_CONFIG,
+        name="extender-bind",
+        scheme="https",
+        extra=["--certfile", str(cert), "--keyfile", str(key), "--ca-certs", str(pki.ca_cert)],
+    )
+    processes.append(ext)
+
+    def context(pair):
+        ctx = ssl.create_default_context(cafile=str(pki.ca_cert))
+        ctx.load_cert_chain(*map(str, pair))
+        return ctx
+
+    ext.context = context(client)
+    ext.wait_ready()
+    tls = {"caFile": str(pki.ca_cert), "certFile": str(client[0]), "keyFile": str(client[1])}
+    return ext, tls, context(client), context(intruder)
+
+
+def test_bind_verb(kube, binding_extender, kube_scheduler):
+    ext, tls, _, _ = binding_extender
     nodes = make_nodes(kube, allowed={1, 2}, count=2)
-    kube_scheduler(scheduler_config(extender, bindVerb="bind"))
-    before = extender.metric("extender_requests_total", verb="bind", outcome="ok")
+    kube_scheduler(scheduler_config(ext, bindVerb="bind", enableHTTPS=True, tlsConfig=tls))
+    before = ext.metric("extender_requests_total", verb="bind", outcome="ok")
     kube.create_pod("bound-2")
     assert kube.wait_bound("bound-2") == nodes[1]
-    assert extender.metric("extender_requests_total", verb="bind", outcome="ok") == before + 1
+    assert ext.metric("extender_requests_total", verb="bind", outcome="ok") == before + 1
 
 
-def test_bind_verb_reports_a_missing_pod(kube, extender):
-    status, reply = extender.post(
+def test_bind_verb_reports_a_missing_pod(kube, binding_extender):
+    ext, _, allowed, _ = binding_extender
+    status, reply = ext.post(
         "bind",
         {"PodName": "ghost", "PodNamespace": kube.namespace, "PodUID": "x", "Node": "n"},
+        context=allowed,
     )
     assert status == 200
-    assert "ghost" in reply["Error"] and "not found" in reply["Error"].lower()
+    assert "ghost" in reply["Error"] and "does not exist" in reply["Error"]
+
+
+def test_bind_is_refused_to_other_certificates_and_onto_tainted_nodes(kube, binding_extender):
+    """A certificate of the same CA but not on the allow-list gets 403; an allowed caller
+    still cannot bind a pod onto a node whose NoSchedule taint it does not tolerate."""
+    ext, _, allowed, intruder = binding_extender
+    taint = {"key": "dedicated", "value": "x", "effect": "NoSchedule"}
+    name = f"{kube.namespace}-tainted"
+    kube.create_node(name, labels={ALLOWED: "yes"}, taints=[taint])
+    pod = kube.create_pod("parked", schedulerName="nobody")
+    body = {
+        "PodName": "parked",
+        "PodNamespace": kube.namespace,
+        "PodUID": pod["metadata"]["uid"],
+        "Node": name,
+    }
+    wait_until(lambda: ext.get("/readyz", allowed)[0] == 200, 10, "ready")
+    status, reply = ext.post("bind", body, context=intruder)
+    assert status == 403 and "allow-list" in reply["error"], reply
+    status, reply = ext.post("bind", {**body, "PodUID": ""}, context=allowed)
+    assert status == 400 and "PodUID" in reply["fields"], reply
+    status, reply = wait_until(
+        lambda: (
+            (r := ext.post("bind", body, context=allowed))[1]["Error"]
+            and "not found" not in r[1]["Error"]
+            and r
+        ),
+        10,
+        "the node in the extender's cache",
+    )
+    assert "untolerated taint" in reply["Error"], reply
+    assert kube.node_of("parked") is None
+
+
+def test_bind_is_off_by_default(kube, extender):
+    status, reply = extender.post(
+        "bind", {"PodName": "p", "PodNamespace": kube.namespace, "PodUID": "x", "Node": "n"}
+    )
+    assert status == 404 and "disabled" in reply["error"]
 
 
 def test_preempt_verb_keeps_only_nodes_our_filter_allows(kube, extender, kube_scheduler):

@@ -48,9 +48,18 @@ class FakeCache:
 
 
 class FakeBinder:
-    def __init__(self, error: Exception | None = None) -> None:
+    """The extender's client: ``get_pod`` serves ``pods`` (default: any name, pending, with
+    the UID ``u1``, or the one bind is called with), ``bind`` records the call."""
+
+    def __init__(self, error: Exception | None = None, pods: dict | None = None) -> None:
         self.error = error
+        self.pods = pods
         self.calls: list[tuple[dict, str]] = []
+
+    def get_pod(self, namespace: str, name: str) -> dict | None:
+        if self.pods is not None:
+            return self.pods.get((namespace, name))
+        return make_pod(name, namespace=namespace, uid="u1")
 
     def bind(self, pod: dict, node_name: str) -> None:
         self.calls.append((pod, node_name))
@@ -69,13 +78,38 @@ def framework(filters: list[str], scores: list[tuple[str, int]] = ()) -> Framewo
     return Framework(Profile("test", plugins), registry)
 
 
+class PeerSocket:
+    """What gunicorn puts in the environ as ``gunicorn.socket`` on a TLS connection."""
+
+    def __init__(self, cn: str | None, *sans: tuple[str, str]) -> None:
+        self.cert: dict = {}
+        if cn is not None:
+            self.cert["subject"] = ((("commonName", cn),),)
+        if sans:
+            self.cert["subjectAltName"] = sans
+
+    def getpeercert(self) -> dict:
+        return self.cert
+
+
+SCHEDULER = "kube-extender-scheduler"
+
+
 def client_for(service: ExtenderService, **kwargs):
     return create_app(service, **kwargs).test_client()
 
 
-def post(client, verb: str, body: object):
+def binding_client(service: ExtenderService, **kwargs):
+    """bind enabled, for the client certificate named SCHEDULER (post with ``peer=``)."""
+    return client_for(service, bind_enabled=True, allowed_clients=[SCHEDULER], **kwargs)
+
+
+def post(client, verb: str, body: object, peer: PeerSocket | None = None):
     data = body if isinstance(body, bytes) else orjson.dumps(body)
-    response = client.post(f"/{verb}", data=data, content_type="application/json")
+    environ = {"gunicorn.socket": peer} if peer is not None else {}
+    response = client.post(
+        f"/{verb}", data=data, content_type="application/json", environ_base=environ
+    )
     return response.status_code, orjson.loads(response.data)
 
 
@@ -244,14 +278,16 @@ def test_preempt_with_full_victims_answers_meta_victims() -> None:
 
 def test_bind_success_and_failure() -> None:
     binder = FakeBinder()
-    client = client_for(ExtenderService(framework([]), client=binder))
+    cache = FakeCache([make_node("n1")])
+    client = binding_client(ExtenderService(framework([]), client=binder, cache=cache))
     body = {"PodName": "p", "PodNamespace": "ns", "PodUID": "u1", "Node": "n1"}
-    assert post(client, "bind", body) == (200, {"Error": ""})
+    peer = PeerSocket(SCHEDULER)
+    assert post(client, "bind", body, peer) == (200, {"Error": ""})
     assert binder.calls == [({"metadata": {"name": "p", "namespace": "ns", "uid": "u1"}}, "n1")]
 
     failing = FakeBinder(RuntimeError('pods "p" not found'))
-    client = client_for(ExtenderService(framework([]), client=failing))
-    status, reply = post(client, "bind", body)
+    client = binding_client(ExtenderService(framework([]), client=failing, cache=cache))
+    status, reply = post(client, "bind", body, peer)
     assert status == 200
     assert reply["Error"] == 'binding pod ns/p to node n1: pods "p" not found'
 
@@ -290,8 +326,8 @@ def test_keys_are_read_case_insensitively() -> None:
     ],
 )
 def test_bad_requests_get_a_4xx_json_body_naming_the_problem(verb, body, needle) -> None:
-    client = client_for(ExtenderService(framework([]), cache=FakeCache(NODES)))
-    status, reply = post(client, verb, body)
+    client = binding_client(ExtenderService(framework([]), cache=FakeCache(NODES)))
+    status, reply = post(client, verb, body, PeerSocket(SCHEDULER))
     assert status == 400
     assert needle in json.dumps(reply), reply
     assert "Traceback" not in json.dumps(reply)

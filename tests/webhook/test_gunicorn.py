@@ -126,10 +126,10 @@ def test_names_mode_offline_is_an_in_band_error(server: str) -> None:
     assert reply["NodeNames"] == [] and "no node cache" in reply["Error"]
 
 
-def test_bind_offline_reports_the_cause(server: str) -> None:
+def test_bind_is_off_by_default(server: str) -> None:
     code, body = post_file(server + "/scheduler/bind", "extender-bind-request.json")
-    assert code == 200
-    assert "no cluster connection" in json.loads(body)["Error"]
+    assert code == 404
+    assert "bind verb is disabled" in json.loads(body)["error"]
 
 
 JSON = ("-H", "Content-Type: application/json")

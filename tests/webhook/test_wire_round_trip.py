@@ -14,7 +14,7 @@ from extender.framework.types import NodeInfo
 from extender.scheduler.http_extender import ExtenderError, HTTPExtender
 from extender.webhook.service import ExtenderService
 from tests.unit.builders import make_node, make_pod
-from tests.webhook.test_contract import FakeBinder, FakeCache, framework
+from tests.webhook.test_contract import SCHEDULER, FakeBinder, FakeCache, PeerSocket, framework
 
 
 class FlaskSession:
@@ -28,7 +28,10 @@ class FlaskSession:
     def post(self, url: str, data: bytes, headers: dict, timeout: float) -> object:
         self.bodies.append(orjson.loads(data))
         response = self.app_client.post(  # type: ignore[attr-defined]
-            url.removeprefix(self.prefix), data=data, content_type=headers["Content-Type"]
+            url.removeprefix(self.prefix),
+            data=data,
+            content_type=headers["Content-Type"],
+            environ_base={"gunicorn.socket": PeerSocket(SCHEDULER)},
         )
 
         class Reply:
@@ -46,7 +49,8 @@ def extender(cache_capable: bool, service: ExtenderService) -> tuple[HTTPExtende
     from extender.webhook.app import create_app
 
     prefix = "http://extender.test"
-    session = FlaskSession(create_app(service).test_client(), prefix)
+    app = create_app(service, bind_enabled=True, allowed_clients=[SCHEDULER])
+    session = FlaskSession(app.test_client(), prefix)
     config = {
         "urlPrefix": prefix,
         "filterVerb": "filter",
@@ -85,15 +89,15 @@ def test_prioritize_round_trip() -> None:
 
 
 def test_bind_round_trip_and_in_band_error() -> None:
-    binder = FakeBinder()
-    client, _ = extender(True, ExtenderService(framework([]), client=binder))
     pod = make_pod("p", uid="u-1")
+    binder = FakeBinder(pods={("default", "p"): pod})
+    cache = FakeCache(NODES)
+    client, _ = extender(True, ExtenderService(framework([]), client=binder, cache=cache))
     client.bind(pod, "node1")
     assert [(p["metadata"]["uid"], node) for p, node in binder.calls] == [("u-1", "node1")]
 
-    failing, _ = extender(
-        True, ExtenderService(framework([]), client=FakeBinder(RuntimeError("no")))
-    )
+    failing = FakeBinder(RuntimeError("no"), pods={("default", "p"): pod})
+    failing, _ = extender(True, ExtenderService(framework([]), client=failing, cache=cache))
     with pytest.raises(ExtenderError, match="no"):
         failing.bind(pod, "node1")
 
