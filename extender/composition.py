@@ -44,6 +44,7 @@ from extender.scheduler.http_extender import HTTPExtender
 from extender.scheduler.metrics import PrometheusMetrics
 from extender.scheduler.queue import Nominator, SchedulingQueue
 from extender.scheduler.scheduler import Scheduler
+from extender.scheduler.storage_events import wire_storage_events
 
 log = logging.getLogger(__name__)
 
@@ -348,6 +349,7 @@ class StandaloneScheduler:
             pod_handler=PodDispatcher(self.cache, self.scheduler),
         )
         self._pods = self.informers[1]
+        wire_storage_events(self.listers.informers, self.queue)
         self.informers += self.listers.informers.values()
         self.stop_event = threading.Event()
         self.leading = threading.Event()

@@ -5,9 +5,8 @@ The default profile is upstream's MultiPoint list (upstream
 ``pkg/scheduler/apis/config/v1/default_plugins.go``) restricted to the plugins in
 :data:`extender.plugins.IN_TREE_PLUGINS`, in upstream order and with upstream score weights.
 
-Upstream defaults that are absent here, because they need objects we do not model (volumes,
-CSI drivers, ResourceClaims, node feature declarations, workloads): VolumeRestrictions,
-NodeVolumeLimits, VolumeBinding, VolumeZone, DynamicResources, and the feature-gated
+Upstream defaults that are absent here, because they need objects we do not model
+(ResourceClaims, node feature declarations, workloads): DynamicResources, and the feature-gated
 NodeDeclaredFeatures and GangScheduling. A config may still *disable* them (a file shared with a
 real kube-scheduler often does); enabling them is an error. NodeNumber (the teaching plugin)
 is in the registry but opt-in, so it is not in the default profile.
@@ -45,6 +44,10 @@ DEFAULT_MULTI_POINT: tuple[PluginSpec, ...] = (
     PluginSpec("NodeAffinity", 2),
     PluginSpec("NodePorts"),
     PluginSpec("NodeResourcesFit", 1),
+    PluginSpec("VolumeRestrictions"),
+    PluginSpec("NodeVolumeLimits"),
+    PluginSpec("VolumeBinding"),
+    PluginSpec("VolumeZone"),
     PluginSpec("PodTopologySpread", 2),
     PluginSpec("InterPodAffinity", 2),
     PluginSpec("DefaultPreemption"),
@@ -56,10 +59,6 @@ DEFAULT_MULTI_POINT: tuple[PluginSpec, ...] = (
 # Upstream plugins we do not implement: a config may disable them (no-op), not enable them.
 UPSTREAM_ONLY_PLUGINS: frozenset[str] = frozenset(
     {
-        "VolumeRestrictions",
-        "NodeVolumeLimits",
-        "VolumeBinding",
-        "VolumeZone",
         "DynamicResources",
         "NodeDeclaredFeatures",
         "GangScheduling",
@@ -76,6 +75,7 @@ ARG_KEYS: dict[str, frozenset[str]] = {
     "PodTopologySpread": frozenset({"defaultingType", "defaultConstraints"}),
     "NodeAffinity": frozenset({"addedAffinity"}),
     "NodeNumber": frozenset({"permitTimeoutSeconds"}),
+    "VolumeBinding": frozenset({"bindTimeoutSeconds", "shape"}),
 }
 
 
@@ -140,6 +140,12 @@ def _node_number(args: dict) -> dict:
     return args
 
 
+def _volume_binding(args: dict) -> dict:
+    # The shape is defaulted only with StorageCapacityScoring (alpha, off in v1.36).
+    args.setdefault("bindTimeoutSeconds", 600)
+    return args
+
+
 _DEFAULTERS = {
     "NodeResourcesFit": _fit,
     "NodeResourcesBalancedAllocation": _balanced,
@@ -148,6 +154,7 @@ _DEFAULTERS = {
     "DefaultPreemption": _preemption,
     "NodeAffinity": lambda args: args,
     "NodeNumber": _node_number,
+    "VolumeBinding": _volume_binding,
 }
 
 

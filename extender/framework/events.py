@@ -52,6 +52,9 @@ class Resource(StrEnum):
     PERSISTENT_VOLUME = "PersistentVolume"
     PERSISTENT_VOLUME_CLAIM = "PersistentVolumeClaim"
     STORAGE_CLASS = "StorageClass"
+    CSI_NODE = "CSINode"
+    CSI_DRIVER = "CSIDriver"
+    CSI_STORAGE_CAPACITY = "CSIStorageCapacity"
     WILDCARD = "*"
 
 

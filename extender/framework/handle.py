@@ -62,6 +62,13 @@ CONFIG_MAPS = Kind("", "v1", "configmaps")
 REPLICA_SETS = Kind("apps", "v1", "replicasets")
 STATEFUL_SETS = Kind("apps", "v1", "statefulsets")
 POD_DISRUPTION_BUDGETS = Kind("policy", "v1", "poddisruptionbudgets")
+# Storage (the volume plugins: VolumeBinding, VolumeZone, VolumeRestrictions, NodeVolumeLimits).
+PERSISTENT_VOLUMES = Kind("", "v1", "persistentvolumes", namespaced=False)
+PERSISTENT_VOLUME_CLAIMS = Kind("", "v1", "persistentvolumeclaims")
+STORAGE_CLASSES = Kind("storage.k8s.io", "v1", "storageclasses", namespaced=False)
+CSI_NODES = Kind("storage.k8s.io", "v1", "csinodes", namespaced=False)
+CSI_DRIVERS = Kind("storage.k8s.io", "v1", "csidrivers", namespaced=False)
+CSI_STORAGE_CAPACITIES = Kind("storage.k8s.io", "v1", "csistoragecapacities")
 
 # Kinds the cache itself feeds from (not served by ``Handle.lister``).
 CACHE_KINDS = frozenset({PODS, NAMESPACES})

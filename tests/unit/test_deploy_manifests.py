@@ -28,6 +28,8 @@ EXPECTED = {
     ("ServiceAccount", NAMESPACE, EXTENDER): "v1",
     ("ClusterRole", None, EXTENDER): RBAC,
     ("ClusterRoleBinding", None, EXTENDER): RBAC,
+    ("ClusterRole", None, f"{EXTENDER}-volumes"): RBAC,
+    ("ClusterRoleBinding", None, f"{EXTENDER}-volumes"): RBAC,
     ("ServiceAccount", NAMESPACE, SCHEDULER): "v1",
     ("ClusterRoleBinding", None, f"{SCHEDULER}-as-kube-scheduler"): RBAC,
     ("ClusterRoleBinding", None, f"{SCHEDULER}-as-volume-scheduler"): RBAC,
@@ -134,7 +136,13 @@ def test_kustomization_lists_the_manifests_only() -> None:
     kust = kustomization()
     assert kust["apiVersion"] == "kustomize.config.k8s.io/v1beta1"
     assert kust["kind"] == "Kustomization"
-    assert kust["resources"] == ["namespace.yaml", "rbac.yaml", "extender.yaml", "scheduler.yaml"]
+    assert kust["resources"] == [
+        "namespace.yaml",
+        "rbac.yaml",
+        "rbac-volumes.yaml",
+        "extender.yaml",
+        "scheduler.yaml",
+    ]
     # A kustomization namespace would move the kube-system RoleBindings into kube-extender.
     assert "namespace" not in kust
 
@@ -198,6 +206,30 @@ def test_extender_role_is_least_privilege() -> None:
     assert granted == read | listers
     assert not any(rule.get("resourceNames") for rule in role["rules"])
     assert "aggregationRule" not in role
+
+
+def test_volumes_role_reads_exactly_what_the_volume_plugins_declare() -> None:
+    from extender.framework.handle import reads_of
+    from extender.plugins import plugin_class
+
+    role = get("ClusterRole", f"{EXTENDER}-volumes")
+    granted = {
+        (group, resource, verb)
+        for rule in role["rules"]
+        for group in rule["apiGroups"]
+        for resource in rule["resources"]
+        for verb in rule["verbs"]
+    }
+    kinds = {
+        kind
+        for name in ("VolumeBinding", "VolumeZone", "VolumeRestrictions", "NodeVolumeLimits")
+        for kind in reads_of(plugin_class(name))
+        if kind.resource != "pods"
+    }
+    assert granted == {
+        (kind.group, kind.resource, verb) for kind in kinds for verb in ("get", "list", "watch")
+    }
+    subjects_are(get("ClusterRoleBinding", f"{EXTENDER}-volumes"), EXTENDER)
 
 
 def subjects_are(binding: dict, service_account: str) -> None:

@@ -33,6 +33,15 @@ DEFAULT_SELECTOR_PATHS = {
     "/apis/apps/v1/replicasets",
     "/apis/apps/v1/statefulsets",
 }
+# The volume plugins (VolumeBinding, VolumeZone, VolumeRestrictions, NodeVolumeLimits).
+STORAGE_PATHS = {
+    "/api/v1/persistentvolumes",
+    "/api/v1/persistentvolumeclaims",
+    "/apis/storage.k8s.io/v1/storageclasses",
+    "/apis/storage.k8s.io/v1/csinodes",
+    "/apis/storage.k8s.io/v1/csidrivers",
+    "/apis/storage.k8s.io/v1/csistoragecapacities",
+}
 
 
 class DummyClient:
@@ -72,6 +81,19 @@ def test_default_profile_watches_every_declared_kind_once():
             "/api/v1/namespaces",
             "/apis/policy/v1/poddisruptionbudgets",
             *DEFAULT_SELECTOR_PATHS,
+            *STORAGE_PATHS,
+        }
+    )
+
+
+def test_volume_zone_alone_watches_volumes_claims_and_classes_only():
+    parts = build_extender(profile("VolumeZone"), DummyClient())
+    assert paths(parts) == sorted(
+        {
+            NODES,
+            "/api/v1/persistentvolumes",
+            "/api/v1/persistentvolumeclaims",
+            "/apis/storage.k8s.io/v1/storageclasses",
         }
     )
 

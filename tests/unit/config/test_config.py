@@ -59,6 +59,10 @@ DEFAULT_FILTER = [
     "NodeAffinity",
     "NodePorts",
     "NodeResourcesFit",
+    "VolumeRestrictions",
+    "NodeVolumeLimits",
+    "VolumeBinding",
+    "VolumeZone",
     "PodTopologySpread",
     "InterPodAffinity",
 ]
@@ -66,6 +70,10 @@ DEFAULT_PRE_FILTER = [
     "NodeAffinity",
     "NodePorts",
     "NodeResourcesFit",
+    "VolumeRestrictions",
+    "NodeVolumeLimits",
+    "VolumeBinding",
+    "VolumeZone",
     "PodTopologySpread",
     "InterPodAffinity",
 ]
@@ -73,6 +81,7 @@ DEFAULT_PRE_SCORE = [
     "TaintToleration",
     "NodeAffinity",
     "NodeResourcesFit",
+    "VolumeBinding",
     "PodTopologySpread",
     "InterPodAffinity",
     "NodeResourcesBalancedAllocation",
@@ -81,6 +90,7 @@ DEFAULT_SCORE = [
     ("TaintToleration", 3),
     ("NodeAffinity", 2),
     ("NodeResourcesFit", 1),
+    ("VolumeBinding", 1),
     ("PodTopologySpread", 2),
     ("InterPodAffinity", 2),
     ("NodeResourcesBalancedAllocation", 1),
@@ -102,7 +112,9 @@ def test_default_profile_points_order_and_weights() -> None:
     assert names(profile, "preScore") == DEFAULT_PRE_SCORE
     assert [(s.name, s.weight) for s in profile.plugins["score"]] == DEFAULT_SCORE
     assert names(profile, "bind") == ["DefaultBinder"]
-    for point in ("reserve", "permit", "preBind", "postBind"):
+    assert names(profile, "reserve") == ["VolumeBinding"]
+    assert names(profile, "preBind") == ["VolumeBinding"]
+    for point in ("permit", "postBind"):
         assert names(profile, point) == []
     # NodeNumber is registered but opt-in.
     assert all("NodeNumber" not in names(profile, point) for point in profile.plugins)
@@ -333,6 +345,7 @@ def test_per_point_enable_of_multi_point_plugin_overrides_order_and_weight() -> 
         ("NodeAffinity", 1),
         ("TaintToleration", 3),
         ("NodeResourcesFit", 1),
+        ("VolumeBinding", 1),
         ("PodTopologySpread", 2),
         ("InterPodAffinity", 2),
         ("NodeResourcesBalancedAllocation", 1),
@@ -368,7 +381,7 @@ def test_disabling_an_upstream_plugin_we_lack_is_a_no_op() -> None:
     profile = profile_with(
         """\
         multiPoint:
-          disabled: [{name: VolumeBinding}, {name: DynamicResources}]
+          disabled: [{name: DynamicResources}]
         """
     )
     assert names(profile, "filter") == DEFAULT_FILTER
@@ -401,6 +414,10 @@ EXPECTED_POINTS: dict[str, frozenset[str]] = {
     "NodeResourcesBalancedAllocation": frozenset({"preScore", "score"}),
     "ImageLocality": frozenset({"score"}),
     "DefaultBinder": frozenset({"bind"}),
+    "VolumeRestrictions": frozenset({"preFilter", "filter"}),
+    "NodeVolumeLimits": frozenset({"preFilter", "filter"}),
+    "VolumeBinding": frozenset({"preFilter", "filter", "preScore", "score", "reserve", "preBind"}),
+    "VolumeZone": frozenset({"preFilter", "filter"}),
     "NodeNumber": frozenset({"preScore", "score", "permit"}),
 }
 
@@ -706,10 +723,11 @@ def test_error_unknown_plugin() -> None:
 
 def test_error_enabling_an_upstream_plugin_we_lack() -> None:
     message = parse_error(
-        "profiles:\n  - plugins: {multiPoint: {enabled: [{name: VolumeBinding}]}}\n"
+        "profiles:\n  - plugins: {multiPoint: {enabled: [{name: DynamicResources}]}}\n"
     )
     assert message.startswith(
-        f'{SOURCE}: profiles[0].plugins.multiPoint.enabled[0].name: unknown plugin "VolumeBinding"'
+        f"{SOURCE}: profiles[0].plugins.multiPoint.enabled[0].name: "
+        'unknown plugin "DynamicResources"'
     )
     assert "does not implement" in message
 

@@ -1,0 +1,62 @@
+"""Cluster events from the storage informers (upstream ``pkg/scheduler/eventhandlers.go``,
+``addAllEventHandlers`` for PersistentVolumes, PersistentVolumeClaims, StorageClasses, CSINodes,
+CSIDrivers and CSIStorageCapacities): an add or update requeues the unschedulable pods whose
+rejecting plugins registered the event (with their queueing hints).
+
+Only the kinds some enabled plugin reads have informers, so only those produce events.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from extender.framework.events import ActionType, ClusterEvent, Resource
+from extender.framework.handle import (
+    CSI_DRIVERS,
+    CSI_NODES,
+    CSI_STORAGE_CAPACITIES,
+    PERSISTENT_VOLUME_CLAIMS,
+    PERSISTENT_VOLUMES,
+    STORAGE_CLASSES,
+    Kind,
+)
+
+STORAGE_RESOURCES: dict[Kind, Resource] = {
+    PERSISTENT_VOLUMES: Resource.PERSISTENT_VOLUME,
+    PERSISTENT_VOLUME_CLAIMS: Resource.PERSISTENT_VOLUME_CLAIM,
+    STORAGE_CLASSES: Resource.STORAGE_CLASS,
+    CSI_NODES: Resource.CSI_NODE,
+    CSI_DRIVERS: Resource.CSI_DRIVER,
+    CSI_STORAGE_CAPACITIES: Resource.CSI_STORAGE_CAPACITY,
+}
+
+
+class _Requeue:
+    def __init__(self, queue: Any, resource: Resource) -> None:
+        self.queue = queue
+        self.resource = resource
+
+    def on_add(self, obj: dict) -> None:
+        event = ClusterEvent(self.resource, ActionType.ADD, f"{self.resource}Add")
+        self.queue.move_all_to_active_or_backoff(event, None, obj)
+
+    def on_update(self, old: dict, new: dict) -> None:
+        event = ClusterEvent(self.resource, ActionType.UPDATE, f"{self.resource}Update")
+        self.queue.move_all_to_active_or_backoff(event, old, new)
+
+    def on_delete(self, obj: dict) -> None:
+        event = ClusterEvent(self.resource, ActionType.DELETE, f"{self.resource}Delete")
+        self.queue.move_all_to_active_or_backoff(event, obj, None)
+
+
+def wire_storage_events(informers: Mapping[Kind, Any], queue: Any) -> None:
+    """Point the storage kinds' informers (unstarted) at the queue."""
+    for kind, informer in informers.items():
+        resource = STORAGE_RESOURCES.get(kind)
+        if resource is None:
+            continue
+        handler = _Requeue(queue, resource)
+        informer.on_add = handler.on_add
+        informer.on_update = handler.on_update
+        informer.on_delete = handler.on_delete
