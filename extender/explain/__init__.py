@@ -7,6 +7,6 @@
 * :mod:`.simulate` offline what-if: schedule new pods into a dumped cluster.
 """
 
-from .engine import SCHEMA_VERSION, Explanation, Explainer, NodeVerdict, PreemptionOutcome
+from .engine import SCHEMA_VERSION, Explainer, Explanation, NodeVerdict, PreemptionOutcome
 
 __all__ = ["SCHEMA_VERSION", "Explainer", "Explanation", "NodeVerdict", "PreemptionOutcome"]

@@ -17,6 +17,7 @@ from one scheduling attempt, on purpose (as in :mod:`extender.testing`):
 from __future__ import annotations
 
 import random
+import threading
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -193,6 +194,8 @@ class Explainer:
         self.fwk = fwk
         self.preemption = preemption
         self._twin: Framework | None = fwk if isinstance(fwk.client, DryRunClient) else None
+        # The twin's client records evictions: one dry run at a time (the service's threads).
+        self._lock = threading.Lock()
 
     def _dry_run(self) -> Framework:
         if self._twin is None:
@@ -250,7 +253,8 @@ class Explainer:
                 result.error = exc.status.message
             return result
         if self.preemption and fwk.has_post_filter_plugins():
-            result.preemption = self._preempt(pod, snapshot, diagnosis)
+            with self._lock:
+                result.preemption = self._preempt(pod, snapshot, diagnosis)
         result.fit_error = fit_error_message(len(snapshot), diagnosis)
         return result
 

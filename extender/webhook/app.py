@@ -29,6 +29,7 @@ from extender import wire
 from extender.framework.schedule import SchedulingError
 from extender.metrics import PluginMetrics
 
+from .explain import explain
 from .limits import BodyRefused, BytesInFlight, read_body
 from .service import ExtenderService, ServiceUnavailable
 
@@ -160,6 +161,8 @@ def create_app(
         "prioritize": (wire.load_args, service.prioritize, count_args),
         "preempt": (wire.load_preemption_args, service.preempt, count_victims),
         "bind": (wire.load_binding_args, service.bind, lambda args: 1),
+        # Not a kube-scheduler verb: the per-node, per-plugin breakdown (docs/explain.md).
+        "explain": (wire.load_args, lambda args: explain(service, args), count_args),
     }
     for name, (load, run, count) in routes.items():
         app.add_url_rule(
