@@ -122,6 +122,7 @@ class Victim:
     namespace: str
     name: str
     priority: int
+    uid: str = ""
 
 
 @dataclass
@@ -310,7 +311,12 @@ class Explainer:
         for eviction in client.evictions:
             found = by_uid.get(eviction.uid)
             victims.append(
-                Victim(eviction.namespace, eviction.name, found.priority if found else 0)
+                Victim(
+                    eviction.namespace,
+                    eviction.name,
+                    found.priority if found else 0,
+                    eviction.uid,
+                )
             )
         message = "" if node else status.message
         if status.code == Code.ERROR:

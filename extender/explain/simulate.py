@@ -174,9 +174,9 @@ class Simulation:
         self._reindex(info)
         self.cluster.pods.append(placed)
 
-    def evict(self, node: str, namespace: str, name: str) -> None:
+    def evict(self, node: str, namespace: str, name: str, uid: str = "") -> None:
         info = self.snapshot.node_info_map[node]
-        info.remove_pod(f"{namespace}/{name}")
+        info.remove_pod(uid or f"{namespace}/{name}")
         self._reindex(info)
         self.cluster.pods[:] = [
             p
@@ -210,7 +210,7 @@ class Simulation:
             pre = why.preemption
             if preempt and pre is not None and pre.node:
                 for victim in pre.victims:
-                    self.evict(pre.node, victim.namespace, victim.name)
+                    self.evict(pre.node, victim.namespace, victim.name, victim.uid)
                 placement.victims = [f"{v.namespace}/{v.name}" for v in pre.victims]
                 retry = self.place(pod, preempt=False)
                 retry.victims = placement.victims
