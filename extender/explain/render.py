@@ -145,7 +145,8 @@ def table(
             )
             out += _wrap(f"Preemption: would nominate {pre.node}, evicting {victims or 'none'}", "")
         else:
-            out += _wrap(f"Preemption cannot help: {pre.message or 'no candidate'}", "")
+            why = pre.message.removeprefix("preemption: ") or "no candidate"
+            out += _wrap(f"Preemption cannot help: {why}", "")
     if node is not None:
         out.append("")
         out += _node_detail(ex, node)
