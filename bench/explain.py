@@ -25,12 +25,18 @@ def main() -> None:
     args = parser.parse_args()
     zones = [f"zone-{z}" for z in range(3)]
     nodes = [
-        node(f"node-{i:05}", cpu="16", memory="64Gi", labels={"topology.kubernetes.io/zone":
-             zones[i % 3]})  # fmt: skip
+        node(
+            f"node-{i:05}",
+            cpu="16",
+            memory="64Gi",
+            labels={"topology.kubernetes.io/zone": zones[i % 3]},
+        )
         for i in range(args.nodes)
     ]
-    pods = [pod(f"run-{i}", cpu="2", memory="4Gi", node_name=f"node-{i % args.nodes:05}",
-                priority=0) for i in range(args.nodes * 2)]  # fmt: skip
+    pods = [
+        pod(f"run-{i}", cpu="2", memory="4Gi", node_name=f"node-{i % args.nodes:05}", priority=0)
+        for i in range(args.nodes * 2)
+    ]
     cluster = Cluster(nodes, pods)
     config, profile = pick_profile(None, "default-scheduler")
     t = time.perf_counter()
@@ -45,15 +51,19 @@ def main() -> None:
         t = time.perf_counter()
         ex = explainer.explain(p, snapshot)
         took = time.perf_counter() - t
-        print(f"explain ({label}): {took:.2f} s; feasible {len(ex.feasible)}, "
-              f"chosen {len(ex.chosen)}, preemption {ex.preemption and ex.preemption.node}")  # fmt: skip
+        print(
+            f"explain ({label}): {took:.2f} s; feasible {len(ex.feasible)}, "
+            f"chosen {len(ex.chosen)}, preemption {ex.preemption and ex.preemption.node}"
+        )
     fresh = Cluster(nodes, list(pods))
     sim = Simulation(dry_run_framework(config, profile, fresh), fresh)
     t = time.perf_counter()
     count, why, _ = sim.max_replicas(pod("rep", cpu="1", memory="1Gi"), limit=args.replicas)
     took = time.perf_counter() - t
-    print(f"simulate --max: {count} replicas placed in {took:.2f} s "
-          f"({1000 * took / max(count, 1):.1f} ms each, no rebuild)")  # fmt: skip
+    print(
+        f"simulate --max: {count} replicas placed in {took:.2f} s "
+        f"({1000 * took / max(count, 1):.1f} ms each, no rebuild)"
+    )
 
 
 if __name__ == "__main__":
