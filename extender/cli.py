@@ -8,6 +8,8 @@ Each subcommand lives in the package that implements it and is imported only whe
 * ``cluster``  a local control plane for tests/demos    (``extender.controlplane.cli``)
 * ``demo``     the README's first command, end to end   (``extender.demo``)
 * ``new-plugin`` write an out-of-tree plugin package    (``extender.scaffold``)
+* ``explain``  why a pod is Pending / landed there      (``extender.explain.cli``)
+* ``simulate`` offline what-if over a cluster dump      (``extender.explain.simulate_cli``)
 """
 
 from __future__ import annotations
@@ -24,6 +26,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "cluster": ("extender.controlplane.cli", "start/stop a local control plane"),
     "demo": ("extender.demo", "set up a control plane, run the seed scenario, tear down"),
     "new-plugin": ("extender.scaffold", "write an out-of-tree plugin package (tests, config)"),
+    "explain": ("extender.explain.cli", "why a pod is Pending, or why it landed where it did"),
+    "simulate": ("extender.explain.simulate_cli", "offline what-if: schedule pods into a dump"),
 }
 
 

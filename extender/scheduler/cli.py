@@ -69,6 +69,12 @@ def main(argv: list[str]) -> int:
         "kube-scheduler's former insecure port, not its HTTPS port 10259)",
     )
     parser.add_argument("--identity", help="leader-election identity (default: host_uuid)")
+    parser.add_argument(
+        "--record-decisions",
+        action="store_true",
+        help="write each unschedulable pod's per-node reasons to its annotation "
+        "kube-extender.io/last-decision (4 KiB) and FailedScheduling event note (1 KiB)",
+    )
     add_log_flags(parser)
     args = parser.parse_args(argv)
     if not Path(args.config).is_file():
@@ -89,6 +95,8 @@ def main(argv: list[str]) -> int:
         print(f"kube-extender run: no cluster connection: {exc}", file=sys.stderr)
         return 2
     runtime = StandaloneScheduler(config, client)
+    if args.record_decisions:
+        runtime.scheduler.decisions.writer = client
     try:
         server = serve_http(runtime, args.metrics_bind)
     except OSError as exc:

@@ -51,6 +51,7 @@ from extender.framework.types import (
     pod_key,
 )
 
+from .decisions import Decisions
 from .queue import SchedulingQueue, pod_update_event
 
 log = logging.getLogger(__name__)
@@ -115,6 +116,8 @@ class Scheduler:
         self.clock = clock
         self._binders = ThreadPoolExecutor(bind_workers, thread_name_prefix="bind")
         self._stop = threading.Event()
+        # The last diagnosis of each pending pod; written to the pod with --record-decisions.
+        self.decisions = Decisions()
 
     # -- the loop -----------------------------------------------------------------------
 
@@ -381,7 +384,8 @@ class Scheduler:
             if nominating is not None:
                 self.queue.nominator.add_nominated_pod(info.pod_info, nominating)
         log.info("pod %s/%s: %s", namespace, name, message)
-        self.events.record_event(pod, "Warning", "FailedScheduling", "Scheduling", message)
+        note = self.decisions.failed(pod, fit, message) if fit is not None else message
+        self.events.record_event(pod, "Warning", "FailedScheduling", "Scheduling", note)
         patch: dict[str, Any] = {
             "status": {
                 "conditions": [

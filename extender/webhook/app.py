@@ -29,6 +29,7 @@ from extender import wire
 from extender.framework.schedule import SchedulingError
 from extender.metrics import PluginMetrics
 
+from .explain import explain
 from .limits import BodyRefused, BytesInFlight, read_body
 from .service import ExtenderService, ServiceUnavailable
 
@@ -237,6 +238,8 @@ def create_app(
             service.bind,
             lambda args: 1,
         ),
+        # Not a kube-scheduler verb: the per-node, per-plugin breakdown (docs/explain.md).
+        "explain": (wire.load_args, lambda args: explain(service, args), count_args),
     }
     for name, (load, run, count) in routes.items():
         app.add_url_rule(

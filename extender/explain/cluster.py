@@ -1,0 +1,177 @@
+"""The cluster an explanation or a simulation reads: live (listed once, read-only) or a dump.
+
+Both give an :class:`extender.testing.Cluster` (nodes, pods, the other kinds the plugins
+read), the same object the plugin testing kit runs on, and a framework whose handle reads it
+and cannot write (:class:`~extender.explain.engine.DryRunClient`).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from extender.composition import kinds_read
+from extender.config import SchedulerConfig
+from extender.config.loader import default_config
+from extender.framework.handle import CACHE_KINDS, Kind, Services
+from extender.framework.profile import Profile
+from extender.framework.runtime import Framework
+from extender.testing import Cluster
+
+from .engine import DryRunClient
+
+__all__ = ["kinds_read", "list_cluster", "load_dump", "InputError"]
+
+DEFAULT_SCHEDULER = "default-scheduler"
+TERMINATED = ("Succeeded", "Failed")
+
+
+class InputError(ValueError):
+    """Bad input (a file that is not YAML, a pod that does not exist, an unknown profile):
+    the commands print it on one line and exit 2."""
+
+
+# -- live --------------------------------------------------------------------------------------
+
+
+def list_cluster(client: Any, kinds: Iterable[Kind]) -> tuple[Cluster, dict[str, float]]:
+    """Nodes, pods, namespaces and ``kinds``, one LIST each (paginated); returns the cluster
+    and the seconds each list took. Terminated pods are left out (they hold no resources)."""
+    timings: dict[str, float] = {}
+
+    def timed_list(path: str, name: str, api_version: str, kind: str) -> list[dict]:
+        start = time.perf_counter()
+        items, _ = client.list(path)
+        timings[name] = time.perf_counter() - start
+        for item in items:
+            item.setdefault("apiVersion", api_version)
+            item.setdefault("kind", kind)
+        return items
+
+    nodes = timed_list("/api/v1/nodes", "nodes", "v1", "Node")
+    pods = [
+        p
+        for p in timed_list("/api/v1/pods", "pods", "v1", "Pod")
+        if (p.get("status") or {}).get("phase") not in TERMINATED
+    ]
+    objects: dict[str, list[dict]] = {
+        "namespaces": timed_list("/api/v1/namespaces", "namespaces", "v1", "Namespace")
+    }
+    for kind in sorted(set(kinds) - CACHE_KINDS, key=str):
+        api_version = f"{kind.group}/{kind.version}" if kind.group else kind.version
+        objects[kind.name] = timed_list(kind.path, kind.name, api_version, "")
+    return Cluster(nodes, pods, objects), timings
+
+
+# -- dumps -------------------------------------------------------------------------------------
+
+DUMP_SUFFIXES = (".yaml", ".yml", ".json")
+
+
+def load_objects(source: str | Path) -> list[dict]:
+    """Manifests from a file (a v1 List, multi-document YAML, JSON) or a directory of such
+    files (sorted by name). Raises :class:`InputError` with a one-line message."""
+    path = Path(source)
+    if path.is_dir():
+        files = sorted(p for p in path.iterdir() if p.suffix in DUMP_SUFFIXES and p.is_file())
+        if not files:
+            raise InputError(f"{source}: no .yaml, .yml or .json file in this directory")
+        return [obj for file in files for obj in load_objects(file)]
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InputError(f"{source}: no such file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"{source}: cannot read: {exc}") from None
+    try:
+        documents = [d for d in yaml.safe_load_all(text) if d is not None]
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" (line {mark.line + 1})" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or type(exc).__name__
+        raise InputError(f"{source}: not YAML{where}: {problem}") from None
+    objects: list[dict] = []
+    for document in documents:
+        if not isinstance(document, dict) or "kind" not in document:
+            raise InputError(f"{source}: a document is not a Kubernetes object (no kind)")
+        if document["kind"] == "List" or document["kind"].endswith("List"):
+            for item in document.get("items") or ():
+                if not isinstance(item, dict) or "kind" not in item:
+                    raise InputError(f"{source}: a List item is not a Kubernetes object")
+                objects.append(item)
+        else:
+            objects.append(document)
+    return objects
+
+
+def load_dump(source: str | Path) -> Cluster:
+    """A cluster from a dump; terminated pods left out."""
+    cluster = Cluster()
+    for obj in load_objects(source):
+        if obj.get("kind") == "Pod" and (obj.get("status") or {}).get("phase") in TERMINATED:
+            continue
+        cluster.add(obj)
+    if not cluster.nodes:
+        raise InputError(f"{source}: no Node in the dump")
+    return cluster
+
+
+# -- frameworks --------------------------------------------------------------------------------
+
+
+def scheduler_name(pod: dict) -> str:
+    return (pod.get("spec") or {}).get("schedulerName") or DEFAULT_SCHEDULER
+
+
+def pick_profile(config: SchedulerConfig | None, name: str) -> tuple[SchedulerConfig, Profile]:
+    """The profile named ``name``; without a config, the default profile under that name."""
+    if config is None:
+        config = default_config(name)
+    for profile in config.profiles:
+        if profile.scheduler_name == name:
+            return config, profile
+    names = ", ".join(p.scheduler_name for p in config.profiles)
+    raise InputError(f"unknown profile {name!r} (the config's profiles: {names})")
+
+
+def dry_run_framework(
+    config: SchedulerConfig, profile: Profile, cluster: Cluster, seed: int = 0
+) -> Framework:
+    """The profile's framework over ``cluster``; its handle cannot write."""
+    services = Services(
+        client=DryRunClient(),
+        listers=cluster.lister,
+        namespace_labels=cluster.namespace_labels,
+        rng=random.Random(seed),
+    )
+    return Framework(profile, config.registry, services)
+
+
+def find_pod(cluster: Cluster, namespace: str, name: str) -> dict:
+    for pod in cluster.pods:
+        meta = pod.get("metadata") or {}
+        if meta.get("name") == name and (meta.get("namespace") or "default") == namespace:
+            return pod
+    raise InputError(f'pod "{name}" not found in namespace "{namespace}"')
+
+
+def without(cluster: Cluster, pod: dict) -> Cluster:
+    """The cluster without ``pod`` (matched by namespace and name)."""
+    meta = pod.get("metadata") or {}
+    key = (meta.get("namespace") or "default", meta.get("name"))
+    rest = [
+        p
+        for p in cluster.pods
+        if ((p["metadata"].get("namespace") or "default"), p["metadata"].get("name")) != key
+    ]
+    return Cluster(cluster.nodes, rest, cluster.objects)
+
+
+def to_json(obj: Any) -> str:
+    return json.dumps(obj, indent=2, sort_keys=False)

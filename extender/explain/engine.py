@@ -1,0 +1,344 @@
+"""One pod, one snapshot: the decision kube-scheduler would make, broken down per node and
+per plugin.
+
+The same :class:`~extender.framework.SchedulingAlgorithm` and
+:class:`~extender.framework.Framework` as both shells run the pod's profile; differences
+from one scheduling attempt, on purpose (as in :mod:`extender.testing`):
+
+* every node is filtered (no early stop, no round-robin start), so each node has a verdict;
+  when nothing fits kube-scheduler filters every node too, so the FitError counts agree;
+* the feasible nodes are scored even when only one fits (kube-scheduler then skips scoring);
+* PostFilter (preemption) runs through ``fwk.run_post_filter_plugins`` on a *dry-run twin*
+  of the framework: its client records the evictions it is asked for and writes nothing,
+  no events, no metrics, no nominator. The victims are read from those recorded calls and
+  the candidate node from the PostFilterResult.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from extender.framework.cycle_state import CycleState
+from extender.framework.handle import NoEvents, NoMetrics, NoNominator
+from extender.framework.registry import Registry
+from extender.framework.runtime import Framework
+from extender.framework.schedule import (
+    NO_NODES_AVAILABLE,
+    Diagnosis,
+    SchedulingAlgorithm,
+    SchedulingError,
+    fit_error_message,
+)
+from extender.framework.status import _CODE_NAMES, Code, Status
+from extender.framework.types import NodeInfo, Snapshot, pod_priority
+
+SCHEMA_VERSION = 1
+KIND = "SchedulingExplanation"
+
+
+# -- the dry-run client ------------------------------------------------------------------------
+
+
+@dataclass
+class Eviction:
+    namespace: str
+    name: str
+    uid: str
+
+
+class DryRunClient:
+    """A client that writes nothing: records pod deletions (preemption victims), ignores
+    status patches, refuses to bind."""
+
+    def __init__(self) -> None:
+        self.evictions: list[Eviction] = []
+
+    def bind(self, pod: dict, node_name: str) -> None:
+        raise RuntimeError("dry run: no binding")
+
+    def delete_pod(self, namespace: str, name: str, uid: str | None = None, **_: Any) -> None:
+        self.evictions.append(Eviction(namespace, name, uid or ""))
+
+    def patch_pod_status(self, namespace: str, name: str, patch: dict) -> dict | None:
+        return None
+
+
+def dry_run_twin(fwk: Framework, client: DryRunClient | None = None) -> Framework:
+    """A framework of the same profile and plugins whose handle cannot write: a
+    :class:`DryRunClient`, no events, no metrics, no nominator, same listers."""
+    registry = Registry()
+    for name, plugin in fwk.plugins.items():
+        registry.register(name, type(plugin))
+    services = replace(
+        fwk.services,
+        client=client or DryRunClient(),
+        event_recorder=NoEvents(),
+        metrics=NoMetrics(),
+        nominator=NoNominator(),
+        extenders=(),
+        rng=random.Random(0),
+    )
+    return Framework(fwk.profile, registry, services)
+
+
+def unbind(pod: dict) -> dict:
+    """The pod as if it were not bound (``spec.nodeName`` removed), for explaining a bound
+    pod against a snapshot without it."""
+    spec = dict(pod.get("spec") or {})
+    spec.pop("nodeName", None)
+    status = dict(pod.get("status") or {})
+    status["phase"] = "Pending"
+    return {**pod, "spec": spec, "status": status}
+
+
+# -- the result --------------------------------------------------------------------------------
+
+
+@dataclass
+class PluginScore:
+    raw: int | None
+    normalized: int
+    weighted: int
+
+
+@dataclass
+class NodeVerdict:
+    name: str
+    status: Status | None  # None: fits
+    scores: dict[str, PluginScore] = field(default_factory=dict)
+    total: int | None = None
+    chosen: bool = False
+
+    @property
+    def fits(self) -> bool:
+        return self.status is None
+
+
+@dataclass
+class Victim:
+    namespace: str
+    name: str
+    priority: int
+    uid: str = ""
+
+
+@dataclass
+class PreemptionOutcome:
+    """What DefaultPreemption (any PostFilter) would do: ``node`` and ``victims`` when it
+    helps, else ``message`` says why not."""
+
+    evaluated: bool
+    node: str = ""
+    victims: list[Victim] = field(default_factory=list)
+    message: str = ""
+
+
+@dataclass
+class Explanation:
+    pod: dict
+    profile: str
+    num_nodes: int
+    nodes: list[NodeVerdict] = field(default_factory=list)
+    score_weights: dict[str, int] = field(default_factory=dict)
+    chosen: list[str] = field(default_factory=list)
+    fit_error: str | None = None
+    error: str | None = None
+    preemption: PreemptionOutcome | None = None
+    bound_to: str = ""
+    diagnosis: Diagnosis = field(default_factory=Diagnosis)
+
+    @property
+    def feasible(self) -> list[str]:
+        return [v.name for v in self.nodes if v.fits]
+
+    @property
+    def verdict(self) -> str:
+        if self.error:
+            return "Error"
+        return "Schedulable" if self.chosen else "Unschedulable"
+
+    def node(self, name: str) -> NodeVerdict:
+        for verdict in self.nodes:
+            if verdict.name == name:
+                return verdict
+        raise KeyError(name)
+
+    def reason_counts(self) -> dict[str, int]:
+        """Reason -> number of nodes, as kube-scheduler's FitError counts them."""
+        counts: dict[str, int] = {}
+        for verdict in self.nodes:
+            if verdict.status is not None:
+                for reason in verdict.status.reasons:
+                    counts[reason] = counts.get(reason, 0) + 1
+        return counts
+
+
+def code_name(code: Code) -> str:
+    return _CODE_NAMES[code]
+
+
+# -- the explainer -----------------------------------------------------------------------------
+
+
+class Explainer:
+    """Explains pods against snapshots with one profile's framework.
+
+    ``fwk`` runs Filter and Score. Preemption runs on ``fwk`` itself when its client is a
+    :class:`DryRunClient`, else on a dry-run twin built on first use (``preemption=False``:
+    never).
+    """
+
+    def __init__(self, fwk: Framework, *, preemption: bool = True) -> None:
+        self.fwk = fwk
+        self.preemption = preemption
+        self._twin: Framework | None = fwk if isinstance(fwk.client, DryRunClient) else None
+        # The twin's client records evictions: one dry run at a time (the service's threads).
+        self._lock = threading.Lock()
+
+    def _dry_run(self) -> Framework:
+        if self._twin is None:
+            self._twin = dry_run_twin(self.fwk)
+        return self._twin
+
+    def explain(
+        self,
+        pod: dict,
+        snapshot: Snapshot,
+        candidates: list[NodeInfo] | None = None,
+        *,
+        bound_to: str = "",
+    ) -> Explanation:
+        """Filter ``candidates`` (default: every node of ``snapshot``), score the feasible
+        ones, pick the best (all ties), or when none fits: the FitError and preemption."""
+        fwk = self.fwk
+        meta = pod.get("metadata") or {}
+        result = Explanation(
+            pod={
+                "namespace": meta.get("namespace", "default"),
+                "name": meta.get("name", ""),
+                "uid": meta.get("uid", ""),
+                "priority": pod_priority(pod),
+            },
+            profile=fwk.profile_name,
+            num_nodes=len(snapshot),
+            score_weights=dict(fwk.score_weights),
+            bound_to=bound_to,
+        )
+        if len(snapshot) == 0:
+            result.fit_error = NO_NODES_AVAILABLE
+            return result
+        algorithm = SchedulingAlgorithm(rng=random.Random(0))
+        state = CycleState()
+        try:
+            feasible, diagnosis = algorithm.find_nodes_that_fit(
+                fwk, state, pod, snapshot, candidates, evaluate_all=True
+            )
+        except SchedulingError as exc:
+            result.error = exc.status.message
+            return result
+        result.diagnosis = diagnosis
+        passed = {info.name for info in feasible}
+        listed = snapshot.node_info_list if candidates is None else candidates
+        for info in listed:
+            status = None if info.name in passed else diagnosis.status_of(info.name)
+            if status is None and info.name not in passed:
+                status = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, "not evaluated")
+            result.nodes.append(NodeVerdict(info.name, status))
+        if feasible:
+            try:
+                self._score(result, state, pod, feasible)
+            except SchedulingError as exc:
+                result.error = exc.status.message
+            return result
+        if self.preemption and fwk.has_post_filter_plugins():
+            with self._lock:
+                result.preemption = self._preempt(pod, snapshot, diagnosis)
+        result.fit_error = fit_error_message(len(snapshot), diagnosis)
+        return result
+
+    def _score(
+        self, result: Explanation, state: CycleState, pod: dict, feasible: list[NodeInfo]
+    ) -> None:
+        fwk = self.fwk
+        algorithm = SchedulingAlgorithm(rng=random.Random(0))
+        entries = algorithm.prioritize_nodes(fwk, state, pod, feasible)
+        raw = _raw_scores(fwk, state, pod, feasible)
+        weights = fwk.score_weights
+        by_name = {v.name: v for v in result.nodes}
+        for entry in entries:
+            verdict = by_name[entry.name]
+            verdict.total = entry.total_score
+            for plugin, weighted in entry.scores.items():
+                weight = weights.get(plugin, 1)
+                verdict.scores[plugin] = PluginScore(
+                    raw.get((entry.name, plugin)), weighted // weight, weighted
+                )
+        best = max(entry.total_score for entry in entries)
+        result.chosen = sorted(e.name for e in entries if e.total_score == best)
+        for name in result.chosen:
+            by_name[name].chosen = True
+
+    def _preempt(self, pod: dict, snapshot: Snapshot, diagnosis: Diagnosis) -> PreemptionOutcome:
+        """The scheduler's ``_post_filter`` on the dry-run twin; sets the diagnosis'
+        ``post_filter_msg`` as kube-scheduler does (part of the FitError message)."""
+        twin = self._dry_run()
+        client = twin.client
+        assert isinstance(client, DryRunClient)
+        client.evictions.clear()
+        state = CycleState()
+        state.snapshot = snapshot
+        # PreFilter state is what the preemption dry run's filters read.
+        _, status, _ = twin.run_pre_filter_plugins(state, pod, snapshot.node_info_list)
+        statuses = dict(diagnosis.node_to_status)
+        if diagnosis.absent_status is not None:
+            for info in snapshot.node_info_list:
+                statuses.setdefault(info.name, diagnosis.absent_status)
+        try:
+            res, status = twin.run_post_filter_plugins(state, pod, statuses)
+        except Exception as exc:  # a dry run must never take the explanation down
+            return PreemptionOutcome(True, message=f"{type(exc).__name__}: {exc}")
+        if status.code != Code.ERROR and status.message:
+            diagnosis.post_filter_msg = status.message
+        node = ""
+        if res is not None and res.nominating_info is not None:
+            node = res.nominating_info.nominated_node_name
+        victims = []
+        info = snapshot.get(node) if node else None
+        by_uid = {p.uid: p for p in info.pods} if info is not None else {}
+        for eviction in client.evictions:
+            found = by_uid.get(eviction.uid)
+            victims.append(
+                Victim(
+                    eviction.namespace,
+                    eviction.name,
+                    found.priority if found else 0,
+                    eviction.uid,
+                )
+            )
+        message = "" if node else status.message
+        if status.code == Code.ERROR:
+            message = status.message
+        return PreemptionOutcome(True, node, victims, message)
+
+
+def _raw_scores(
+    fwk: Framework, state: CycleState, pod: dict, nodes: list[NodeInfo]
+) -> dict[tuple[str, str], int]:
+    """Each score plugin's answer before NormalizeScore (after PreScore ran on ``state``)."""
+    raw: dict[tuple[str, str], int] = {}
+    skip = state.skip_score_plugins
+    for plugin in fwk.score_plugins:
+        name = plugin.name
+        if name in skip:
+            continue
+        try:
+            for info in nodes:
+                value, status = plugin.score(state, pod, info)
+                if status is None or status.code == Code.SUCCESS:
+                    raw[(info.name, name)] = value
+        except Exception:
+            continue
+    return raw

@@ -1,0 +1,280 @@
+"""Offline what-if: schedule new pods into a cluster dump, as ``kube-extender run`` would.
+
+Queue order is PrioritySort's (priority, then the order given); each pod goes through
+:meth:`SchedulingAlgorithm.schedule_pod` (the loop's own call, with a seeded RNG) on one
+snapshot that is updated in place: a placed pod is *assumed* into its NodeInfo (no rebuild),
+a preemption (dry run through PostFilter) evicts its victims from the simulated state and the
+pod is tried again. A pod that fits nowhere gets an :class:`Explanation` (why not).
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import random
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from extender.framework.cycle_state import CycleState
+from extender.framework.runtime import Framework
+from extender.framework.schedule import FitError, SchedulingAlgorithm, SchedulingError
+from extender.framework.types import NodeInfo, Snapshot, pod_priority
+from extender.testing import Cluster
+
+from .engine import Explainer, Explanation
+
+SUFFIX_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
+CONTROLLERS = ("Deployment", "ReplicaSet", "StatefulSet", "Job")
+
+
+# -- pods from manifests -----------------------------------------------------------------------
+
+
+def _suffix(rng: random.Random, n: int = 5) -> str:
+    return "".join(rng.choice(SUFFIX_ALPHABET) for _ in range(n))
+
+
+def _owner(obj: dict, kind: str | None = None, name: str | None = None) -> dict:
+    meta = obj.get("metadata") or {}
+    return {
+        "apiVersion": obj.get("apiVersion", "apps/v1"),
+        "kind": kind or obj["kind"],
+        "name": name or meta.get("name", ""),
+        "uid": meta.get("uid") or f"uid-{kind or obj['kind']}-{name or meta.get('name')}",
+        "controller": True,
+        "blockOwnerDeletion": True,
+    }
+
+
+def _from_template(obj: dict, name: str, owner: dict, extra_labels: dict | None = None) -> dict:
+    template = (obj.get("spec") or {}).get("template") or {}
+    tmeta = template.get("metadata") or {}
+    namespace = (obj.get("metadata") or {}).get("namespace") or "default"
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": name,
+            "namespace": namespace,
+            "uid": f"uid-{namespace}-{name}",
+            "labels": {**(tmeta.get("labels") or {}), **(extra_labels or {})},
+            "annotations": dict(tmeta.get("annotations") or {}),
+            "ownerReferences": [owner],
+        },
+        "spec": copy.deepcopy(template.get("spec") or {}),
+        "status": {"phase": "Pending"},
+    }
+
+
+def expand(objects: Iterable[dict], seed: int = 0) -> list[dict]:
+    """Pods as given, and controllers' pods (replicas x template, named like the controllers
+    name them, with owner references)."""
+    rng = random.Random(seed)
+    pods: list[dict] = []
+    for obj in objects:
+        kind = obj.get("kind")
+        meta = obj.get("metadata") or {}
+        spec = obj.get("spec") or {}
+        name = meta.get("name", "")
+        if kind == "Pod":
+            pod = copy.deepcopy(obj)
+            pod.setdefault("metadata", {}).setdefault("namespace", "default")
+            pod["metadata"].setdefault("uid", f"uid-{pod['metadata']['namespace']}-{name}")
+            pod.setdefault("status", {})["phase"] = "Pending"
+            pods.append(pod)
+        elif kind == "Deployment":
+            digest = hashlib.sha256(repr(spec.get("template")).encode()).hexdigest()
+            template_hash = "".join(SUFFIX_ALPHABET[int(c, 16)] for c in digest[:10])
+            rs_name = f"{name}-{template_hash}"
+            owner = _owner(obj, "ReplicaSet", rs_name) | {"apiVersion": "apps/v1"}
+            for _ in range(int(spec.get("replicas", 1))):
+                pods.append(
+                    _from_template(
+                        obj,
+                        f"{rs_name}-{_suffix(rng)}",
+                        owner,
+                        {"pod-template-hash": template_hash},
+                    )
+                )
+        elif kind == "ReplicaSet":
+            for _ in range(int(spec.get("replicas", 1))):
+                pods.append(_from_template(obj, f"{name}-{_suffix(rng)}", _owner(obj)))
+        elif kind == "StatefulSet":
+            for i in range(int(spec.get("replicas", 1))):
+                pods.append(
+                    _from_template(
+                        obj,
+                        f"{name}-{i}",
+                        _owner(obj),
+                        {"statefulset.kubernetes.io/pod-name": f"{name}-{i}"},
+                    )
+                )
+        elif kind == "Job":
+            count = int(spec.get("parallelism", 1) or 1)
+            count = min(count, int(spec.get("completions", count) or count))
+            for _ in range(count):
+                pods.append(_from_template(obj, f"{name}-{_suffix(rng)}", _owner(obj, "Job")))
+    return pods
+
+
+# -- the simulation ----------------------------------------------------------------------------
+
+
+@dataclass
+class Placement:
+    pod: dict
+    node: str = ""
+    feasible: int = 0
+    victims: list[str] = field(default_factory=list)
+    why_not: Explanation | None = None
+
+    @property
+    def key(self) -> str:
+        meta = self.pod["metadata"]
+        return f"{meta.get('namespace', 'default')}/{meta['name']}"
+
+
+RESOURCES = ("cpu", "memory", "pods")
+
+
+def utilisation(snapshot: Snapshot) -> dict[str, dict[str, float]]:
+    """Per resource: requested, allocatable (cluster sums) and the requested percentage."""
+    totals = {r: [0, 0] for r in RESOURCES}
+    for info in snapshot.node_info_list:
+        totals["cpu"][0] += info.requested.milli_cpu
+        totals["cpu"][1] += info.allocatable.milli_cpu
+        totals["memory"][0] += info.requested.memory
+        totals["memory"][1] += info.allocatable.memory
+        totals["pods"][0] += len(info.pods)
+        totals["pods"][1] += info.allocatable.allowed_pod_number
+    return {
+        r: {
+            "requested": used,
+            "allocatable": cap,
+            "percent": round(100 * used / cap, 1) if cap else 0,
+        }
+        for r, (used, cap) in totals.items()
+    }
+
+
+class Simulation:
+    def __init__(self, fwk: Framework, cluster: Cluster, seed: int = 0) -> None:
+        self.fwk = fwk
+        self.cluster = cluster
+        self.snapshot = cluster.snapshot()
+        self.algorithm = SchedulingAlgorithm(rng=random.Random(seed))
+        self.explainer = Explainer(fwk)
+
+    def assume(self, pod: dict, node: str) -> None:
+        """The pod on ``node`` in the snapshot (in place, as the cache assumes it)."""
+        placed = {**pod, "spec": {**(pod.get("spec") or {}), "nodeName": node}}
+        info = self.snapshot.node_info_map[node]
+        info.add_pod(placed)
+        self._reindex(info)
+        self.cluster.pods.append(placed)
+
+    def evict(self, node: str, namespace: str, name: str, uid: str = "") -> None:
+        info = self.snapshot.node_info_map[node]
+        info.remove_pod(uid or f"{namespace}/{name}")
+        self._reindex(info)
+        self.cluster.pods[:] = [
+            p
+            for p in self.cluster.pods
+            if not (
+                p["metadata"].get("name") == name
+                and (p["metadata"].get("namespace") or "default") == namespace
+            )
+        ]
+
+    def _reindex(self, info: NodeInfo) -> None:
+        snap = self.snapshot
+        for attr, has in (
+            ("have_pods_with_affinity_list", info.pods_with_affinity),
+            ("have_pods_with_required_anti_affinity_list", info.pods_with_required_anti_affinity),
+        ):
+            listed = getattr(snap, attr)
+            if has and info not in listed:
+                listed.append(info)
+            elif not has and info in listed:
+                listed.remove(info)
+
+    def place(self, pod: dict, *, preempt: bool = True) -> Placement:
+        placement = Placement(pod)
+        try:
+            result = self.algorithm.schedule_pod(self.fwk, CycleState(), pod, self.snapshot)
+        except FitError:
+            why = self.explainer.explain(pod, self.snapshot) if preempt else None
+            if why is None:
+                why = Explainer(self.fwk, preemption=False).explain(pod, self.snapshot)
+            pre = why.preemption
+            if preempt and pre is not None and pre.node:
+                for victim in pre.victims:
+                    self.evict(pre.node, victim.namespace, victim.name, victim.uid)
+                placement.victims = [f"{v.namespace}/{v.name}" for v in pre.victims]
+                retry = self.place(pod, preempt=False)
+                retry.victims = placement.victims
+                return retry
+            placement.why_not = why
+            return placement
+        except SchedulingError as exc:
+            placement.why_not = Explanation(pod={}, profile=self.fwk.profile_name, num_nodes=0)
+            placement.why_not.error = exc.status.message
+            return placement
+        placement.node = result.suggested_host
+        placement.feasible = result.feasible_nodes
+        self.assume(pod, result.suggested_host)
+        return placement
+
+    def run(
+        self, pods: list[dict], progress: Callable[[int, int], None] | None = None
+    ) -> list[Placement]:
+        order = sorted(range(len(pods)), key=lambda i: (-pod_priority(pods[i]), i))
+        placements = []
+        for done, i in enumerate(order):
+            placements.append(self.place(pods[i]))
+            if progress is not None:
+                progress(done + 1, len(order))
+        return placements
+
+    def max_replicas(
+        self,
+        template: dict,
+        limit: int = 100_000,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> tuple[int, Explanation | None, dict[str, int]]:
+        """How many more copies of ``template`` fit (no preemption), the explanation that
+        stops the next one, and the count per node."""
+        meta = template.get("metadata") or {}
+        base = meta.get("name") or "replica"
+        per_node: dict[str, int] = {}
+        for i in range(limit):
+            pod = copy.deepcopy(template)
+            pod.setdefault("metadata", {})["name"] = f"{base}-{i}"
+            pod["metadata"]["uid"] = f"uid-max-{base}-{i}"
+            pod["metadata"].setdefault("namespace", "default")
+            placement = self.place(pod, preempt=False)
+            if not placement.node:
+                return i, placement.why_not, per_node
+            per_node[placement.node] = per_node.get(placement.node, 0) + 1
+            if progress is not None:
+                progress(i + 1, 0)
+        return limit, None, per_node
+
+
+def placements_dict(placements: list[Placement]) -> list[dict[str, Any]]:
+    out = []
+    for p in placements:
+        entry: dict[str, Any] = {
+            "pod": p.key,
+            "priority": pod_priority(p.pod),
+            "node": p.node or None,
+            "feasibleNodes": p.feasible,
+            "victims": p.victims,
+        }
+        if p.why_not is not None:
+            entry["fitError"] = p.why_not.fit_error
+            entry["error"] = p.why_not.error
+            entry["reasonCounts"] = p.why_not.reason_counts()
+        out.append(entry)
+    return out

@@ -1,0 +1,209 @@
+"""kube-extender simulate: offline what-if over a cluster dump, no cluster needed.
+
+``--cluster DUMP`` (``kubectl get nodes,pods,namespaces,... -A -o yaml``, multi-document
+YAML, or a directory of such files); ``--pods FILE`` (pods, or Deployments, StatefulSets,
+Jobs, ReplicaSets expanded to their pods) are scheduled in queue order as ``kube-extender
+run`` would; ``--max PODSPEC`` answers how many more replicas of a pod fit.
+"""
+
+from __future__ import annotations
+
+import argparse
+import html
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from extender.config import ConfigError, load
+
+from . import render
+from .cluster import InputError, dry_run_framework, load_dump, load_objects, pick_profile
+from .cluster import scheduler_name as pod_scheduler_name
+from .simulate import Simulation, expand, placements_dict, utilisation
+
+PROG = "kube-extender simulate"
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog=PROG, description=__doc__.splitlines()[0])
+    p.add_argument("--cluster", required=True, metavar="DUMP", help="file or directory")
+    p.add_argument("--pods", metavar="FILE", help="pods or controllers to schedule, in order")
+    p.add_argument("--max", metavar="PODSPEC", help="how many more replicas of this pod fit")
+    p.add_argument("--limit", type=int, default=100_000, help="--max stops here")
+    p.add_argument("--config", help="KubeSchedulerConfiguration (default: the default profile)")
+    p.add_argument("--profile", help="profile (default: each pod's schedulerName)")
+    p.add_argument("-o", "--output", choices=("table", "json", "yaml", "html"), default="table")
+    p.add_argument("--seed", type=int, default=0, help="tie-breaking RNG seed")
+    return p
+
+
+def _progress(label: str):  # type: ignore[no-untyped-def]
+    if not sys.stderr.isatty():
+        return None
+    start = time.monotonic()
+
+    def report(done: int, total: int) -> None:
+        if done % 10 and done != total:
+            return
+        of = f"/{total}" if total else ""
+        sys.stderr.write(f"\r{label} {done}{of} ({time.monotonic() - start:.1f} s)")
+        if done == total:
+            sys.stderr.write("\n")
+        sys.stderr.flush()
+
+    return report
+
+
+def main(argv: list[str]) -> int:
+    p = parser()
+    args = p.parse_args(argv)
+    if not args.pods and not args.max:
+        p.error("give --pods FILE, --max PODSPEC, or both")
+    try:
+        config = load(args.config) if args.config else None
+        return _simulate(args, config)
+    except (InputError, ConfigError) as exc:
+        print(f"{PROG}: {exc}", file=sys.stderr)
+        return 2
+
+
+def _simulate(args: argparse.Namespace, config: Any) -> int:
+    cluster = load_dump(args.cluster)
+    pods = expand(load_objects(args.pods), args.seed) if args.pods else []
+    template = None
+    if args.max:
+        found = [o for o in load_objects(args.max) if o.get("kind") == "Pod"]
+        found += expand([o for o in load_objects(args.max) if o.get("kind") != "Pod"])[:1]
+        if not found:
+            raise InputError(f"{args.max}: no Pod (or controller template) in the file")
+        template = found[0]
+    first = template or (pods[0] if pods else {})
+    name = args.profile or pod_scheduler_name(first)
+    config, profile = pick_profile(config, name)
+    fwk = dry_run_framework(config, profile, cluster, args.seed)
+    sim = Simulation(fwk, cluster, args.seed)
+    before = utilisation(sim.snapshot)
+    report: dict[str, Any] = {"version": 1, "kind": "Simulation", "profile": name}
+    placements = sim.run(pods, _progress("scheduling")) if pods else []
+    report["placements"] = placements_dict(placements)
+    if template is not None:
+        count, why, per_node = sim.max_replicas(template, args.limit, _progress("replicas"))
+        report["max"] = {
+            "pod": (template.get("metadata") or {}).get("name"),
+            "replicas": count,
+            "perNode": dict(sorted(per_node.items())),
+            "stoppedBy": why.fit_error if why is not None else None,
+        }
+    report["utilisation"] = {"before": before, "after": utilisation(sim.snapshot)}
+    unscheduled = [p.why_not for p in placements if p.why_not is not None]
+    if args.output in ("json", "yaml"):
+        report["explanations"] = [render.to_dict(e) for e in unscheduled if e.pod]
+        sys.stdout.write(render.dumps(report, args.output))
+    elif args.output == "html":
+        sys.stdout.write(to_html(report, [render.to_dict(e) for e in unscheduled if e.pod]))
+    else:
+        sys.stdout.write(table(report))
+    return 0
+
+
+def table(report: dict[str, Any]) -> str:
+    out: list[str] = []
+    placements = report["placements"]
+    if placements:
+        placed = sum(1 for p in placements if p["node"])
+        out.append(f"{placed}/{len(placements)} pods placed (profile {report['profile']})")
+        out.append(f"  {'POD':<40} {'NODE':<30} PRIO")
+        for p in placements:
+            node = p["node"] or "-"
+            out.append(
+                f"  {render._cut(p['pod'], 40):<40} {render._cut(node, 30):<30} {p['priority']}"
+            )
+            if p["victims"]:
+                out += render._wrap("preempts " + ", ".join(p["victims"]), "    ")
+            if not p["node"]:
+                out += render._wrap(p.get("fitError") or p.get("error") or "", "    ")
+    if "max" in report:
+        m = report["max"]
+        out.append("")
+        out.append(f"{m['replicas']} more replicas of {m['pod']} fit")
+        if m["stoppedBy"]:
+            out += render._wrap(f"the next one: {m['stoppedBy']}", "  ")
+    out.append("")
+    out.append(f"  {'RESOURCE':<10} {'BEFORE':>8} {'AFTER':>8}")
+    for resource, before in report["utilisation"]["before"].items():
+        after = report["utilisation"]["after"][resource]
+        out.append(f"  {resource:<10} {before['percent']:>7}% {after['percent']:>7}%")
+    return "\n".join(out) + "\n"
+
+
+HTML_STYLE = """
+body{font:14px system-ui,sans-serif;margin:1.5em}table{border-collapse:collapse;margin:.5em 0}
+td,th{border:1px solid #ccc;padding:2px 6px;text-align:left}th{background:#eee}
+.fits{background:#d9f2d9}.rejected{background:#f8d7d7}.chosen{background:#9fdf9f;font-weight:bold}
+.pending{background:#f8d7d7}input{padding:4px;width:30em}
+"""
+HTML_SCRIPT = """
+document.getElementById('q').addEventListener('input',function(){var q=this.value.toLowerCase();
+document.querySelectorAll('tr.row').forEach(function(r){
+r.style.display=r.textContent.toLowerCase().indexOf(q)<0?'none':''})});
+"""
+
+
+def to_html(report: dict[str, Any], explanations: list[dict[str, Any]]) -> str:
+    """One self-contained page: placements, per unscheduled pod the node x plugin table
+    coloured by verdict, and a filter box."""
+    e = html.escape
+    parts = [
+        "<!doctype html><html><head><meta charset='utf-8'><title>kube-extender simulate</title>",
+        f"<style>{HTML_STYLE}</style></head><body><h1>kube-extender simulate</h1>",
+        "<input id='q' placeholder='filter rows (pod, node, plugin, reason)'>",
+        "<h2>Placements</h2><table><tr><th>pod</th><th>node</th><th>priority</th>"
+        "<th>victims</th><th>why not</th></tr>",
+    ]
+    for p in report["placements"]:
+        cls = "fits" if p["node"] else "pending"
+        parts.append(
+            f"<tr class='row {cls}'><td>{e(p['pod'])}</td><td>{e(p['node'] or '-')}</td>"
+            f"<td>{p['priority']}</td><td>{e(', '.join(p['victims']))}</td>"
+            f"<td>{e(p.get('fitError') or '')}</td></tr>"
+        )
+    parts.append("</table>")
+    if "max" in report:
+        m = report["max"]
+        parts.append(
+            f"<h2>Capacity</h2><p>{m['replicas']} more replicas of {e(str(m['pod']))} fit. "
+            f"{e(m['stoppedBy'] or '')}</p>"
+        )
+    for ex in explanations:
+        plugins = list(ex["scoreWeights"])
+        pod = ex["pod"]
+        parts.append(f"<h2>{e(pod['namespace'])}/{e(pod['name'])}: {e(ex['verdict'])}</h2>")
+        parts.append(f"<p>{e(ex['fitError'] or '')}</p><table><tr><th>node</th><th>verdict</th>")
+        parts += [f"<th>{e(pl)}</th>" for pl in plugins] + ["<th>total</th></tr>"]
+        for node in ex["nodes"]:
+            cls = "chosen" if node["chosen"] else ("fits" if node["fits"] else "rejected")
+            verdict = "fits" if node["fits"] else f"{node['plugin']}: {'; '.join(node['reasons'])}"
+            cells = "".join(
+                f"<td>{(node['scores'] or {}).get(pl, {}).get('weighted', '')}</td>"
+                for pl in plugins
+            )
+            parts.append(
+                f"<tr class='row {cls}'><td>{e(node['name'])}</td><td>{e(verdict)}</td>"
+                f"{cells}<td>{node['total'] if node['total'] is not None else ''}</td></tr>"
+            )
+        parts.append("</table>")
+    util = report["utilisation"]
+    parts.append("<h2>Utilisation</h2><table><tr><th>resource</th><th>before</th><th>after</th>")
+    for resource, before in util["before"].items():
+        parts.append(
+            f"<tr><td>{resource}</td><td>{before['percent']}%</td>"
+            f"<td>{util['after'][resource]['percent']}%</td></tr>"
+        )
+    parts.append(f"</table><script>{HTML_SCRIPT}</script></body></html>\n")
+    return "".join(parts)
+
+
+def write_json(path: Path, data: Any) -> None:
+    path.write_text(json.dumps(data, indent=2))

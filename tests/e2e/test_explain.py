@@ -1,0 +1,105 @@
+"""kube-extender explain (and simulate) against the real control plane and kube-scheduler."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+
+import pytest
+
+from extender.controlplane import kube_extender
+
+from .harness import events_for, scheduler_config, wait_until
+
+
+def run(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(kube_extender(*args), capture_output=True, text=True, timeout=60)
+
+
+def explain(control_plane, kube, pod: str, *extra: str) -> dict:  # noqa: ANN001
+    done = run(
+        "explain", pod, "-n", kube.namespace, "--kubeconfig", str(control_plane.kubeconfig),
+        "-o", "json", *extra,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def counts(message: str) -> dict[str, int]:
+    """``0/5 nodes are available: 2 A, 3 B. ...`` -> {A: 2, B: 3} (the Filter counts; the
+    PostFilter messages follow the first ". ")."""
+    body = message.split(": ", 1)[1].split(". ", 1)[0].rstrip(".")
+    found = {}
+    for item in body.split(", "):
+        number, reason = item.split(" ", 1)
+        found[reason] = int(number)
+    return found
+
+
+@pytest.fixture
+def dkube(kube, kube_scheduler):  # noqa: ANN001, ANN201
+    """Pods for the real kube-scheduler's default profile."""
+    kube.scheduler_name = "default-scheduler"
+    kube_scheduler(scheduler_config(None))
+    return kube
+
+
+def test_pending_pod_reasons_equal_kube_schedulers(dkube, control_plane) -> None:  # noqa: ANN001
+    ns = dkube.namespace
+    for i in range(3):
+        dkube.create_node(f"{ns}-small-{i}", cpu="1")
+    for i in range(2):
+        dkube.create_node(f"{ns}-cordoned-{i}", unschedulable=True)
+    dkube.create_node(f"{ns}-tainted", taints=[{"key": "x", "effect": "NoSchedule"}])
+    dkube.create_pod("big", cpu="2")
+    event = wait_until(lambda: events_for(dkube, "big", "FailedScheduling"), 30, "event")[-1]
+    note = event["note"]
+    data = explain(control_plane, dkube, "big")
+    assert data["version"] == 1 and data["verdict"] == "Unschedulable"
+    assert data["numNodes"] == 6
+    assert counts(data["fitError"]) == counts(note), (data["fitError"], note)
+    assert data["reasonCounts"] == counts(note)
+    # kube-scheduler runs DynamicResources' PostFilter first ("no new claims to
+    # deallocate"); the preemption part is DefaultPreemption's, the same text.
+    assert note.endswith("preemption: " + data["fitError"].split("preemption: ", 1)[1])
+    assert data["preemption"] is not None
+
+
+def test_bound_pod_is_on_a_chosen_node(dkube, control_plane) -> None:  # noqa: ANN001
+    ns = dkube.namespace
+    dkube.create_node(f"{ns}-a", cpu="2")
+    dkube.create_node(f"{ns}-b", cpu="8")
+    dkube.create_node(f"{ns}-off", unschedulable=True)
+    dkube.create_pod("filler", cpu="1500m", nodeName=f"{ns}-a")
+    dkube.create_pod("web", cpu="1")
+    node = dkube.wait_bound("web")
+    data = explain(control_plane, dkube, "web")
+    assert data["pod"]["boundTo"] == node
+    assert node in data["chosen"], data["chosen"]
+    table = run("explain", "web", "-n", ns, "--kubeconfig", str(control_plane.kubeconfig)).stdout
+    assert "Would choose" in table and max(len(line) for line in table.splitlines()) <= 80
+
+
+def test_bad_input_is_one_line_and_exit_2(kube, control_plane, tmp_path) -> None:  # noqa: ANN001
+    kc = str(control_plane.kubeconfig)
+    missing = run("explain", "nope", "-n", kube.namespace, "--kubeconfig", kc)
+    assert missing.returncode == 2
+    assert missing.stderr.strip().count("\n") == 0 and "not found" in missing.stderr
+    kube.scheduler_name = "no-such-profile"
+    kube.create_node(f"{kube.namespace}-n")
+    kube.create_pod("orphan")
+    unknown = run("explain", "orphan", "-n", kube.namespace, "--kubeconfig", kc,
+                  "--config", str(_config(tmp_path)))  # fmt: skip
+    assert unknown.returncode == 2, unknown.stderr
+    assert re.search(r"unknown profile 'no-such-profile'", unknown.stderr), unknown.stderr
+    assert unknown.stderr.strip().count("\n") == 0
+
+
+def _config(tmp_path):  # noqa: ANN001, ANN202
+    path = tmp_path / "config.yaml"
+    path.write_text(
+        "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
+        "profiles:\n- schedulerName: default-scheduler\n"
+    )
+    return path
