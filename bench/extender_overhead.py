@@ -91,6 +91,7 @@ def start_extender(cp, workers: int, threads: int) -> tuple[subprocess.Popen, st
             "warning",
         ),
         log,
+        cwd=Path(__file__).resolve().parents[1],  # this checkout's extender, not the venv's
     )
     url = f"http://127.0.0.1:{port}"
     try:

@@ -52,6 +52,7 @@ def _dump(out: Path) -> None:
 
 
 def main() -> int:
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's extender
     out = Path(sys.argv[1])
     original_run = threading.Thread.run
 

@@ -86,7 +86,8 @@ def run_ours(
     argv = kube_extender(*args)
     if profile_dir is not None:
         argv = [sys.executable, str(PROFILED), str(profile_dir), *args]
-    proc = spawn(argv, cp.logs / f"{name}.log")
+    # cwd = this checkout: `python -m extender` imports its tree, not the venv's install.
+    proc = spawn(argv, cp.logs / f"{name}.log", cwd=PROFILED.parents[1])
     try:
         return recorder.wait(1800)
     finally:
