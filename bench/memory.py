@@ -175,6 +175,7 @@ def main() -> int:
                 "warning",
             ),
             cp.logs / "memory-run.log",
+            cwd=Path(__file__).resolve().parents[1],  # this checkout's extender
         )
         procs.append(run)
         pids["kube-extender run"] = run.pid
@@ -200,6 +201,7 @@ def main() -> int:
                 "warning",
             ),
             cp.logs / "memory-serve.log",
+            cwd=Path(__file__).resolve().parents[1],
         )
         procs.append(serve)
         pids[f"kube-extender serve ({args.workers}w)"] = serve.pid
