@@ -20,7 +20,7 @@ import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.workload import make_node  # noqa: E402
+from bench.workload import make_node, mixed_pod  # noqa: E402
 from extender.controlplane import ControlPlane  # noqa: E402
 from extender.kube import api_client, raw_request  # noqa: E402
 from extender.scenario.kube import Kube  # noqa: E402
@@ -70,30 +70,42 @@ def delete_all_nodes(kube: Kube) -> None:
     kube.request("DELETE", "/api/v1/nodes")
 
 
-def create_pods(kube: Kube, count: int, scheduler_name: str, prefix: str) -> list[str]:
-    names = [f"{prefix}-{i:05d}" for i in range(count)]
+def single_pod(i: int, name: str, namespace: str, scheduler_name: str) -> dict:
+    """The one-spec workload: every pod alike (10m CPU, 16Mi): the runtime memo at its best."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": namespace, "labels": {"app": "single"}},
+        "spec": {
+            "schedulerName": scheduler_name,
+            "terminationGracePeriodSeconds": 0,
+            "containers": [
+                {
+                    "name": "c",
+                    "image": "registry.k8s.io/pause:3.10",
+                    "resources": {"requests": {"cpu": "10m", "memory": "16Mi"}},
+                }
+            ],
+        },
+    }
 
-    def create(name: str) -> None:
-        pod = {
-            "apiVersion": "v1",
-            "kind": "Pod",
-            "metadata": {"name": name, "namespace": BENCH_NAMESPACE, "labels": {"app": prefix}},
-            "spec": {
-                "schedulerName": scheduler_name,
-                "terminationGracePeriodSeconds": 0,
-                "containers": [
-                    {
-                        "name": "c",
-                        "image": "registry.k8s.io/pause:3.10",
-                        "resources": {"requests": {"cpu": "10m", "memory": "16Mi"}},
-                    }
-                ],
-            },
-        }
+
+WORKLOADS = {"single": single_pod, "mixed": mixed_pod}
+
+
+def create_pods(
+    kube: Kube, count: int, scheduler_name: str, prefix: str, workload: str = "single"
+) -> list[str]:
+    names = [f"{prefix}-{i:05d}" for i in range(count)]
+    factory = WORKLOADS[workload]
+
+    def create(i: int) -> None:
+        pod = factory(i, names[i], BENCH_NAMESPACE, scheduler_name)
+        pod["metadata"].pop("uid", None)
         kube.request("POST", f"/api/v1/namespaces/{BENCH_NAMESPACE}/pods", pod)
 
     with ThreadPoolExecutor(16) as pool:
-        list(pool.map(create, names))
+        list(pool.map(create, range(count)))
     return names
 
 

@@ -2,7 +2,10 @@
 
 kube-scheduler (qps/burst 5000) schedules 2000 pods over N nodes, once alone and once with our
 extender registered (filter + prioritize, nodeCacheCapable: true, served by gunicorn with a
-watch-fed node cache). Prints pods/s for both and the ratio with/without.
+watch-fed node cache), and once with a *null* extender (``bench/null_extender.py``: Flask under
+gunicorn, same workers and threads, same registration, returns the names it got): the floor
+any extender pays for the protocol. Prints pods/s for the three, the ratio with/without and
+the ratio ours/null.
 
 The extender's profile is printed: a typical policy extender (node affinity and taints as
 filters, the seed's NodeNumber as the score), not a second copy of kube-scheduler.
@@ -88,6 +91,39 @@ def start_extender(cp, workers: int, threads: int) -> tuple[subprocess.Popen, st
             "warning",
         ),
         log,
+        cwd=Path(__file__).resolve().parents[1],  # this checkout's extender, not the venv's
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_http_ok(url + "/readyz", proc, log)
+    except BaseException:
+        stop_pid(proc.pid)
+        raise
+    return proc, url
+
+
+def start_null_extender(cp, workers: int, threads: int) -> tuple[subprocess.Popen, str]:
+    port = free_port()
+    log = cp.logs / "null-extender.log"
+    proc = spawn(
+        [
+            sys.executable,
+            "-m",
+            "gunicorn",
+            "-k",
+            "gthread",
+            "-w",
+            str(workers),
+            "--threads",
+            str(threads),
+            "-b",
+            f"127.0.0.1:{port}",
+            "--log-level",
+            "warning",
+            "bench.null_extender:app",
+        ],
+        log,
+        cwd=Path(__file__).resolve().parents[1],
     )
     url = f"http://127.0.0.1:{port}"
     try:
@@ -124,15 +160,24 @@ def main() -> int:
             finally:
                 stop_pid(proc.pid)
             print(f"{count} nodes: with kube-extender {with_ext:.1f} pods/s", flush=True)
-            rows.append((count, alone, with_ext))
+            proc, url = start_null_extender(cp, args.workers, args.threads)
+            try:
+                with_null = measure(cp, kube, args.pods, f"null-{count}", url)
+            finally:
+                stop_pid(proc.pid)
+            print(f"{count} nodes: with the null extender {with_null:.1f} pods/s", flush=True)
+            rows.append((count, alone, with_ext, with_null))
             delete_all_nodes(kube)
     finally:
         cp.down()
-    print(f"\n{'nodes':>6} {'pods':>6} {'alone':>12} {'with extender':>14} {'ratio':>6}")
-    for count, alone, with_ext in rows:
+    print(
+        f"\n{'nodes':>6} {'pods':>6} {'alone':>12} {'with ours':>12} {'with null':>12} "
+        f"{'ours/alone':>10} {'ours/null':>9}"
+    )
+    for count, alone, with_ext, with_null in rows:
         print(
-            f"{count:>6} {args.pods:>6} {alone:>8.1f} p/s {with_ext:>10.1f} p/s "
-            f"{with_ext / alone:>6.2f}"
+            f"{count:>6} {args.pods:>6} {alone:>8.1f} p/s {with_ext:>8.1f} p/s "
+            f"{with_null:>8.1f} p/s {with_ext / alone:>10.2f} {with_ext / with_null:>9.2f}"
         )
     return 0
 

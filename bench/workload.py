@@ -155,3 +155,130 @@ def make_pending_pod(name: str = "bench-pod-7") -> dict:
         },
         "status": {"phase": "Pending"},
     }
+
+
+# -- the `mixed` workload: 20 workloads of five kinds, pods interleaved -------------------
+
+MIXED_KINDS = (
+    "requests",  # only its own requests
+    "zone-spread",  # topologySpreadConstraints zone, maxSkew 1, DoNotSchedule
+    "anti-affinity",  # preferred podAntiAffinity on hostname (weight 100)
+    "node-affinity",  # required nodeAffinity (two of eight pools) + toleration of dedicated=gpu
+    "host-spread",  # topologySpreadConstraints hostname, maxSkew 1, ScheduleAnyway
+)
+MIXED_WORKLOADS = 20
+_MIXED_CPU = ("50m", "100m", "250m", "500m")
+_MIXED_MEM = ("64Mi", "128Mi", "256Mi", "512Mi")
+
+
+def mixed_workload(w: int) -> dict:
+    """Workload ``w`` (0..19) of `mixed`: its kind, app label, requests and scheduling spec."""
+    kind = MIXED_KINDS[w % len(MIXED_KINDS)]
+    app = f"mixed-{w:02d}"
+    selector = {"matchLabels": {"app": app}}
+    spec: dict = {}
+    if kind == "zone-spread":
+        spec["topologySpreadConstraints"] = [
+            {
+                "maxSkew": 1,
+                "topologyKey": "topology.kubernetes.io/zone",
+                "whenUnsatisfiable": "DoNotSchedule",
+                "labelSelector": selector,
+            }
+        ]
+    elif kind == "anti-affinity":
+        spec["affinity"] = {
+            "podAntiAffinity": {
+                "preferredDuringSchedulingIgnoredDuringExecution": [
+                    {
+                        "weight": 100,
+                        "podAffinityTerm": {
+                            "topologyKey": "kubernetes.io/hostname",
+                            "labelSelector": selector,
+                        },
+                    }
+                ]
+            }
+        }
+    elif kind == "node-affinity":
+        pools = [f"pool-{w % 8}", f"pool-{(w + 1) % 8}"]
+        spec["affinity"] = {
+            "nodeAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": {
+                    "nodeSelectorTerms": [
+                        {"matchExpressions": [{"key": "pool", "operator": "In", "values": pools}]}
+                    ]
+                }
+            }
+        }
+        spec["tolerations"] = [
+            {"key": "dedicated", "operator": "Equal", "value": "gpu", "effect": "NoSchedule"}
+        ]
+    elif kind == "host-spread":
+        spec["topologySpreadConstraints"] = [
+            {
+                "maxSkew": 1,
+                "topologyKey": "kubernetes.io/hostname",
+                "whenUnsatisfiable": "ScheduleAnyway",
+                "labelSelector": selector,
+            }
+        ]
+    return {
+        "kind": kind,
+        "app": app,
+        "requests": {
+            "cpu": _MIXED_CPU[w % len(_MIXED_CPU)],
+            "memory": _MIXED_MEM[(w // len(_MIXED_CPU)) % len(_MIXED_MEM)],
+        },
+        "spec": spec,
+    }
+
+
+def mixed_pod(i: int, name: str, namespace: str, scheduler_name: str) -> dict:
+    """Pod ``i`` of `mixed`: workload ``i % 20``, so consecutive pods never share a spec."""
+    w = mixed_workload(i % MIXED_WORKLOADS)
+    spec = {
+        "schedulerName": scheduler_name,
+        "terminationGracePeriodSeconds": 0,
+        "containers": [
+            {
+                "name": "c",
+                "image": "registry.k8s.io/pause:3.10",
+                "resources": {"requests": dict(w["requests"])},
+            }
+        ],
+    }
+    spec.update(w["spec"])
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": name,
+            "namespace": namespace,
+            "uid": f"uid-{name}",
+            "labels": {"app": w["app"]},
+        },
+        "spec": spec,
+    }
+
+
+def describe_mixed() -> str:
+    """The exact shape of `mixed`, one line per workload (printed by the benchmarks)."""
+    lines = [
+        f"workload `mixed`: {MIXED_WORKLOADS} workloads, pod i -> workload i % {MIXED_WORKLOADS}"
+        " (consecutive pods never share a spec); nodes: 10 % tainted dedicated=gpu:NoSchedule,"
+        " 1/7 spot=true:PreferNoSchedule, 3 zones, 8 pools"
+    ]
+    for w in range(MIXED_WORKLOADS):
+        d = mixed_workload(w)
+        extra = ""
+        if d["kind"] == "node-affinity":
+            affinity = d["spec"]["affinity"]["nodeAffinity"]
+            required = affinity["requiredDuringSchedulingIgnoredDuringExecution"]
+            term = required["nodeSelectorTerms"][0]
+            extra = " pool In " + ",".join(term["matchExpressions"][0]["values"])
+        lines.append(
+            f"  {d['app']}: {d['kind']:<13} cpu {d['requests']['cpu']:>4} "
+            f"memory {d['requests']['memory']:>5}{extra}"
+        )
+    return "\n".join(lines)

@@ -60,6 +60,10 @@ from .waiting_pods import MAX_PERMIT_TIMEOUT, WaitingPod, WaitingPods
 log = logging.getLogger(__name__)
 
 POD_SIGNATURE_KEY = "PodSignature"
+# Specs remembered per node and memoized plugin: more than the workloads that usually
+# interleave in the queue (the `mixed` benchmark has 20), few enough to bound the memory
+# (at most nodes x memoized plugins x this many entries, each a reference to a shared answer).
+MEMO_SPECS_PER_NODE = 32
 MAX_TOTAL_SCORE = 2**63 - 1
 
 
@@ -143,6 +147,10 @@ class Framework:
         self._score_memos = {
             p.name: m for p in self.points["score"] if (m := self._memo_for(p, "score")) is not None
         }
+        # The filter loop runs once per node: its (name, method, memo) triples, built once.
+        self._filter_calls = [
+            (name, fn, self._filter_memos.get(name)) for name, fn in self._calls["filter"]
+        ]
         self.pre_enqueue_plugins: list[PreEnqueuePlugin] = self.points["preEnqueue"]
         self.queue_sort_plugins: list[QueueSortPlugin] = self.points["queueSort"]
         self.pre_filter_plugins: list[PreFilterPlugin] = self.points["preFilter"]
@@ -335,7 +343,11 @@ class Framework:
     def _memo_for(self, plugin: Any, point: str) -> dict | None:
         """Per-node memo of a plugin that declares its answer a function of the pod's spec and
         the NodeInfo alone (``memo_points``): pods of one workload share their spec, and between
-        two of them only the node the last one landed on changed (a new NodeInfo generation)."""
+        two of them only the node the last one landed on changed (a new NodeInfo generation).
+
+        ``memo[node name] = (generation, {pod signature: answer})``: a new generation starts
+        an empty table, and a table holds at most ``MEMO_SPECS_PER_NODE`` specs (then it is
+        emptied), so pods of several interleaved workloads all find their answers."""
         if point not in getattr(plugin, "memo_points", ()):
             return None
         return self._memos.setdefault((plugin.name, point), {})
@@ -346,22 +358,28 @@ class Framework:
         """Filter plugins in order, stopping at the first non-Success (upstream
         ``RunFilterPlugins``)."""
         skip = state.skip_filter_plugins
-        for name, filter_ in self._calls["filter"]:
+        signature = None
+        for name, filter_, memo in self._filter_calls:
             if skip and name in skip:
                 continue
-            memo = self._filter_memos.get(name)
             try:
                 if memo is None:
                     status = filter_(state, pod, node_info)
                 else:
-                    signature = self.pod_signature(state, pod)
-                    hit = memo.get(node_info.name)
-                    if hit is not None and hit[1] == node_info.generation and hit[0] == signature:
-                        status = hit[2]
+                    if signature is None:
+                        signature = self.pod_signature(state, pod)
+                    entry = memo.get(node_info.name)
+                    if entry is None or entry[0] != node_info.generation:
+                        entry = memo[node_info.name] = (node_info.generation, {})
+                    table: dict[bytes, Any] = entry[1]
+                    if signature in table:
+                        status = table[signature]
                     else:
                         status = filter_(state, pod, node_info)
                         if status is None or status.code != Code.ERROR:
-                            memo[node_info.name] = (signature, node_info.generation, status)
+                            if len(table) >= MEMO_SPECS_PER_NODE:
+                                table.clear()
+                            table[signature] = status
             except Exception as exc:
                 return self._failed(name, "filter", exc)
             if is_non_success(status):
@@ -453,18 +471,29 @@ class Framework:
             memo = self._score_memos.get(name)
             signature = self.pod_signature(state, pod) if memo is not None else b""
             try:
-                for info in nodes:
-                    if memo is not None:
-                        hit = memo.get(info.name)
-                        if hit is not None and hit[1] == info.generation and hit[0] == signature:
-                            values.append(hit[2])
+                if memo is None:
+                    for info in nodes:
+                        value, status = score(state, pod, info)
+                        if is_non_success(status):
+                            return [], self._failed(name, "score", status.message)
+                        values.append(value)
+                else:
+                    for info in nodes:
+                        entry = memo.get(info.name)
+                        if entry is None or entry[0] != info.generation:
+                            entry = memo[info.name] = (info.generation, {})
+                        table: dict[bytes, Any] = entry[1]
+                        hit = table.get(signature)
+                        if hit is not None:
+                            values.append(hit)
                             continue
-                    value, status = score(state, pod, info)
-                    if is_non_success(status):
-                        return [], self._failed(name, "score", status.message)
-                    if memo is not None:
-                        memo[info.name] = (signature, info.generation, value)
-                    values.append(value)
+                        value, status = score(state, pod, info)
+                        if is_non_success(status):
+                            return [], self._failed(name, "score", status.message)
+                        if len(table) >= MEMO_SPECS_PER_NODE:
+                            table.clear()
+                        table[signature] = value
+                        values.append(value)
             except Exception as exc:
                 return [], self._failed(name, "score", exc)
             try:
