@@ -24,6 +24,9 @@ Contract
   min..max to 0..100 (all 0 when min == max). PreScore answers Skip when nothing matched, or —
   with ``ignorePreferredTermsOfExistingPods`` — when the incoming pod has no preferred terms (as
   upstream, that flag only enables this early Skip).
+
+One module (~500 lines) like every in-tree plugin here (one plugin a module, upstream name);
+upstream's package splits it into ``filtering.go``, ``scoring.go`` and ``plugin.go``.
 """
 
 from __future__ import annotations

@@ -35,6 +35,10 @@ plugin reads those objects from the handle's listers (``reads`` declares the kin
 shells watch them); a pod that no Service or controller selects gets no default spreading
 (PreScore Skip), as upstream. With System defaulting, nodes missing a default key are not
 ignored (hostname spreading still works on nodes without a zone label).
+
+One module (~710 lines) like every in-tree plugin here (one plugin a module, upstream name);
+upstream spreads the same code over ``common.go``, ``filtering.go``, ``scoring.go`` and
+``plugin.go`` of one package.
 """
 
 from __future__ import annotations

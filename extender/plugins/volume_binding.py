@@ -19,6 +19,9 @@ PersistentVolumeClaims as part of scheduling (upstream
   ``claimRef`` or the claim's ``volume.kubernetes.io/selected-node`` annotation, then polls
   the API objects every second until the claims are bound, failing on a reset claimRef,
   a dropped selected-node (provisioning failed) or after ``bindTimeoutSeconds`` (600).
+
+One module (~710 lines) like every in-tree plugin here; the shared volume helpers are in
+``volume_util.py``. Upstream splits the binder (``binder.go``) from the plugin.
 """
 
 from __future__ import annotations
