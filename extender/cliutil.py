@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 from pathlib import Path
+from typing import Any
 
 from extender.logs import LEVELS
 
@@ -55,3 +57,15 @@ def check_kubeconfig(parser: argparse.ArgumentParser, flag_value: str | None) ->
         paths = [p for p in env.split(os.pathsep) if p]
         if not any(Path(p).expanduser().is_file() for p in paths):
             parser.error(f"KUBECONFIG={env}: no such file")
+
+
+def connect(prog: str, kubeconfig: str | None) -> Any:
+    """A ``KubeClient`` for ``kubeconfig`` (default: KUBECONFIG or in-cluster), or ``None``
+    after one line on stderr naming why there is no cluster connection."""
+    from extender.kube import KubeClient, api_client
+
+    try:
+        return KubeClient(api_client(kubeconfig))
+    except Exception as exc:  # any kubeconfig or connection problem: one line, no traceback
+        print(f"{prog}: no cluster connection: {exc}", file=sys.stderr)
+        return None

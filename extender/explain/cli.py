@@ -14,7 +14,7 @@ import sys
 import time
 from pathlib import Path
 
-from extender.cliutil import check_kubeconfig
+from extender.cliutil import check_kubeconfig, connect
 from extender.config import ConfigError, load
 
 from . import render
@@ -59,12 +59,8 @@ def main(argv: list[str]) -> int:
     except ConfigError as exc:
         print(f"{PROG}: {exc}", file=sys.stderr)
         return 2
-    from extender.kube import KubeClient, api_client
-
-    try:
-        client = KubeClient(api_client(args.kubeconfig))
-    except Exception as exc:
-        print(f"{PROG}: no cluster connection: {exc}", file=sys.stderr)
+    client = connect(PROG, args.kubeconfig)
+    if client is None:
         return 2
     try:
         return _explain(args, config, client)

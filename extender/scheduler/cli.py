@@ -19,7 +19,7 @@ from typing import Any
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from extender import logs
-from extender.cliutil import add_log_flags, bind_type, check_kubeconfig, parse_bind
+from extender.cliutil import add_log_flags, bind_type, check_kubeconfig, connect, parse_bind
 from extender.composition import StandaloneScheduler
 from extender.config import ConfigError, load
 
@@ -87,12 +87,10 @@ def main(argv: list[str]) -> int:
         print(f"kube-extender run: {exc}", file=sys.stderr)
         return 2
 
-    from extender.kube import KubeClient, LeaderElectionConfig, LeaderElector, api_client
+    from extender.kube import LeaderElectionConfig, LeaderElector
 
-    try:
-        client = KubeClient(api_client(args.kubeconfig))
-    except Exception as exc:
-        print(f"kube-extender run: no cluster connection: {exc}", file=sys.stderr)
+    client = connect("kube-extender run", args.kubeconfig)
+    if client is None:
         return 2
     runtime = StandaloneScheduler(config, client)
     if args.record_decisions:
