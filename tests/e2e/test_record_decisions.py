@@ -78,7 +78,7 @@ def test_recorded_with_the_flag(kube, start) -> None:  # noqa: ANN001
     assert note.startswith(f"0/{decision['numNodes']} nodes are available"), note
     per_node = note.split(" Per node: ", 1)[1]
     for node, (plugin, reason) in expected.items():
-        assert f"{node}: {plugin}: " in per_node, (node, note)
+        assert f"{node}: {plugin}: " in per_node and reason in per_node, (node, note)
 
 
 def test_not_recorded_without_the_flag(kube, start) -> None:  # noqa: ANN001
