@@ -168,6 +168,7 @@ class Standalone(Served):
         name: str = "standalone",
         identity: str | None = None,
         kubeconfig: Path | None = None,
+        extra: list[str] | None = None,
     ) -> None:
         self.port = free_port()
         path = cp.directory / f"{name}-config.yaml"
@@ -177,6 +178,7 @@ class Standalone(Served):
         args += ["--metrics-bind", f"127.0.0.1:{self.port}", "--log-level", "debug"]
         if identity:
             args += ["--identity", identity]
+        args += extra or []
         super().__init__(name, args, cp.directory / "logs")
 
 
