@@ -7,7 +7,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from extender.wire import NODE_FIELDS, POD_FIELDS
+from extender.wire_fields import NODE_FIELDS, POD_FIELDS
 
 NAMES = st.sampled_from(["node1", "node2", "node3", "n-4", ""])
 SHORT = st.text(alphabet="abcz01-./=:", max_size=8)
