@@ -8,6 +8,7 @@ election on, only the leader schedules (a follower keeps its caches warm).
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import signal
 import sys
@@ -27,13 +28,17 @@ log = logging.getLogger("extender.scheduler")
 
 
 def serve_http(runtime: StandaloneScheduler, bind: str) -> ThreadingHTTPServer:
-    """/healthz, /readyz (informers synced) and /metrics."""
+    """/healthz, /readyz (informers synced), /metrics and /debug/cache (the cache's dump:
+    nodes, their pods and requests, and the assumed pods)."""
     host, port = parse_bind(bind, "--metrics-bind")
 
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self) -> None:
             if self.path == "/metrics":
                 self._reply(200, generate_latest(runtime.metrics.registry), CONTENT_TYPE_LATEST)
+            elif self.path == "/debug/cache":
+                body = json.dumps(runtime.cache.dump(), sort_keys=True).encode()
+                self._reply(200, body, "application/json")
             elif self.path == "/healthz":
                 self._reply(200, b"ok")
             elif self.path == "/readyz":
