@@ -408,10 +408,12 @@ class Soak:
 
     def inject(self, kind: str, k: int) -> None:
         if kind == "kill -9 standalone leader":
-            leader = self.leader()
+            deadline = time.monotonic() + 30
+            while (leader := self.leader()) is None and time.monotonic() < deadline:
+                self._supervise()
+                time.sleep(0.5)
             if leader is None:
-                self.report.findings.notes["no leader found to kill"] += 1
-                return
+                raise RuntimeError("no live leader to kill within 30 s")
             leader.kill()
             self.replicas.remove(leader)
             self._start_replica()
@@ -448,8 +450,11 @@ class Soak:
     def faults(self, until: float) -> None:
         """One fault every ``fault_every`` seconds until ``until``, and each kind at least once."""
         for k in itertools.count(1):
-            if self.stop.wait(self.opt.fault_every):
-                return
+            wait_until = time.monotonic() + self.opt.fault_every
+            while time.monotonic() < wait_until:
+                if self.stop.wait(1.0):
+                    return
+                self._supervise()
             if time.monotonic() > until and k > len(FAULTS):
                 return
             kind = FAULTS[(k - 1) % len(FAULTS)]
@@ -464,6 +469,14 @@ class Soak:
             self.report.faults[kind] += 1
             took = time.monotonic() - t
             self.report.fault_seconds[kind] = max(took, self.report.fault_seconds.get(kind, 0))
+
+    def _supervise(self) -> None:
+        """Restart the replicas that exited, as the kubelet would: a leader whose renewals
+        fail for renewDeadline (apiserver or etcd down) exits, as upstream's does."""
+        for replica in [r for r in self.replicas if not r.alive()]:
+            self.replicas.remove(replica)
+            self.report.churn["standalone replicas exited (lease lost), restarted"] += 1
+            self._start_replica()
 
     def _heal(self) -> None:
         """Everything up again, whatever a fault left down."""
