@@ -8,7 +8,7 @@ EXAMPLES := examples/rack-spread
 EXAMPLE_TESTS := $(EXAMPLES)/tests
 export KUBE_EXTENDER_CACHE ?= $(HOME)/.cache/kube-extender
 
-.PHONY: start test unit fuzz lint setup controlplane bench bench-cluster conformance cluster-up cluster-down clean
+.PHONY: start test unit fuzz lint setup controlplane bench bench-cluster conformance chaos cluster-up cluster-down clean
 
 ## The README's first command: build the control plane once, run the seed scenario on it.
 start: setup controlplane
@@ -60,6 +60,12 @@ SEEDS ?= 20
 PODS ?= 25
 conformance: setup controlplane
 	$(BIN)/python -m tests.conformance --seeds $(SEEDS) --pods-per-seed $(PODS) --isolate
+
+## The chaos soak (issue 12): faults under a seeded churn, then the invariants. `make test`
+## runs a short one (tests/chaos, marker chaos); this is the long one: make chaos MINUTES=10
+MINUTES ?= 30
+chaos: setup controlplane
+	$(BIN)/python -m tests.chaos --minutes $(MINUTES)
 
 cluster-up: setup controlplane
 	$(BIN)/kube-extender cluster up

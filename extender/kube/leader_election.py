@@ -93,6 +93,7 @@ class LeaderElector:
         self._observed_rv = ""
         self._observed_time = 0.0
         self._is_leader = threading.Event()
+        self._renewed_at = 0.0
 
     @property
     def identity(self) -> str:
@@ -103,6 +104,20 @@ class LeaderElector:
 
     def stop(self) -> None:
         self._stop.set()
+
+    def holds_lease(self) -> bool:
+        """Leader, and the last successful renewal is less than renewDeadline old.
+
+        Unlike ``is_leader`` this does not wait for a renew request to return: a request
+        blocked on a dead apiserver can outlast the lease, and another replica takes over
+        ``leaseDuration`` after our last renewal (upstream bounds each renewal by the
+        deadline with a context). ``kube-extender run`` polls it and exits when it turns
+        false, so no binding cycle outlives the lease.
+        """
+        return (
+            self._is_leader.is_set()
+            and self.clock() - self._renewed_at < self.config.renew_deadline
+        )
 
     def try_acquire_or_renew(self) -> bool:
         """One round: create, take over an expired Lease, or renew ours."""
@@ -168,6 +183,8 @@ class LeaderElector:
             k: spec.get(k) for k in ("holderIdentity", "leaseDurationSeconds", "renewTime")
         }
         self._observed_time = self.clock()
+        if self._observed.get("holderIdentity") == self.config.identity:
+            self._renewed_at = self._observed_time
 
     def _jittered(self, period: float) -> float:
         return period * (1 + random.random() * (JITTER_FACTOR - 1))

@@ -121,3 +121,19 @@ def test_renew_until_lost_steps_down_after_deadline():
     a.renew_until_lost()
     assert not a.is_leader()
     assert clock.now >= 10
+
+
+def test_holds_lease_expires_while_a_renewal_is_blocked():
+    """Regression (chaos soak): a renew request blocked on a dead apiserver must not keep
+    us leading past renewDeadline; another replica takes over after leaseDuration."""
+    store, clock = LeaseStore(), Clock()
+    config = LeaderElectionConfig(identity="a", lease_duration=4, renew_deadline=3, retry_period=1)
+    a = LeaderElector(store, config, clock=clock, sleep=lambda s: None)
+    assert a.acquire()
+    assert a.holds_lease()
+    clock.now += 2.9
+    assert a.holds_lease()
+    clock.now += 0.2  # no renewal returned yet: is_leader() still says yes, the lease does not
+    assert a.is_leader() and not a.holds_lease()
+    assert a.try_acquire_or_renew()
+    assert a.holds_lease()

@@ -1,0 +1,636 @@
+"""The chaos soak: a real control plane, three schedulers, a seeded churn, faults, invariants.
+
+Three pools of nodes, each with its own scheduler (see workload.py for the isolation):
+
+* ``sa``: two ``kube-extender run`` replicas with leader election; NodeNumber is enabled, so
+  every pod waits 1-2 s at Permit (node names end in 1 or 2): binding cycles are always in
+  flight when the leader is killed.
+* ``ign`` / ``strict``: two real kube-schedulers calling one ``kube-extender serve`` with
+  ``ignorable: true`` and ``false``.
+
+Three threads: the churn (pods and nodes created, updated, deleted at a steady rate), the
+observer (a consistent LIST of nodes and pods every ~1.5 s, checked by invariants.py), and the
+main thread injecting faults in turn. Then everything is up again, the cluster settles and the
+end-state invariants are checked.
+"""
+
+from __future__ import annotations
+
+import base64
+import itertools
+import json
+import os
+import random
+import signal
+import threading
+import time
+import urllib.request
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from extender.controlplane import ControlPlane, free_port, kube_extender, spawn, stop_pid
+from extender.kube import ApiError, api_client
+from extender.scenario.kube import Kube
+from tests.e2e.harness import Standalone, standalone_config
+
+from . import workload
+from .invariants import (
+    FAILED_RE,
+    Findings,
+    Snapshot,
+    check_bind,
+    check_snapshot,
+    fitting_node,
+    labels,
+    node_of,
+)
+
+NAMESPACE = "chaos"
+SA, IGN, STRICT = "chaos-sa", "chaos-ign", "chaos-strict"
+POOLS = {"sa": SA, "ign": IGN, "strict": STRICT}
+GATE = "chaos.io/gate"  # the taint and label of the nodes the deterministic faults use
+LEASE = "kube-extender-chaos"
+
+EXTENDER_CONFIG = f"""
+apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+profiles:
+  - schedulerName: {IGN}
+---
+apiVersion: kube-extender.io/v1alpha1
+kind: ExtenderConfiguration
+profile: {IGN}
+"""
+
+FAULTS = [
+    "kill -9 standalone leader",
+    "delete pod waiting at Permit",
+    "kill -9 kube-apiserver",
+    "delete node with an assumed pod",
+    "kill -9 extender",
+    "restart etcd",
+    "watch expiry (compaction + apiserver restart)",
+]
+
+
+@dataclass
+class Options:
+    minutes: float = 1.0
+    seed: int = 12
+    ops_per_second: float = 3.0
+    fault_every: float = 10.0
+    settle: float = 60.0
+    pods_per_pool: int = 30
+
+
+@dataclass
+class Report:
+    findings: Findings = field(default_factory=Findings)
+    churn: Counter = field(default_factory=Counter)
+    faults: Counter = field(default_factory=Counter)
+    fault_seconds: dict[str, float] = field(default_factory=dict)
+    seconds: dict[str, float] = field(default_factory=dict)
+
+    def table(self) -> str:
+        f = self.findings
+        rows = ["", "== chaos soak summary =="]
+        rows.append(f"{'churn':<48} {'count':>8}")
+        for key, n in sorted(self.churn.items()):
+            rows.append(f"  {key:<46} {n:>8}")
+        rows.append(f"{'faults injected':<48} {'count':>8} {'max s':>7}")
+        for key, n in sorted(self.faults.items()):
+            rows.append(f"  {key:<46} {n:>8} {self.fault_seconds.get(key, 0):>7.1f}")
+        rows.append(f"{'invariant':<48} {'passed':>8} {'failed':>7}")
+        for key in sorted(set(f.checks) | set(f.violations)):
+            rows.append(f"  {key:<46} {f.checks[key]:>8} {len(f.violations.get(key, [])):>7}")
+        for key, n in sorted(f.notes.items()):
+            rows.append(f"  note: {key:<40} {n:>8}")
+        for key, details in sorted(f.violations.items()):
+            for detail in details[:10]:
+                rows.append(f"  VIOLATION {key}: {detail}")
+        rows.append("timings: " + ", ".join(f"{k} {v:.0f}s" for k, v in self.seconds.items()))
+        rows.append(f"RESULT: {'PASS' if not f.failed() else f'FAIL ({f.failed()} violations)'}")
+        return "\n".join(rows)
+
+
+class Extender:
+    """``kube-extender serve`` on a fixed port, so it can be killed and restarted in place."""
+
+    def __init__(self, cp: ControlPlane) -> None:
+        self.cp = cp
+        self.port = free_port()
+        self.config = cp.directory / "chaos-extender.yaml"
+        self.config.write_text(EXTENDER_CONFIG)
+        self.proc: Any = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self) -> None:
+        args = ["serve", "--config", str(self.config), "--bind", f"127.0.0.1:{self.port}"]
+        args += ["--health-bind", f"127.0.0.1:{free_port()}", "--kubeconfig"]
+        args += [str(self.cp.kubeconfig), "--workers", "1"]
+        self.proc = spawn(kube_extender(*args), self.cp.directory / "logs" / "extender.log")
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and self.proc.poll() is None:
+            if _get(f"{self.url}/readyz") is not None:
+                return
+            time.sleep(0.3)
+        raise RuntimeError(f"extender not ready; see {self.cp.directory}/logs/extender.log")
+
+    def kill(self) -> None:
+        stop_pid(self.proc.pid, timeout=0)
+        self.proc.wait(timeout=10)
+
+
+def _get(url: str) -> bytes | None:
+    try:
+        with urllib.request.urlopen(url, timeout=3) as r:
+            return r.read()
+    except OSError:
+        return None
+
+
+def _kube_scheduler_config(name: str, extender: Extender, ignorable: bool) -> dict:
+    return {
+        "apiVersion": "kubescheduler.config.k8s.io/v1",
+        "kind": "KubeSchedulerConfiguration",
+        "leaderElection": {"leaderElect": False},
+        "profiles": [{"schedulerName": name}],
+        "extenders": [
+            {
+                "urlPrefix": extender.url,
+                "filterVerb": "filter",
+                "prioritizeVerb": "prioritize",
+                "weight": 5,
+                "nodeCacheCapable": True,
+                "httpTimeout": "5s",
+                "ignorable": ignorable,
+            }
+        ],
+    }
+
+
+class Soak:
+    def __init__(self, directory: Path, options: Options, out: Callable = print) -> None:
+        self.dir = Path(directory)
+        self.opt = options
+        self.out = out
+        self.rng = random.Random(options.seed)
+        self.report = Report()
+        self.stop = threading.Event()
+        self.lock = threading.Lock()
+        self.cp = ControlPlane(self.dir / "cp")
+        self.replicas: list[Standalone] = []
+        self.identities = itertools.count(1)
+        self.names = itertools.count(1)
+        self.pods: dict[str, list[str]] = {pool: [] for pool in POOLS}  # live churn pods
+        self.nodes: dict[str, list[str]] = {pool: [] for pool in POOLS}  # churnable nodes
+        self.expect_bound: list[str] = []  # pods a fault made that must end up bound
+        self.prev: Snapshot | None = None
+        self.bound_at: dict[str, str] = {}  # uid -> node, as first seen
+
+    # -- set-up -------------------------------------------------------------------------
+
+    def _client(self) -> Kube:
+        return Kube(api_client(str(self.cp.kubeconfig)), namespace=NAMESPACE, out=lambda *a: None)
+
+    def start(self) -> None:
+        t0 = time.monotonic()
+        self.cp.up()
+        self.kube = self._client()
+        self.kube.request("POST", "/api/v1/namespaces", {"metadata": {"name": NAMESPACE}})
+        self.extender = Extender(self.cp)
+        self.extender.start()
+        for name, ignorable in ((IGN, True), (STRICT, False)):
+            config = _kube_scheduler_config(name, self.extender, ignorable)
+            self.cp.start_scheduler(config, name=f"kube-scheduler-{name}")
+        for _ in range(2):
+            self._start_replica()
+        for pool in POOLS:
+            for _ in range(4):
+                self._add_node(self.kube, pool)
+        self.report.seconds["start"] = time.monotonic() - t0
+
+    def _standalone_config(self) -> dict:
+        return standalone_config(
+            SA,
+            plugins={"multiPoint": {"enabled": [{"name": "NodeNumber"}]}},
+            plugin_config=[{"name": "NodeNumber", "args": {"permitTimeoutSeconds": 30}}],
+            leader_elect=True,
+            lease=LEASE,
+        )
+
+    def _start_replica(self) -> Standalone:
+        n = next(self.identities)
+        proc = Standalone(self.cp, self._standalone_config(), name=f"sa-{n}", identity=f"sa-{n}")
+        proc.wait_ready(timeout=90)
+        self.replicas.append(proc)
+        return proc
+
+    def _add_node(self, kube: Kube, pool: str) -> None:
+        k = next(self.names)
+        # sa nodes end in 1 or 2: NodeNumber holds their pods 1-2 s at Permit.
+        name = f"{pool}-n{k}x{self.rng.choice([1, 2])}"
+        node_labels, spec = workload.node_body(pool, name, self.rng)
+        kube.create_node(
+            name, cpu="4", memory="8Gi", pods="12", labels=node_labels, **_taints(spec)
+        )
+        self.nodes[pool].append(name)
+        self.report.churn["node ops: add"] += 1
+
+    # -- churn --------------------------------------------------------------------------
+
+    def churn(self) -> None:
+        kube = self._client()
+        rng = random.Random(self.opt.seed + 1)
+        period = 1.0 / self.opt.ops_per_second
+        while not self.stop.is_set():
+            t = time.monotonic()
+            try:
+                self._churn_once(kube, rng)
+            except (ApiError, OSError, Exception) as exc:  # noqa: BLE001 - the apiserver may be down
+                self.report.churn[f"api errors ({type(exc).__name__})"] += 1
+                self.stop.wait(0.5)
+            self.stop.wait(max(0.0, period - (time.monotonic() - t)))
+
+    def _churn_once(self, kube: Kube, rng: random.Random) -> None:
+        pool = rng.choice(list(POOLS))
+        roll = rng.random()
+        live = self.pods[pool]
+        if roll < 0.12:
+            self._node_op(kube, pool, rng)
+        elif roll < 0.35 or len(live) >= self.opt.pods_per_pool:
+            if live:
+                name = live.pop(rng.randrange(len(live)))
+                kube.delete_pod(name)
+                self.report.churn["pods deleted"] += 1
+        else:
+            kind = workload.pick_kind(rng)
+            name = f"{pool}-{kind}-{next(self.names)}"
+            pod_labels, requests, spec = workload.pod_spec(pool, kind, rng)
+            body = workload.pod_object(name, NAMESPACE, POOLS[pool], pod_labels, requests, spec)
+            live.append(name)
+            kube.request("POST", f"/api/v1/namespaces/{NAMESPACE}/pods", body)
+            self.report.churn["pods created"] += 1
+
+    def _node_op(self, kube: Kube, pool: str, rng: random.Random) -> None:
+        nodes = self.nodes[pool]
+        op = rng.choice(["taint", "untaint", "cordon", "uncordon", "relabel", "delete", "add"])
+        if op == "add" or not nodes or (op == "delete" and len(nodes) <= 3):
+            if len(nodes) < 7:
+                self._add_node(kube, pool)
+            return
+        if op == "delete" and len(nodes) > 3:
+            name = nodes.pop(rng.randrange(len(nodes)))
+            kube.delete_node(name)
+            self.report.churn["node ops: delete"] += 1
+            return
+        name = rng.choice(nodes)
+        if op == "taint":
+            taint = {"key": workload.TAINT, "value": pool, "effect": "NoSchedule"}
+            patch: dict = {"spec": {"taints": [taint]}}
+        elif op == "untaint":
+            patch = {"spec": {"taints": None}}
+        elif op in ("cordon", "uncordon"):
+            patch = {"spec": {"unschedulable": op == "cordon"}}
+        else:
+            patch = {
+                "metadata": {
+                    "labels": {
+                        workload.DISK: rng.choice(["ssd", "hdd"]),
+                        workload.ZONE: f"{pool}-z{rng.randrange(workload.ZONES)}",
+                    }
+                }
+            }
+        kube.update_node(name, patch)
+        self.report.churn[f"node ops: {op}"] += 1
+
+    # -- observer -----------------------------------------------------------------------
+
+    def snapshot(self, kube: Kube) -> Snapshot:
+        nodes, _ = kube.client.list("/api/v1/nodes")
+        pods, _ = kube.client.list(f"/api/v1/namespaces/{NAMESPACE}/pods")
+        return Snapshot(
+            {n["metadata"]["name"]: n for n in nodes}, {p["metadata"]["uid"]: p for p in pods}
+        )
+
+    def observe(self) -> None:
+        kube = self._client()
+        while not self.stop.wait(1.5):
+            try:
+                snap = self.snapshot(kube)
+            except Exception:  # noqa: BLE001 - the apiserver may be down: next time
+                continue
+            self.examine(snap)
+
+    def examine(self, snap: Snapshot) -> None:
+        f = self.report.findings
+        with self.lock:
+            check_snapshot(snap, f)
+            new = [p for uid, p in snap.pods.items() if node_of(p) and uid not in self.bound_at]
+            for uid, p in snap.pods.items():
+                if uid in self.bound_at and node_of(p):
+                    f.check(
+                        "bound exactly once (nodeName stable)",
+                        node_of(p) == self.bound_at[uid],
+                        f"{p['metadata']['name']}: {self.bound_at[uid]} then {node_of(p)}",
+                    )
+            prev = self.prev or Snapshot({}, {})
+            for pod in new:
+                self.bound_at[pod["metadata"]["uid"]] = node_of(pod)
+                window = [p for p in new if p is not pod]
+                check_bind(pod, prev, snap, window, f)
+            self.prev = snap
+
+    # -- faults -------------------------------------------------------------------------
+
+    def leader(self) -> Standalone | None:
+        lease = self.kube.get(f"/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/{LEASE}")
+        holder = ((lease or {}).get("spec") or {}).get("holderIdentity")
+        return next((r for r in self.replicas if r.name == holder and r.alive()), None)
+
+    def _kill_apiserver(self) -> None:
+        os.killpg(self.cp.state.pids["kube-apiserver"], signal.SIGKILL)
+        self.cp.stop_component("kube-apiserver")
+        time.sleep(1)
+        self.cp.start_apiserver()
+
+    def _compact(self) -> int:
+        url = f"http://127.0.0.1:{self.cp.state.etcd_port}/v3/kv/range"
+        body = json.dumps({"key": base64.b64encode(b"/").decode()}).encode()
+        with urllib.request.urlopen(urllib.request.Request(url, body), timeout=10) as r:
+            revision = int(json.loads(r.read())["header"]["revision"])
+        url = f"http://127.0.0.1:{self.cp.state.etcd_port}/v3/kv/compaction"
+        body = json.dumps({"revision": revision, "physical": True}).encode()
+        with urllib.request.urlopen(urllib.request.Request(url, body), timeout=30) as r:
+            r.read()
+        return revision
+
+    def _gate_node(self, tag: str) -> str:
+        """A node of the sa pool only the fault's pods tolerate; Permit holds them 9 s."""
+        name = f"sa-{tag}x9"
+        node_labels = {workload.POOL: "sa", workload.ZONE: "sa-gate", GATE: tag}
+        taints = [{"key": GATE, "value": tag, "effect": "NoSchedule"}]
+        self.kube.create_node(
+            name, cpu="4", memory="8Gi", pods="12", labels=node_labels, taints=taints
+        )
+        return name
+
+    def _gate_pod(self, name: str, tag: str) -> str:
+        spec = {
+            "nodeSelector": {workload.POOL: "sa", GATE: tag},
+            "tolerations": [{"key": GATE, "operator": "Exists", "effect": "NoSchedule"}],
+        }
+        pod_labels = {workload.POOL: "sa", "chaos.io/kind": "gate"}
+        body = workload.pod_object(name, NAMESPACE, SA, pod_labels, {"cpu": "3"}, spec)
+        created = self.kube.request("POST", f"/api/v1/namespaces/{NAMESPACE}/pods", body)
+        self.report.churn["pods created (faults)"] += 1
+        return created["metadata"]["uid"]
+
+    def _assumed(self, uid: str) -> bool:
+        """The leader's cache holds the pod as assumed (waiting at Permit)."""
+        leader = self.leader()
+        dump = _get(f"{leader.url}/debug/cache") if leader else None
+        return bool(dump) and uid in json.loads(dump or b"{}").get("assumed", {})
+
+    def _wait_assumed(self, uid: str, timeout: float = 20) -> bool:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self._assumed(uid):
+                return True
+            time.sleep(0.2)
+        return False
+
+    def inject(self, kind: str, k: int) -> None:
+        if kind == "kill -9 standalone leader":
+            deadline = time.monotonic() + 30
+            while (leader := self.leader()) is None and time.monotonic() < deadline:
+                self._supervise()
+                time.sleep(0.5)
+            if leader is None:
+                raise RuntimeError("no live leader to kill within 30 s")
+            leader.kill()
+            self.replicas.remove(leader)
+            self._start_replica()
+        elif kind == "kill -9 kube-apiserver":
+            self._kill_apiserver()
+        elif kind == "restart etcd":
+            self.cp.stop_component("etcd")
+            self.cp.start_etcd()
+        elif kind == "watch expiry (compaction + apiserver restart)":
+            self._compact()
+            self._kill_apiserver()
+        elif kind == "kill -9 extender":
+            self.extender.kill()
+            time.sleep(6)  # kube-scheduler meets a dead extender: ignored, or an error
+            self.extender.start()
+        elif kind == "delete node with an assumed pod":
+            tag = f"hold{k}"
+            node = self._gate_node(tag)
+            uid = self._gate_pod(f"gate-{tag}", tag)
+            if not self._wait_assumed(uid):
+                self.report.findings.notes["gate pod never seen assumed"] += 1
+            self.kube.delete_node(node)
+        elif kind == "delete pod waiting at Permit":
+            tag = f"perm{k}"
+            self._gate_node(tag)
+            uid = self._gate_pod(f"gate-{tag}-a", tag)
+            if not self._wait_assumed(uid):
+                self.report.findings.notes["gate pod never seen assumed"] += 1
+            self.kube.delete_pod(f"gate-{tag}-a")
+            # Fits only if the deleted pod's assumed 3 CPUs were given back.
+            self._gate_pod(f"gate-{tag}-b", tag)
+            self.expect_bound.append(f"gate-{tag}-b")
+
+    def faults(self, until: float) -> None:
+        """One fault every ``fault_every`` seconds until ``until``, and each kind at least once."""
+        for k in itertools.count(1):
+            wait_until = time.monotonic() + self.opt.fault_every
+            while time.monotonic() < wait_until:
+                if self.stop.wait(1.0):
+                    return
+                self._supervise()
+            if time.monotonic() > until and k > len(FAULTS):
+                return
+            kind = FAULTS[(k - 1) % len(FAULTS)]
+            t = time.monotonic()
+            self.out(f"[chaos] {time.strftime('%H:%M:%S')} fault {k}: {kind}")
+            try:
+                self.inject(kind, k)
+            except Exception as exc:  # noqa: BLE001
+                self.report.findings.check("fault injected and recovered", False, f"{kind}: {exc}")
+                self._heal()
+                continue
+            self.report.faults[kind] += 1
+            took = time.monotonic() - t
+            self.report.fault_seconds[kind] = max(took, self.report.fault_seconds.get(kind, 0))
+
+    def _supervise(self) -> None:
+        """Restart the replicas that exited, as the kubelet would: a leader whose renewals
+        fail for renewDeadline (apiserver or etcd down) exits, as upstream's does."""
+        for replica in [r for r in self.replicas if not r.alive()]:
+            self.replicas.remove(replica)
+            self.report.churn["standalone replicas exited (lease lost), restarted"] += 1
+            self._start_replica()
+
+    def _heal(self) -> None:
+        """Everything up again, whatever a fault left down."""
+        running = self.cp.running()
+        if not running.get("etcd"):
+            self.cp.stop_component("etcd")
+            self.cp.start_etcd()
+        if not running.get("kube-apiserver"):
+            self.cp.stop_component("kube-apiserver")
+            self.cp.start_apiserver()
+        if self.extender.proc.poll() is not None:
+            self.extender.start()
+        self.replicas = [r for r in self.replicas if r.alive()]
+        while len(self.replicas) < 2:
+            self._start_replica()
+
+    # -- the end ------------------------------------------------------------------------
+
+    def settle(self) -> Snapshot:
+        """Wait until no pending pod fits a node (or the settle time is over)."""
+        deadline = time.monotonic() + self.opt.settle
+        while True:
+            snap = self.snapshot(self.kube)
+            self.examine(snap)
+            fitting = [p for p in snap.pods.values() if not node_of(p) and fitting_node(p, snap)]
+            if not fitting or time.monotonic() > deadline:
+                return snap
+            time.sleep(3)
+
+    def final_checks(self, snap: Snapshot) -> None:
+        f = self.report.findings
+        events = self.kube.get(f"/apis/events.k8s.io/v1/namespaces/{NAMESPACE}/events") or {}
+        by_uid: dict[str, list[dict]] = {}
+        for event in events.get("items", []):
+            uid = (event.get("regarding") or {}).get("uid", "")
+            by_uid.setdefault(uid, []).append(event)
+        scheduled = Counter()
+        for uid, evs in by_uid.items():
+            scheduled[uid] = sum(1 for e in evs if e.get("reason") == "Scheduled")
+            for e in evs:
+                note = e.get("note") or ""
+                if e.get("reason") == "FailedScheduling" and "already" in note:
+                    f.check("bound exactly once (no second bind)", False, f"{uid}: {note}")
+        for uid, n in scheduled.items():
+            name = (by_uid[uid][0].get("regarding") or {}).get("name")
+            f.check("bound exactly once (Scheduled events)", n <= 1, f"{name}: {n} Scheduled")
+        for pod in snap.pods.values():
+            name = pod["metadata"]["name"]
+            if node_of(pod):
+                if node_of(pod) not in snap.nodes:
+                    gate = labels(pod).get("chaos.io/kind") == "gate"
+                    f.notes[
+                        "gate pod bound to the node deleted while it waited at Permit"
+                        if gate
+                        else "pods left on deleted nodes (no pod GC without controller-manager)"
+                    ] += 1
+                continue
+            fit = fitting_node(pod, snap)
+            f.check(
+                "every fitting pod bound",
+                fit is None,
+                f"{name} pending but fits {fit}: {_condition(pod)}",
+            )
+            if fit is None:
+                notes = [
+                    e.get("note") or ""
+                    for e in by_uid.get(pod["metadata"]["uid"], [])
+                    if e.get("reason") == "FailedScheduling"
+                ]
+                last = _condition(pod)
+                f.check(
+                    "unschedulable pod has FailedScheduling 0/N nodes",
+                    any(FAILED_RE.match(n) for n in notes) and bool(FAILED_RE.match(last)),
+                    f"{name}: events {notes[-2:]}, condition {last!r}",
+                )
+        for name in self.expect_bound:
+            pod = next((p for p in snap.pods.values() if p["metadata"]["name"] == name), None)
+            f.check(
+                "pod after a deleted waiting pod bound (assumed resources freed)",
+                pod is not None and bool(node_of(pod)),
+                f"{name}: {_condition(pod or {})}",
+            )
+        for replica in self.replicas:
+            dump = _get(f"{replica.url}/debug/cache")
+            if dump is None:
+                f.notes[f"{replica.name}: no /debug/cache"] += 1
+                continue
+            assumed = json.loads(dump).get("assumed", {})
+            f.check("nothing left assumed", not assumed, f"{replica.name}: {assumed}")
+        counts = Counter(labels(p).get("chaos.io/kind") for p in snap.pods.values() if node_of(p))
+        self.report.churn["pods bound (ever seen)"] = len(self.bound_at)
+        self.report.churn["pods pending at the end"] = sum(
+            1 for p in snap.pods.values() if not node_of(p)
+        )
+        self.report.churn["pods bound at the end"] = sum(counts.values())
+
+    def watch_expiries(self) -> None:
+        """How many times the components saw a watch expire (410 Gone) and relisted."""
+        for log in sorted(self.cp.logs.glob("*.log")):
+            text = log.read_text(errors="replace")
+            n = text.count("too old resource version") + text.count("410")
+            if n and log.stem not in ("etcd", "kube-apiserver"):
+                self.report.findings.notes[f"watch expiry (410) lines in {log.stem}.log"] = n
+
+    def run(self) -> Report:
+        t0 = time.monotonic()
+        try:
+            self.start()
+            threads = [
+                threading.Thread(target=self.churn, daemon=True, name="churn"),
+                threading.Thread(target=self.observe, daemon=True, name="observe"),
+            ]
+            for thread in threads:
+                thread.start()
+            t1 = time.monotonic()
+            self.faults(until=t1 + self.opt.minutes * 60)
+            remaining = t1 + self.opt.minutes * 60 - time.monotonic()
+            if remaining > 0:
+                self.stop.wait(remaining)
+            self.stop.set()
+            for thread in threads:
+                thread.join(timeout=30)
+            self.report.seconds["churn"] = time.monotonic() - t1
+            self._heal()
+            t2 = time.monotonic()
+            snap = self.settle()
+            self.report.seconds["settle"] = time.monotonic() - t2
+            self.final_checks(snap)
+            self.watch_expiries()
+        finally:
+            self.stop.set()
+            for replica in self.replicas:
+                replica.stop()
+            if getattr(self, "extender", None) and self.extender.proc is not None:
+                stop_pid(self.extender.proc.pid, timeout=5)
+            self.cp.down()
+            self.report.seconds["total"] = time.monotonic() - t0
+        return self.report
+
+
+def _taints(spec: dict) -> dict:
+    return {"taints": spec["taints"]} if spec.get("taints") else {}
+
+
+def _condition(pod: dict) -> str:
+    for c in (pod.get("status") or {}).get("conditions") or ():
+        if c.get("type") == "PodScheduled" and c.get("status") == "False":
+            return c.get("message") or c.get("reason") or ""
+    return ""
+
+
+def run(directory: Path, options: Options, out: Callable = print) -> Report:
+    soak = Soak(directory, options, out)
+    report = soak.run()
+    out(report.table())
+    out(f"logs: {soak.cp.logs}")
+    return report
