@@ -1,4 +1,6 @@
-"""One scheduling attempt's algorithm: filter, score, select (spec §2.2-2.10).
+"""One scheduling attempt's algorithm: filter, score, select (upstream
+``pkg/scheduler/schedule_one.go``: ``schedulePod``, ``findNodesThatFitPod``, ``prioritizeNodes``,
+``selectHost``).
 
 Both shells call this: the standalone scheduler for every pod it pops, the webhook for the
 filter/prioritize verbs (with the candidate nodes kube-scheduler sent). The decision for a
@@ -50,7 +52,7 @@ class Diagnosis:
 
 
 def fit_error_message(num_all_nodes: int, diagnosis: Diagnosis) -> str:
-    """The upstream FitError text (spec §9.3), e.g.
+    """The upstream FitError text (``FitError.Error`` in the framework's ``types.go``), e.g.
     ``0/5 nodes are available: 2 Insufficient cpu, 3 node(s) were unschedulable.``"""
     message = NO_NODE_AVAILABLE_MSG.format(num_all_nodes) + ":"
     if diagnosis.pre_filter_msg:
@@ -101,7 +103,7 @@ class ScheduleResult:
 
 
 def num_feasible_nodes_to_find(percentage: int | None, num_all_nodes: int) -> int:
-    """How many feasible nodes to look for before scoring (spec §2.5)."""
+    """How many feasible nodes to look for before scoring (upstream ``numFeasibleNodesToFind``)."""
     if num_all_nodes < MIN_FEASIBLE_NODES_TO_FIND:
         return num_all_nodes
     pct = percentage or DEFAULT_PERCENTAGE_OF_NODES_TO_SCORE
@@ -261,7 +263,8 @@ class SchedulingAlgorithm:
     def prioritize_nodes(
         self, fwk: Framework, state: CycleState, pod: dict, nodes: list[NodeInfo]
     ) -> list[NodePluginScores]:
-        """PreScore, Score, NormalizeScore, weights and extender priorities (spec §2.9)."""
+        """PreScore, Score, NormalizeScore, weights and extender priorities (upstream
+        ``prioritizeNodes``)."""
         if not fwk.has_score_plugins() and not self.extenders:
             return [NodePluginScores(info.name, total_score=1) for info in nodes]
         status = fwk.run_pre_score_plugins(state, pod, nodes)

@@ -35,6 +35,7 @@ from extender.framework.events import (
     QueueingHint,
     Resource,
 )
+from extender.framework.status import Status
 from extender.framework.types import (
     PodInfo,
     QueuedPodInfo,
@@ -103,7 +104,7 @@ class SchedulingQueue:
         less: Callable[[QueuedPodInfo, QueuedPodInfo], bool],
         *,
         nominator: Nominator | None = None,
-        pre_enqueue: Callable[[dict], object | None] = lambda pod: None,
+        pre_enqueue: Callable[[dict], Status | None] = lambda pod: None,
         plugin_events: Callable[[dict], dict[str, list[ClusterEventWithHint]]] = lambda pod: {},
         clock: Callable[[], float] = time.monotonic,
         pod_initial_backoff: float = DEFAULT_POD_INITIAL_BACKOFF,
@@ -181,7 +182,7 @@ class SchedulingQueue:
     def _add_to_active_or_gate(self, info: QueuedPodInfo) -> bool:
         status = self._pre_enqueue(info.pod)
         if status is not None:
-            info.gating_plugin = getattr(status, "plugin", "") or "PreEnqueue"
+            info.gating_plugin = status.plugin or "PreEnqueue"
             self._unschedulable[info.pod_info.key] = info
             return False
         info.gating_plugin = ""

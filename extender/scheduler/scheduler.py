@@ -307,8 +307,7 @@ class Scheduler:
         """Extenders with a bindVerb first (the first interested one decides, ignorable ones
         fall through on error), then the Bind plugins."""
         for extender in self.algorithm.extenders:
-            is_binder = getattr(extender, "is_binder", None)
-            if is_binder is None or not is_binder() or not extender.is_interested(pod):
+            if not extender.is_binder() or not extender.is_interested(pod):
                 continue
             try:
                 extender.bind(pod, host)
