@@ -17,6 +17,7 @@ end-state invariants are checked.
 from __future__ import annotations
 
 import base64
+import collections
 import itertools
 import json
 import os
@@ -191,7 +192,7 @@ class Soak:
         self.pods: dict[str, list[str]] = {pool: [] for pool in POOLS}  # live churn pods
         self.nodes: dict[str, list[str]] = {pool: [] for pool in POOLS}  # churnable nodes
         self.expect_bound: list[str] = []  # pods a fault made that must end up bound
-        self.prev: Snapshot | None = None
+        self.history: collections.deque[tuple[float, Snapshot]] = collections.deque()
         self.bound_at: dict[str, str] = {}  # uid -> node, as first seen
 
     # -- set-up -------------------------------------------------------------------------
@@ -340,12 +341,17 @@ class Soak:
                         node_of(p) == self.bound_at[uid],
                         f"{p['metadata']['name']}: {self.bound_at[uid]} then {node_of(p)}",
                     )
-            prev = self.prev or Snapshot({}, {})
+            now = time.monotonic()
+            # The decision preceded the bind by a Permit wait (<= 2 s) and the binding call;
+            # keep the snapshots of the last 6 s, and the one just before them.
+            while len(self.history) > 1 and self.history[1][0] < now - 6:
+                self.history.popleft()
+            snaps = [s for _, s in self.history] + [snap]
             for pod in new:
                 self.bound_at[pod["metadata"]["uid"]] = node_of(pod)
                 window = [p for p in new if p is not pod]
-                check_bind(pod, prev, snap, window, f)
-            self.prev = snap
+                check_bind(pod, snaps, window, f)
+            self.history.append((now, snap))
 
     # -- faults -------------------------------------------------------------------------
 
