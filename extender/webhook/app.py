@@ -29,7 +29,7 @@ from extender import wire
 from extender.framework.schedule import SchedulingError
 from extender.metrics import PluginMetrics
 
-from .explain import explain
+from .explain import Explainer, explain
 from .limits import BodyRefused, BytesInFlight, read_body
 from .service import ExtenderService, ServiceUnavailable
 
@@ -229,6 +229,7 @@ def create_app(
         victims = args["node_name_to_meta_victims"] or args["node_name_to_victims"] or {}
         return len(victims)
 
+    explainer = Explainer(service.fwk)
     routes = {
         "filter": (wire.load_args, service.filter, count_args),
         "prioritize": (wire.load_args, service.prioritize, count_args),
@@ -239,7 +240,7 @@ def create_app(
             lambda args: 1,
         ),
         # Not a kube-scheduler verb: the per-node, per-plugin breakdown (docs/explain.md).
-        "explain": (wire.load_args, lambda args: explain(service, args), count_args),
+        "explain": (wire.load_args, lambda args: explain(service, explainer, args), count_args),
     }
     for name, (load, run, count) in routes.items():
         app.add_url_rule(

@@ -15,16 +15,13 @@ from extender.explain.render import to_dict
 from .service import ExtenderService
 
 
-def explain(service: ExtenderService, args: dict) -> dict[str, Any]:
-    explainer = getattr(service, "_explainer", None)
-    if explainer is None:
-        explainer = Explainer(service.fwk)
-        service._explainer = explainer  # type: ignore[attr-defined]
+def explain(service: ExtenderService, explainer: Explainer, args: dict) -> dict[str, Any]:
+    """``explainer`` is built once per app over ``service.fwk`` (its dry-run twin is reused)."""
     missing: list[str] = []
     if args["nodes"] is None:
-        snapshot, candidates, missing = service._snapshot_for_names(args["node_names"])
+        snapshot, candidates, missing = service.snapshot_for_names(args["node_names"])
     else:
-        snapshot, candidates = service._snapshot_for_nodes(args["nodes"])
+        snapshot, candidates = service.snapshot_for_nodes(args["nodes"])
     result = to_dict(explainer.explain(args["pod"], snapshot, candidates))
     result["missingNodes"] = missing
     return result

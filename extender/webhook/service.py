@@ -87,7 +87,7 @@ class ExtenderService:
 
     # -- node views ---------------------------------------------------------------------------
 
-    def _snapshot_for_names(self, names: list[str]) -> tuple[Snapshot, list[NodeInfo], list[str]]:
+    def snapshot_for_names(self, names: list[str]) -> tuple[Snapshot, list[NodeInfo], list[str]]:
         if self.cache is None:
             raise ServiceUnavailable(ERR_NO_NODE_CACHE)
         if not self.ready():
@@ -109,7 +109,7 @@ class ExtenderService:
                 return snapshot, candidates, missing
             time.sleep(0.02)
 
-    def _snapshot_for_nodes(self, nodes: list[dict]) -> tuple[Snapshot, list[NodeInfo]]:
+    def snapshot_for_nodes(self, nodes: list[dict]) -> tuple[Snapshot, list[NodeInfo]]:
         base = self.cache.snapshot() if self.cache is not None else None
         candidates: list[NodeInfo] = []
         for node in nodes:
@@ -146,7 +146,7 @@ class ExtenderService:
             )
         if by_names:
             try:
-                snapshot, candidates, missing = self._snapshot_for_names(node_names)
+                snapshot, candidates, missing = self.snapshot_for_names(node_names)
             except ServiceUnavailable as exc:
                 return filter_result(
                     node_names=[], nodes=None, failed={}, failed_unresolvable={}, error=str(exc)
@@ -154,7 +154,7 @@ class ExtenderService:
             for name in missing:
                 failed[name] = ERR_NODE_NOT_IN_CACHE
         else:
-            snapshot, candidates = self._snapshot_for_nodes(args["nodes"])
+            snapshot, candidates = self.snapshot_for_nodes(args["nodes"])
 
         state = CycleState()
         try:
@@ -198,9 +198,9 @@ class ExtenderService:
         if not self.ready():
             raise ServiceUnavailable(ERR_NOT_SYNCED)
         if args["nodes"] is None:
-            snapshot, candidates, _ = self._snapshot_for_names(args["node_names"])
+            snapshot, candidates, _ = self.snapshot_for_names(args["node_names"])
         else:
-            snapshot, candidates = self._snapshot_for_nodes(args["nodes"])
+            snapshot, candidates = self.snapshot_for_nodes(args["nodes"])
         if not candidates:
             return []
         if not self.fwk.has_score_plugins():
