@@ -2,14 +2,14 @@
 kube-controller-manager (the PV binder only, for the volume tests).
 
 The binaries are built by ``hack/build-controlplane.sh`` into ``$KUBE_EXTENDER_CACHE/bin``.
-Without kubelet (and with at most the PV binder of controller-manager) two admission plugins must be off: ``ServiceAccount``
-(no default service account is ever created) and ``TaintNodesByCondition`` (it taints every
-new node not-ready and nothing would remove the taint).
+Without kubelet (and with at most the PV binder of controller-manager) two admission plugins
+must be off: ``ServiceAccount`` (no default service account is ever created) and
+``TaintNodesByCondition`` (it taints every new node not-ready and nothing would remove it).
 
 A cluster lives in one directory: certificates, kubeconfig, data, logs and ``state.json`` with
 the PIDs and ports, so ``kube-extender cluster down`` can stop what ``up`` started.
 
-Test and demo tooling, not the scheduler: kept in one module (~430 lines) so the process
+Test and demo tooling, not the scheduler: kept in one module (~480 lines) so the process
 lifecycle (spawn, wait, stop, state file) reads top to bottom.
 """
 
