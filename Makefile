@@ -41,9 +41,11 @@ $(VENV)/.installed: pyproject.toml $(EXAMPLES)/pyproject.toml
 	$(BIN)/pip install -q -e $(EXAMPLES)
 	touch $@
 
-## The control plane (etcd, kube-apiserver, kube-scheduler) and helm for the chart tests.
+## The control plane (etcd, kube-apiserver, kube-scheduler, kube-controller-manager), the
+## volume tests' dynamic provisioner and helm for the chart tests.
 controlplane:
 	bash hack/build-controlplane.sh
+	bash hack/build-provisioner.sh
 	bash hack/build-helm.sh
 
 ## Benchmarks: figures and ratios against a peer measured in the same run (never timed tests).

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds the real control plane the tests and `make start` run against:
-# kube-apiserver and kube-scheduler from k8s.io/kubernetes (hack/controlplane/go.mod pins the
+# kube-apiserver, kube-scheduler and kube-controller-manager from k8s.io/kubernetes
+# (hack/controlplane/go.mod pins the
 # release), and etcd from Debian's etcd-server package. Everything lands in a stable cache
 # outside the clone ($KUBE_EXTENDER_CACHE, default ~/.cache/kube-extender), Go's module and
 # build caches too, so a second run (or a fresh clone on the same machine) only checks.
@@ -56,4 +57,6 @@ total=$SECONDS
 etcd_binary
 build kube-apiserver
 build kube-scheduler
+# The PersistentVolume binder for the volume tests (tests/e2e/test_volumes.py).
+build kube-controller-manager
 log "done in $((SECONDS - total)) s: $bin"

@@ -1,14 +1,15 @@
-"""A real control plane on loopback: etcd, kube-apiserver and (optionally) kube-scheduler.
+"""A real control plane on loopback: etcd, kube-apiserver, optionally kube-scheduler and
+kube-controller-manager (the PV binder only, for the volume tests).
 
 The binaries are built by ``hack/build-controlplane.sh`` into ``$KUBE_EXTENDER_CACHE/bin``.
-Without kubelet and controller-manager two admission plugins must be off: ``ServiceAccount``
-(no default service account is ever created) and ``TaintNodesByCondition`` (it taints every
-new node not-ready and nothing would remove the taint).
+Without kubelet (and with at most the PV binder of controller-manager) two admission plugins
+must be off: ``ServiceAccount`` (no default service account is ever created) and
+``TaintNodesByCondition`` (it taints every new node not-ready and nothing would remove it).
 
 A cluster lives in one directory: certificates, kubeconfig, data, logs and ``state.json`` with
 the PIDs and ports, so ``kube-extender cluster down`` can stop what ``up`` started.
 
-Test and demo tooling, not the scheduler: kept in one module (~430 lines) so the process
+Test and demo tooling, not the scheduler: kept in one module (~480 lines) so the process
 lifecycle (spawn, wait, stop, state file) reads top to bottom.
 """
 
@@ -301,6 +302,43 @@ class ControlPlane:
             ctx.verify_mode = ssl.CERT_NONE
             self._wait(lambda: _http_ok(f"https://127.0.0.1:{port}/healthz", ctx), name, 60)
         return path
+
+    # -- kube-controller-manager --------------------------------------------------------------
+
+    def start_controller_manager(
+        self,
+        controllers: str = "persistentvolume-binder",
+        name: str = "kube-controller-manager",
+        wait: bool = True,
+    ) -> None:
+        """Start the real kube-controller-manager with only ``controllers`` (the PV binder by
+        default, for the volume tests: it binds claims to pre-bound PVs, marks delayed claims
+        for an external provisioner and binds what that provisions). The admin's credentials
+        for the API and the delegated authentication/authorization of its secure port, no
+        leader election, no per-controller service accounts (the ``ServiceAccount`` admission
+        plugin and the token controller are off) and no cloud provider.
+        """
+        port = free_port()
+        self._spawn(
+            name,
+            [
+                str(binary("kube-controller-manager")),
+                f"--kubeconfig={self.kubeconfig}",
+                f"--authentication-kubeconfig={self.kubeconfig}",
+                f"--authorization-kubeconfig={self.kubeconfig}",
+                f"--controllers={controllers}",
+                "--leader-elect=false",
+                "--use-service-account-credentials=false",
+                "--bind-address=127.0.0.1",
+                f"--secure-port={port}",
+                "--v=2",
+            ],
+        )
+        if wait:
+            ctx = ssl.create_default_context()
+            ctx.check_hostname = False
+            ctx.verify_mode = ssl.CERT_NONE
+            self._wait(lambda: _http_ok(f"https://127.0.0.1:{port}/healthz", ctx), name, 60)
 
     # -- whole cluster ------------------------------------------------------------------------
 
