@@ -16,8 +16,9 @@ export GOMODCACHE="$cache/gomod" GOCACHE="$cache/gobuild" GOFLAGS=-mod=mod
 log() { printf '[controlplane] %s\n' "$*" >&2; }
 
 # The binaries are keyed by go.mod's content: a changed pin rebuilds them.
-stamp="$(sha256sum "$here/controlplane/go.mod" "$here/controlplane/go.sum" \
-  "$here"/controlplane/*/main.go | sha256sum | cut -c1-16)"
+# Relative paths: the stamp must not depend on where the clone lives (CI clones anew).
+stamp="$(cd "$here" && sha256sum controlplane/go.mod controlplane/go.sum controlplane/*/main.go \
+  | sha256sum | cut -c1-16)"
 
 build() {
   local name="$1"

@@ -13,7 +13,8 @@ export GOMODCACHE="$cache/gomod" GOCACHE="$cache/gobuild" GOFLAGS=-mod=mod
 
 log() { printf '[helm] %s\n' "$*" >&2; }
 
-stamp="$(sha256sum "$here/helm/go.mod" "$here/helm/go.sum" | sha256sum | cut -c1-16)"
+# Relative paths: the stamp must not depend on where the clone lives (CI clones anew).
+stamp="$(cd "$here" && sha256sum helm/go.mod helm/go.sum | sha256sum | cut -c1-16)"
 if [[ -x "$bin/helm" && "$(cat "$bin/helm.stamp" 2>/dev/null)" == "$stamp" ]]; then
   log "helm: up to date ($bin/helm)"
   exit 0

@@ -15,8 +15,9 @@ export GOMODCACHE="$cache/gomod" GOCACHE="$cache/gobuild" GOFLAGS=-mod=mod
 log() { printf '[provisioner] %s\n' "$*" >&2; }
 
 command -v go >/dev/null || { log "go: not found on PATH; the build needs Go >= 1.26"; exit 1; }
-stamp="$(sha256sum "$here/provisioner/go.mod" "$here/provisioner/go.sum" \
-  "$here"/provisioner/*/main.go | sha256sum | cut -c1-16)"
+# Relative paths: the stamp must not depend on where the clone lives (CI clones anew).
+stamp="$(cd "$here" && sha256sum provisioner/go.mod provisioner/go.sum provisioner/*/main.go \
+  | sha256sum | cut -c1-16)"
 name=hostpath-provisioner
 if [[ -x "$bin/$name" && "$(cat "$bin/$name.stamp" 2>/dev/null)" == "$stamp" ]]; then
   log "$name: up to date ($bin/$name)"
