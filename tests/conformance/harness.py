@@ -697,7 +697,10 @@ class Conformance:
             ref = (body.get("spec") or {}).get("claimRef")
             if ref is not None:
                 body = copy.deepcopy(body)
-                body["spec"]["claimRef"]["uid"] = uids[(ref["namespace"], ref["name"])]
+                if ref.get("uid") is None:
+                    del body["spec"]["claimRef"]["uid"]  # pre-bound by name
+                else:
+                    body["spec"]["claimRef"]["uid"] = uids[(ref["namespace"], ref["name"])]
             created = self.kube.request("POST", storage_path(kind, obj), body)
             meta = created["metadata"]
             if obj["kind"] == "PersistentVolumeClaim":

@@ -29,6 +29,8 @@ OTHER_DRIVER = "other.conformance.io"
 NO_PROVISIONER = "kubernetes.io/no-provisioner"
 BIND_COMPLETED = "pv.kubernetes.io/bind-completed"
 MULTI_ZONE_DELIMITER = "__"
+DISK = "conformance.io/disk"  # a PV label claims select on
+DISKS = ("fast", "slow")
 PV_SIZES = ("1Gi", "2Gi", "5Gi", "10Gi")
 CLAIM_SIZES = ("500Mi", "1Gi", "2Gi", "5Gi", "20Gi")
 ACCESS_MODES = (
@@ -85,6 +87,10 @@ class VolumeGenerator:
                 self.csinodes.append(self.csinode(node))
         for _ in range(self.rng.randint(3, 8)):
             self.static_pv()
+        for _ in range(self.rng.randint(0, 2)):
+            self.prebound_pair()
+        if self.chance(0.3):
+            self.lost_claim()
         for _ in range(self.rng.randint(4, 9)):
             self.bound_pair()
         for _ in range(self.rng.randint(3, 7)):
@@ -211,6 +217,8 @@ class VolumeGenerator:
 
     def pv_labels(self) -> dict[str, str]:
         labels = {CASE_LABEL: self.case_id}
+        if self.chance(0.5):
+            labels[DISK] = self.pick(DISKS)
         if self.chance(0.4):
             zones = sorted(self.rng.sample(list(ZONES), self.rng.choice((1, 1, 2))))
             labels[ZONE] = MULTI_ZONE_DELIMITER.join(zones)
@@ -236,6 +244,8 @@ class VolumeGenerator:
             "storageClassName": storage_class,
             **self.pv_source(driver),
         }
+        if self.chance(0.1):
+            spec["volumeMode"] = "Block"
         affinity = self.pv_affinity()
         if affinity:
             spec["nodeAffinity"] = affinity
@@ -308,8 +318,30 @@ class VolumeGenerator:
 
     def unbound_claim(self, cls: str) -> None:
         pvc = self.pvc(cls, self.pick(CLAIM_SIZES), list(self.pick(ACCESS_MODES)))
+        if self.chance(0.25):
+            pvc["spec"]["selector"] = {"matchLabels": {DISK: self.pick(DISKS)}}
+        if self.chance(0.1):
+            pvc["spec"]["volumeMode"] = "Block"
         if cls != self.name("sc-imm"):
             self.unbound_wffc.append(pvc["metadata"]["name"])
+
+    def prebound_pair(self) -> None:
+        """A static PV whose claimRef names an unbound WFFC claim (no uid): the binder must
+        pick that PV (where its node affinity allows)."""
+        cls = self.name("sc-static")
+        size = self.pick(PV_SIZES)
+        modes = ["ReadWriteOnce"]
+        pvc = self.pvc(cls, size, modes)
+        claim = pvc["metadata"]["name"]
+        self.pv(self.name(f"pv{self.n_pv + 1}"), cls, size, modes, "Available", claim=claim)
+        self.pvs[-1]["spec"]["claimRef"]["uid"] = None  # pre-bound by name only
+        self.unbound_wffc.append(claim)
+
+    def lost_claim(self) -> None:
+        pvc = self.pvc(self.name("sc-static"), "1Gi", ["ReadWriteOnce"])
+        pvc["spec"]["volumeName"] = self.name("gone")
+        pvc["status"] = {"phase": "Lost"}
+        self.unbound_immediate.append(pvc["metadata"]["name"])
 
     # -- pods -----------------------------------------------------------------------------
 
@@ -384,6 +416,16 @@ class VolumeGenerator:
             return self.claim_volume(index, "missing")
         if roll < 0.77 and self.unbound_immediate:
             return self.claim_volume(index, self.pick(self.unbound_immediate))
+        if roll < 0.8:
+            # generic ephemeral volume: no ephemeral volume controller creates its claim
+            template = {
+                "spec": {
+                    "accessModes": ["ReadWriteOnce"],
+                    "storageClassName": self.name("sc-dyn"),
+                    "resources": {"requests": {"storage": "1Gi"}},
+                }
+            }
+            return {"name": f"v{index}", "ephemeral": {"volumeClaimTemplate": template}}
         if roll < 0.88:
             return self.gce_volume(index)
         return {"name": f"v{index}", "emptyDir": {}}
