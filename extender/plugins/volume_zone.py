@@ -30,7 +30,7 @@ from extender.framework.handle import (
 from extender.framework.status import SKIP, Status, unresolvable
 from extender.framework.types import NodeInfo, PreFilterResult
 
-from .volume_util import WAIT_FOR_FIRST_CONSUMER, claim_class, meta, not_found, pod_claims, spec
+from .volume_util import WAIT_FOR_FIRST_CONSUMER, claim_class, meta, not_found, spec
 
 NAME = "VolumeZone"
 PRE_FILTER_KEY = "PreFilter" + NAME
@@ -89,7 +89,7 @@ class VolumeZone:
         classes = self.handle.lister(STORAGE_CLASSES)
         namespace = meta(pod).get("namespace", "")
         out: list[PVTopology] = []
-        for claim_name, _ in pod_claims(pod):
+        for claim_name in pvc_claim_names(pod):
             if not claim_name:
                 return [], unresolvable("PersistentVolumeClaim had no name")
             pvc = pvcs.get(namespace, claim_name)
@@ -174,10 +174,22 @@ class VolumeZone:
         ]
 
 
+def pvc_claim_names(pod: dict) -> list[str]:
+    """Upstream ``getPersistentVolumeClaimNameFromPod``: the claims of the pod's
+    ``persistentVolumeClaim`` volumes only. Generic ephemeral volumes do not count (their
+    claim's zone is VolumeBinding's business), so a pod whose ephemeral claim does not exist
+    yet is not rejected here."""
+    return [
+        (volume.get("persistentVolumeClaim") or {}).get("claimName") or ""
+        for volume in spec(pod).get("volumes") or ()
+        if volume.get("persistentVolumeClaim") is not None
+    ]
+
+
 def is_schedulable_after_pvc_change(pod: dict, old: dict | None, new: dict | None) -> QueueingHint:
     if new is None or meta(new).get("namespace") != meta(pod).get("namespace"):
         return QueueingHint.QUEUE_SKIP
-    names = {name for name, _ in pod_claims(pod)}
+    names = set(pvc_claim_names(pod))
     return QueueingHint.QUEUE if meta(new).get("name") in names else QueueingHint.QUEUE_SKIP
 
 

@@ -43,6 +43,12 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="skip the hand-made clear-choice scoring cases",
     )
+    parser.add_argument(
+        "--volumes",
+        action="store_true",
+        help="the volume cases (StorageClasses, PVs, PVCs, CSINodes; tests/conformance/volumes.py) "
+        "instead of the general ones; no score checks",
+    )
     parser.add_argument("--repro-dir", type=Path, default=Path("conformance-repro"))
     parser.add_argument(
         "--attach",
@@ -76,8 +82,9 @@ def main(argv: list[str] | None = None) -> int:
                 max_nodes=args.max_nodes,
                 isolate=args.isolate,
                 scores=args.scores,
+                volumes=args.volumes,
             )
-            if not args.no_clear_choice:
+            if not args.no_clear_choice and not args.volumes:
                 for case, best in clear_choice_cases():
                     check = runner.run_score_case(case)
                     print(f"{case.case_id}: expected {best}, {check.describe().strip()}")

@@ -79,6 +79,10 @@ class Case:
     # Services / ReplicationControllers / ReplicaSets / StatefulSets, created before the pods;
     # a pod's ownerReferences name them (the harness fills in the uid).
     workloads: list[dict] = field(default_factory=list)
+    # StorageClasses, CSINodes, PersistentVolumeClaims, PersistentVolumes (volume cases,
+    # :mod:`tests.conformance.volumes`), created in this order; a PV's claimRef uid is filled
+    # in by the harness, a ``status`` goes through the status subresource.
+    storage: list[dict] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
     @property

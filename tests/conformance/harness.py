@@ -49,10 +49,14 @@ import orjson
 from extender.controlplane import ControlPlane, free_port
 from extender.framework.cycle_state import CycleState
 from extender.framework.handle import (
+    CSI_NODES,
+    PERSISTENT_VOLUME_CLAIMS,
+    PERSISTENT_VOLUMES,
     REPLICA_SETS,
     REPLICATION_CONTROLLERS,
     SERVICES,
     STATEFUL_SETS,
+    STORAGE_CLASSES,
     EmptyLister,
     Kind,
     Lister,
@@ -79,8 +83,19 @@ FILTER_PLUGINS = (
     "PodTopologySpread",
     "InterPodAffinity",
 )
+# The volume plugins (between NodeResourcesFit and PodTopologySpread upstream): compared on
+# their own only in volume cases (:mod:`tests.conformance.volumes`).
+VOLUME_PLUGINS = ("VolumeRestrictions", "NodeVolumeLimits", "VolumeBinding", "VolumeZone")
+ALL_FILTER_PLUGINS = (*FILTER_PLUGINS[:6], *VOLUME_PLUGINS, *FILTER_PLUGINS[6:])
 PRE_FILTER_PLUGINS = frozenset(
-    ("NodeAffinity", "NodePorts", "NodeResourcesFit", "PodTopologySpread", "InterPodAffinity")
+    (
+        "NodeAffinity",
+        "NodePorts",
+        "NodeResourcesFit",
+        "PodTopologySpread",
+        "InterPodAffinity",
+        *VOLUME_PLUGINS,
+    )
 )
 PROFILE = "conformance"
 EXTENDER_ANNOTATION = "conformance.io/extender"  # "pass": let the pod bind (score tests)
@@ -190,7 +205,7 @@ def scheduler_config(extender_url: str) -> dict:
             "plugins": {"postFilter": {"disabled": [{"name": "*"}]}},
         }
     ]
-    for plugin in FILTER_PLUGINS:
+    for plugin in ALL_FILTER_PLUGINS:
         profiles.append(
             {
                 "schedulerName": isolated_profile_name(plugin),
@@ -236,7 +251,7 @@ def missing_plugins() -> dict[str, str]:
     from extender.plugins import plugin_class
 
     missing = {}
-    for name in FILTER_PLUGINS:
+    for name in ALL_FILTER_PLUGINS:
         try:
             plugin_class(name)
         except Exception as exc:  # noqa: BLE001 - any import problem means "not usable yet"
@@ -301,6 +316,27 @@ WORKLOAD_KINDS: dict[str, Kind] = {
 }
 
 
+# The storage objects of a volume case, by kind: what the volume plugins read.
+STORAGE_KINDS: dict[str, Kind] = {
+    "StorageClass": STORAGE_CLASSES,
+    "CSINode": CSI_NODES,
+    "PersistentVolumeClaim": PERSISTENT_VOLUME_CLAIMS,
+    "PersistentVolume": PERSISTENT_VOLUMES,
+}
+
+
+def storage_path(kind: Kind, obj: dict) -> str:
+    """The collection path of ``obj`` (namespaced or cluster-scoped)."""
+    if kind.namespaced:
+        return namespaced_path(kind, obj["metadata"]["namespace"])
+    return kind.path
+
+
+def case_plugins(case: Case) -> tuple[str, ...]:
+    """The filter plugins compared on their own for ``case``'s pods."""
+    return ALL_FILTER_PLUGINS if case.storage else FILTER_PLUGINS
+
+
 def namespaced_path(kind: Kind, namespace: str) -> str:
     prefix = f"/api/{kind.version}" if not kind.group else f"/apis/{kind.group}/{kind.version}"
     return f"{prefix}/namespaces/{namespace}/{kind.resource}"
@@ -314,7 +350,9 @@ class ObjectLister:
 
     def list(self, namespace: str | None = None) -> list[dict]:
         return [
-            o for o in self.objects if namespace is None or o["metadata"]["namespace"] == namespace
+            o
+            for o in self.objects
+            if namespace is None or o["metadata"].get("namespace", "") == namespace
         ]
 
     def get(self, namespace: str, name: str) -> dict | None:
@@ -324,7 +362,8 @@ class ObjectLister:
 @dataclass
 class ApiObjects:
     """What our handle reads besides nodes and pods: namespace labels and the workload
-    objects (Services, ReplicationControllers, ReplicaSets, StatefulSets) of a case."""
+    objects (Services, ReplicationControllers, ReplicaSets, StatefulSets) and storage objects
+    (PVs, PVCs, StorageClasses, CSINodes) of a case."""
 
     namespace_labels: dict[str, dict] = field(default_factory=dict)
     workloads: dict[Kind, list[dict]] = field(default_factory=dict)
@@ -474,15 +513,19 @@ class Tally:
             + (f", error {self.shapes['error']}" if self.shapes["error"] else ""),
             "  node verdicts by our deciding plugin (agreed/total):",
         ]
-        for plugin in (*FILTER_PLUGINS, FEASIBLE):
+        for plugin in (*ALL_FILTER_PLUGINS, FEASIBLE):
+            if plugin in VOLUME_PLUGINS and not self.node_total[plugin]:
+                continue
             lines.append(f"    {plugin:<20} {self.node_agreed[plugin]}/{self.node_total[plugin]}")
-        for plugin in sorted(set(self.node_total) - set(FILTER_PLUGINS) - {FEASIBLE}):
+        for plugin in sorted(set(self.node_total) - set(ALL_FILTER_PLUGINS) - {FEASIBLE}):
             lines.append(f"    {plugin:<20} {self.node_agreed[plugin]}/{self.node_total[plugin]}")
         if self.isolated_total:
             lines.append(
                 "  isolated plugin profiles, pods agreed/total (pods where it rejected a node):"
             )
-            for plugin in FILTER_PLUGINS:
+            for plugin in ALL_FILTER_PLUGINS:
+                if plugin in VOLUME_PLUGINS and not self.isolated_total[plugin]:
+                    continue
                 lines.append(
                     f"    {plugin:<20} "
                     f"{self.isolated_agreed[plugin]}/{self.isolated_total[plugin]} "
@@ -542,7 +585,7 @@ def trimmed(obj: dict) -> dict:
         out.pop("status", None)
     else:
         status = out.get("status") or {}
-        out["status"] = {k: status[k] for k in ("allocatable", "images") if k in status}
+        out["status"] = {k: status[k] for k in ("allocatable", "images", "phase") if k in status}
     return out
 
 
@@ -614,6 +657,10 @@ class Conformance:
                 },
             )
         self.create_workloads(case)
+        # Before the nodes and pods: the barrier only proves that kube-scheduler has the node
+        # and pod events; its storage informers started with the others and have had the
+        # storage objects' events for as long as the nodes' and pods' took.
+        self.create_storage(case)
         for node in case.nodes:
             self.create_node(node)
         for pod in case.existing_pods:
@@ -638,6 +685,52 @@ class Conformance:
             ns = pod["metadata"]["namespace"]
             for ref in pod["metadata"].get("ownerReferences") or ():
                 ref["uid"] = uids[(ref["kind"], ns, ref["name"])]
+
+    def create_storage(self, case: Case) -> None:
+        """Create the case's StorageClasses, CSINodes, claims and volumes (in that order),
+        bound pairs already bound: a PV's claimRef gets its claim's uid, and each object's
+        ``status`` is written through the status subresource (no PV controller runs)."""
+        uids: dict[tuple[str, str], str] = {}
+        for obj in case.storage:
+            kind = STORAGE_KINDS[obj["kind"]]
+            body = {k: v for k, v in obj.items() if k != "status"}
+            ref = (body.get("spec") or {}).get("claimRef")
+            if ref is not None:
+                body = copy.deepcopy(body)
+                if ref.get("uid") is None:
+                    del body["spec"]["claimRef"]["uid"]  # pre-bound by name
+                else:
+                    body["spec"]["claimRef"]["uid"] = uids[(ref["namespace"], ref["name"])]
+            created = self.kube.request("POST", storage_path(kind, obj), body)
+            meta = created["metadata"]
+            if obj["kind"] == "PersistentVolumeClaim":
+                uids[(meta["namespace"], meta["name"])] = meta["uid"]
+            if obj.get("status"):
+                self.kube.request(
+                    "PATCH",
+                    f"{storage_path(kind, obj)}/{meta['name']}/status",
+                    {"status": obj["status"]},
+                    content_type="application/merge-patch+json",
+                )
+
+    def delete_storage(self, case: Case) -> None:
+        """Delete the case's storage objects; the protection finalizers (no controller
+        removes them) are dropped first."""
+        for obj in reversed(case.storage):
+            kind = STORAGE_KINDS[obj["kind"]]
+            path = f"{storage_path(kind, obj)}/{obj['metadata']['name']}"
+            try:
+                if obj["kind"] in ("PersistentVolumeClaim", "PersistentVolume"):
+                    self.kube.request(
+                        "PATCH",
+                        path,
+                        {"metadata": {"finalizers": None}},
+                        content_type="application/merge-patch+json",
+                    )
+                self.kube.request("DELETE", path)
+            except ApiError as exc:
+                if exc.status != 404:
+                    raise
 
     def create_node(self, node: dict) -> None:
         body = {k: v for k, v in node.items() if k != "status"}
@@ -750,6 +843,7 @@ class Conformance:
             except ApiError as exc:
                 if exc.status != 404:
                     raise
+        self.delete_storage(case)
         self.kube.request(
             "DELETE", "/api/v1/nodes", query={"labelSelector": f"{CASE_LABEL}={case.case_id}"}
         )
@@ -771,6 +865,15 @@ class Conformance:
             ]
             ns_obj = self.kube.get(f"/api/v1/namespaces/{ns}") or {}
             objects.namespace_labels[ns] = (ns_obj.get("metadata") or {}).get("labels") or {}
+        if case.storage:
+            for kind in STORAGE_KINDS.values():
+                if kind.namespaced:
+                    found = [
+                        o for ns in case.namespaces for o in self._list(namespaced_path(kind, ns))
+                    ]
+                else:
+                    found = self._list(kind.path, labelSelector=f"{CASE_LABEL}={case.case_id}")
+                objects.workloads[kind] = found
         return nodes, pods, objects
 
     # -- observing kube-scheduler ------------------------------------------------------------
@@ -867,10 +970,10 @@ class Conformance:
                 if isolate or not r.agree
             ]
             if to_isolate:
-                self.isolate(to_isolate, nodes, bound, objects)
+                self.isolate(to_isolate, nodes, bound, objects, case_plugins(case))
             for result, pod in zip(results, created, strict=True):
                 if not result.agree or any(not _same(t, o) for t, o in result.isolated.values()):
-                    result.repro = self.reproduction(result, pod, nodes, bound)
+                    result.repro = self.reproduction(result, pod, nodes, bound, objects)
                     if result.agree:
                         # Only an isolated plugin disagrees: still a disagreement to report.
                         tally.disagreements.append(result)
@@ -891,12 +994,13 @@ class Conformance:
         nodes: list[dict],
         bound: list[dict],
         objects: ApiObjects,
+        plugins: tuple[str, ...] = FILTER_PLUGINS,
     ) -> None:
         """Each pod again through every single-plugin profile, on both sides."""
         originals = [pod for _, pod in items]
         batches = {
             plugin: self.submit(originals, isolated_profile_name(plugin), "-" + plugin.lower())
-            for plugin in FILTER_PLUGINS
+            for plugin in plugins
         }
         theirs = self.observe([pod for batch in batches.values() for pod in batch])
         for plugin, created in batches.items():
@@ -907,7 +1011,12 @@ class Conformance:
                 result.isolated[plugin] = (theirs[key], ours)
 
     def reproduction(
-        self, result: PodResult, pod: dict, nodes: list[dict], bound: list[dict]
+        self,
+        result: PodResult,
+        pod: dict,
+        nodes: list[dict],
+        bound: list[dict],
+        objects: ApiObjects | None = None,
     ) -> dict:
         """A minimal reproduction: the pod, each disputed node, the pods bound there."""
         theirs, ours = result.theirs, result.ours
@@ -951,6 +1060,11 @@ class Conformance:
             # Spread and inter-pod affinity count pods on every node: give the whole state.
             repro["all_nodes"] = [trimmed(n) for n in nodes]
             repro["all_bound_pods"] = [trimmed(p) for p in bound]
+        if objects is not None and plugins & set(VOLUME_PLUGINS):
+            repro["storage"] = {
+                kind.resource: [trimmed(o) for o in objects.workloads.get(kind, ())]
+                for kind in STORAGE_KINDS.values()
+            }
         if self.repro_dir is not None:
             self.repro_dir.mkdir(parents=True, exist_ok=True)
             path = self.repro_dir / f"{result.case_id}-{result.pod}.json"
@@ -1074,10 +1188,20 @@ def run_seeds(
     isolate: bool = False,
     scores: int = 0,
     out: Callable[[str], None] = print,
+    volumes: bool = False,
 ) -> Tally:
+    """Run ``seeds``: the general cases, or with ``volumes`` the volume cases
+    (:mod:`tests.conformance.volumes`; no score checks there: binding a pod with unbound
+    claims would wait for a PV controller that does not run)."""
+    from .volumes import generate_volume_case
+
     total = Tally()
     for seed in seeds:
-        case = gen.generate(seed, pods=pods_per_seed, max_nodes=max_nodes)
+        if volumes:
+            case = generate_volume_case(seed, pods=pods_per_seed, max_nodes=min(max_nodes, 6))
+            scores = 0
+        else:
+            case = gen.generate(seed, pods=pods_per_seed, max_nodes=max_nodes)
         tally = conformance.run_case(case, isolate=isolate, scores=scores)
         out(
             f"seed {seed}: {tally.pods_agreed}/{tally.pods} agreed "

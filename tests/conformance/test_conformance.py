@@ -2,7 +2,9 @@
 real kube-scheduler, on seeded generated clusters. See :mod:`tests.conformance.harness`.
 
 CI runs a fixed set of seeds (250 pending pods, each also through the eight single-plugin
-profiles); longer runs: ``python -m tests.conformance --seeds N`` (``make conformance``).
+profiles) and a fixed set of volume seeds (:mod:`tests.conformance.volumes`: 100 pods with
+PVCs, PVs, StorageClasses and CSINodes, each also through the twelve single-plugin profiles);
+longer runs: ``python -m tests.conformance --seeds N [--volumes]`` (``make conformance``).
 """
 
 from __future__ import annotations
@@ -10,11 +12,12 @@ from __future__ import annotations
 import pytest
 
 from .generator import clear_choice_cases, generate
-from .harness import Conformance, Tally, missing_plugins, run_seeds
+from .harness import VOLUME_PLUGINS, Conformance, Tally, missing_plugins, run_seeds
 
 CI_SEEDS = range(1, 11)
 PODS_PER_SEED = 25
 SCORE_CHECKS_PER_SEED = 2
+VOLUME_SEEDS = range(1, 5)
 BROKEN_PLUGIN_SEED = 4  # 9 of its first 10 pods meet a taint they do not tolerate
 
 # Reports printed at the end of the session (conftest's pytest_terminal_summary).
@@ -40,6 +43,20 @@ def ci_tally(conformance: Conformance, plugins_ready: None) -> Tally:
         out=lambda line: None,
     )
     REPORTS.append(tally.report())
+    return tally
+
+
+@pytest.fixture(scope="module")
+def volume_tally(conformance: Conformance, plugins_ready: None) -> Tally:
+    tally = run_seeds(
+        conformance,
+        VOLUME_SEEDS,
+        pods_per_seed=PODS_PER_SEED,
+        isolate=True,
+        out=lambda line: None,
+        volumes=True,
+    )
+    REPORTS.append("volume cases:\n" + tally.report())
     return tally
 
 
@@ -100,3 +117,14 @@ def test_harness_detects_a_broken_plugin(
         assert theirs.feasible is not None and ours.feasible is not None
         assert theirs.feasible < ours.feasible, tally.report()
         assert "TaintToleration" in result.repro["plugins"], result.repro
+
+
+def test_volume_cases_agree_with_kube_scheduler(volume_tally: Tally) -> None:
+    assert volume_tally.pods == len(VOLUME_SEEDS) * PODS_PER_SEED
+    assert volume_tally.pods_agreed == volume_tally.pods, volume_tally.report()
+    assert not volume_tally.disagreements, volume_tally.report()
+    for plugin, total in volume_tally.isolated_total.items():
+        assert volume_tally.isolated_agreed[plugin] == total, volume_tally.report()
+    # Every volume plugin rejected some node on its own in kube-scheduler.
+    exercised = {p for p, n in volume_tally.isolated_rejecting.items() if n}
+    assert exercised >= set(VOLUME_PLUGINS), volume_tally.report()

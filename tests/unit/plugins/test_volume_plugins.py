@@ -389,6 +389,25 @@ def test_volume_zone_unbound_immediate_claim_has_no_pv_name() -> None:
     assert list(status.reasons) == ["PersistentVolume had no name"]
 
 
+def test_volume_zone_ignores_generic_ephemeral_volumes() -> None:
+    """Upstream reads only ``persistentVolumeClaim`` volumes: an ephemeral volume whose claim
+    does not exist yet is VolumeBinding's to reject, not VolumeZone's (conformance v1/p9)."""
+    claim = pvc("data", volume="z", bound=True)
+    plugin = VolumeZone({}, FakeHandle(pvcs=[claim], pvs=[pv("z", zone="a", claim=claim)]))
+    pod = with_claims("data")
+    template = {"spec": {"accessModes": ["ReadWriteOnce"], "storageClassName": "fast"}}
+    pod["spec"]["volumes"].append(
+        {"name": "scratch", "ephemeral": {"volumeClaimTemplate": template}}
+    )
+    assert filter_all(plugin, pod, NODES) == {
+        "n1": None,
+        "n2": (UNRESOLVABLE, ["node(s) had no available volume zone"]),
+    }
+    only_ephemeral = make_pod("e", volumes=[pod["spec"]["volumes"][-1]])
+    _, status = pre_filter(plugin, only_ephemeral)
+    assert status.code == Code.SKIP
+
+
 # -- VolumeRestrictions -----------------------------------------------------------------------
 
 
