@@ -283,12 +283,20 @@ class ControlPlane:
         }
         path = self.directory / f"{name}-config.yaml"
         path.write_text(yaml.safe_dump(config, sort_keys=False))
+        self._start_component(name, "kube-scheduler", [f"--config={path}"], kubeconfig, wait)
+        return path
+
+    def _start_component(
+        self, name: str, program: str, args: list[str], kubeconfig: Path | str, wait: bool
+    ) -> None:
+        """A control-plane component with delegated authn/authz on its own secure port on
+        loopback; with ``wait``, until its /healthz answers."""
         port = free_port()
         self._spawn(
             name,
             [
-                str(binary("kube-scheduler")),
-                f"--config={path}",
+                str(binary(program)),
+                *args,
                 f"--authentication-kubeconfig={kubeconfig}",
                 f"--authorization-kubeconfig={kubeconfig}",
                 "--bind-address=127.0.0.1",
@@ -301,7 +309,6 @@ class ControlPlane:
             ctx.check_hostname = False
             ctx.verify_mode = ssl.CERT_NONE
             self._wait(lambda: _http_ok(f"https://127.0.0.1:{port}/healthz", ctx), name, 60)
-        return path
 
     # -- kube-controller-manager --------------------------------------------------------------
 
@@ -318,27 +325,18 @@ class ControlPlane:
         leader election, no per-controller service accounts (the ``ServiceAccount`` admission
         plugin and the token controller are off) and no cloud provider.
         """
-        port = free_port()
-        self._spawn(
+        self._start_component(
             name,
+            "kube-controller-manager",
             [
-                str(binary("kube-controller-manager")),
                 f"--kubeconfig={self.kubeconfig}",
-                f"--authentication-kubeconfig={self.kubeconfig}",
-                f"--authorization-kubeconfig={self.kubeconfig}",
                 f"--controllers={controllers}",
                 "--leader-elect=false",
                 "--use-service-account-credentials=false",
-                "--bind-address=127.0.0.1",
-                f"--secure-port={port}",
-                "--v=2",
             ],
+            self.kubeconfig,
+            wait,
         )
-        if wait:
-            ctx = ssl.create_default_context()
-            ctx.check_hostname = False
-            ctx.verify_mode = ssl.CERT_NONE
-            self._wait(lambda: _http_ok(f"https://127.0.0.1:{port}/healthz", ctx), name, 60)
 
     # -- whole cluster ------------------------------------------------------------------------
 

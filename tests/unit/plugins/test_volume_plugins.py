@@ -22,32 +22,13 @@ from extender.plugins.node_volume_limits import NodeVolumeLimits
 from extender.plugins.volume_binding import VolumeBinding
 from extender.plugins.volume_restrictions import ERR_REASON_RWOP_CONFLICT, VolumeRestrictions
 from extender.plugins.volume_zone import VolumeZone
-from tests.unit.builders import make_node, make_pod
+from tests.unit.builders import ListLister, make_node, make_pod
 
 from .helpers import cycle
 from .helpers import filter_all as _filter_all
 
 UNRESOLVABLE = Code.UNSCHEDULABLE_AND_UNRESOLVABLE
 ZONE = "topology.kubernetes.io/zone"
-
-
-class Objects:
-    def __init__(self, objects: list[dict]) -> None:
-        self.objects = objects
-
-    def list(self, namespace: str | None = None) -> list[dict]:
-        return [
-            o
-            for o in self.objects
-            if namespace is None or o["metadata"].get("namespace") == namespace
-        ]
-
-    def get(self, namespace: str, name: str) -> dict | None:
-        for o in self.objects:
-            m = o["metadata"]
-            if m["name"] == name and m.get("namespace", "") == namespace:
-                return o
-        return None
 
 
 class FakeHandle:
@@ -62,8 +43,8 @@ class FakeHandle:
         }
         self.client: Any = None
 
-    def lister(self, kind: Kind) -> Objects:
-        return Objects(self.kinds.get(kind, []))
+    def lister(self, kind: Kind) -> ListLister:
+        return ListLister(self.kinds.get(kind, []))
 
 
 def sc(
