@@ -7,6 +7,7 @@ naming the problem, never a traceback.
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from collections.abc import Callable, Collection
@@ -229,7 +230,10 @@ def create_app(
         victims = args["node_name_to_meta_victims"] or args["node_name_to_victims"] or {}
         return len(victims)
 
-    explainer = Explainer(service.fwk)
+    @functools.cache
+    def explainer() -> Explainer:  # one per app, built on the first /explain
+        return Explainer(service.fwk)
+
     routes = {
         "filter": (wire.load_args, service.filter, count_args),
         "prioritize": (wire.load_args, service.prioritize, count_args),
@@ -240,7 +244,7 @@ def create_app(
             lambda args: 1,
         ),
         # Not a kube-scheduler verb: the per-node, per-plugin breakdown (docs/explain.md).
-        "explain": (wire.load_args, lambda args: explain(service, explainer, args), count_args),
+        "explain": (wire.load_args, lambda args: explain(service, explainer(), args), count_args),
     }
     for name, (load, run, count) in routes.items():
         app.add_url_rule(
