@@ -40,6 +40,7 @@ from extender.framework.schedule import SchedulingAlgorithm
 from extender.framework.status import Status
 from extender.kube import EventRecorder, Informer
 from extender.plugins import in_tree_registry
+from extender.scheduler.decisions import Decisions
 from extender.scheduler.http_extender import HTTPExtender
 from extender.scheduler.metrics import PrometheusMetrics
 from extender.scheduler.queue import Nominator, SchedulingQueue
@@ -292,6 +293,7 @@ class StandaloneScheduler:
         *,
         registry: Registry | None = None,
         extenders: list[Extender] | None = None,
+        record_decisions: bool = False,
     ) -> None:
         registry = registry or config.registry
         self.config = config
@@ -339,6 +341,8 @@ class StandaloneScheduler:
             get_pod=self._informer_pod,
             bind_workers=config.parallelism,
             metrics=self.metrics,
+            # --record-decisions: each unschedulable pod's per-node reasons written to it.
+            decisions=Decisions(client if record_decisions else None),
         )
         self.informers = cache_informers(
             client,

@@ -126,9 +126,7 @@ def main(argv: list[str]) -> int:
     client = connect("kube-extender run", args.kubeconfig)
     if client is None:
         return 2
-    runtime = StandaloneScheduler(config, client)
-    if args.record_decisions:
-        runtime.scheduler.decisions.writer = client
+    runtime = StandaloneScheduler(config, client, record_decisions=args.record_decisions)
     try:
         server = serve_http(runtime, args.metrics_bind)
     except OSError as exc:

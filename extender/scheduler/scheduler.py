@@ -104,6 +104,7 @@ class Scheduler:
         bind_workers: int = 16,
         metrics: Metrics | None = None,
         clock: Callable[[], float] = time.monotonic,
+        decisions: Decisions | None = None,
     ) -> None:
         self.frameworks = frameworks
         self.cache = cache
@@ -117,7 +118,7 @@ class Scheduler:
         self._binders = ThreadPoolExecutor(bind_workers, thread_name_prefix="bind")
         self._stop = threading.Event()
         # The last diagnosis of each pending pod; written to the pod with --record-decisions.
-        self.decisions = Decisions()
+        self.decisions = decisions or Decisions()
 
     # -- the loop -----------------------------------------------------------------------
 
