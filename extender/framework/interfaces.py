@@ -14,6 +14,9 @@ from .status import Status
 from .types import NodeInfo, NodeScore, PodInfo, PostFilterResult, PreFilterResult
 
 if TYPE_CHECKING:
+    import numpy as np
+
+    from .columns import NodeTable
     from .events import ClusterEventWithHint
     from .types import QueuedPodInfoLike
 
@@ -58,6 +61,31 @@ class PreFilterPlugin(Plugin, Protocol):
 @runtime_checkable
 class FilterPlugin(Plugin, Protocol):
     def filter(self, state: CycleState, pod: dict, node_info: NodeInfo) -> Status | None: ...
+
+
+@runtime_checkable
+class BatchFilterPlugin(Plugin, Protocol):
+    """Optional batch form of Filter, for every node at once (:mod:`extender.framework.columns`).
+
+    ``filter_batch`` returns a boolean array over the table's rows: True where ``filter`` would
+    answer Success for that row's NodeInfo, False where it would not; or ``None`` to decline
+    (the runtime then calls ``filter`` node by node). It runs after PreFilter, reads the same
+    cycle state as ``filter``, and must not write it. The runtime still calls ``filter`` for a
+    rejected node it reports on, so the status (reasons, code) always comes from ``filter``.
+    """
+
+    def filter_batch(self, state: CycleState, pod: dict, table: NodeTable) -> np.ndarray | None: ...
+
+
+@runtime_checkable
+class BatchScorePlugin(Plugin, Protocol):
+    """Optional batch form of Score: ``score_batch`` returns an int64 array with, for each of
+    ``rows`` (table rows), exactly what ``score`` returns for that row's NodeInfo (before
+    NormalizeScore); or ``None`` to decline (the runtime then calls ``score`` node by node)."""
+
+    def score_batch(
+        self, state: CycleState, pod: dict, table: NodeTable, rows: np.ndarray
+    ) -> np.ndarray | None: ...
 
 
 @runtime_checkable

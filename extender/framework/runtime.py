@@ -19,8 +19,10 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
 import orjson
 
+from .columns import NodeTable
 from .cycle_state import CycleState
 from .events import ActionType, ClusterEvent, ClusterEventWithHint, Resource
 from .failures import error_status, timed
@@ -28,6 +30,8 @@ from .handle import Kind, Lister, Services
 from .interfaces import (
     EXTENSION_POINTS,
     POINT_METHODS,
+    BatchFilterPlugin,
+    BatchScorePlugin,
     BindPlugin,
     EnqueueExtensions,
     FilterPlugin,
@@ -60,11 +64,33 @@ from .waiting_pods import MAX_PERMIT_TIMEOUT, WaitingPod, WaitingPods
 log = logging.getLogger(__name__)
 
 POD_SIGNATURE_KEY = "PodSignature"
+SCORE_ROWS_KEY = "ScoreRows"
 # Specs remembered per node and memoized plugin: more than the workloads that usually
 # interleave in the queue (the `mixed` benchmark has 20), few enough to bound the memory
 # (at most nodes x memoized plugins x this many entries, each a reference to a shared answer).
 MEMO_SPECS_PER_NODE = 32
 MAX_TOTAL_SCORE = 2**63 - 1
+# In a batch filter answer: the row is rejected by no batch form.
+NO_REJECT = np.iinfo(np.int32).max
+
+
+class BatchFilter:
+    """The batch forms' answer for one pod (:meth:`Framework.run_filter_batch`).
+
+    ``first_reject[row]`` is the index (in the profile's filter order) of the first plugin
+    whose batch form rejects the row, or :data:`NO_REJECT`; ``answered`` the indexes of the
+    plugins that answered in batch; ``complete`` says no other filter plugin is left to run,
+    so a row nobody rejected is feasible without a per-node call."""
+
+    __slots__ = ("table", "first_reject", "answered", "complete")
+
+    def __init__(
+        self, table: NodeTable, first_reject: np.ndarray, answered: frozenset[int], complete: bool
+    ) -> None:
+        self.table = table
+        self.first_reject = first_reject
+        self.answered = answered
+        self.complete = complete
 
 
 class ProfileError(ValueError):
@@ -151,6 +177,20 @@ class Framework:
         self._filter_calls = [
             (name, fn, self._filter_memos.get(name)) for name, fn in self._calls["filter"]
         ]
+        # Batch forms (extender.framework.columns), used unless the plugin has a timeout at
+        # that point (a batch call could not be timed per node). `use_batch` False: the
+        # per-node reference path only (the equality tests compare the two).
+        self.use_batch = True
+        self._batch_filters = [
+            (k, p.name, p.filter_batch)
+            for k, p in enumerate(self.points["filter"])
+            if isinstance(p, BatchFilterPlugin) and not self._timed(p.name, "filter")
+        ]
+        self._batch_scores = {
+            p.name: p.score_batch
+            for p in self.points["score"]
+            if isinstance(p, BatchScorePlugin) and not self._timed(p.name, "score")
+        }
         self.pre_enqueue_plugins: list[PreEnqueuePlugin] = self.points["preEnqueue"]
         self.queue_sort_plugins: list[QueueSortPlugin] = self.points["queueSort"]
         self.pre_filter_plugins: list[PreFilterPlugin] = self.points["preFilter"]
@@ -165,6 +205,9 @@ class Framework:
         self.post_bind_plugins: list[PostBindPlugin] = self.points["postBind"]
         if len(self.queue_sort_plugins) > 1:
             raise ProfileError(f"profile {self.profile_name!r}: only one queueSort plugin allowed")
+
+    def _timed(self, name: str, point: str) -> bool:
+        return self.profile.plugin_timeouts.get(name, {}).get(point) is not None
 
     def _method(self, plugin: Any, point: str) -> Callable[..., Any]:
         method = getattr(plugin, POINT_METHODS[point])  # the protocol check above guarantees it
@@ -352,16 +395,61 @@ class Framework:
             return None
         return self._memos.setdefault((plugin.name, point), {})
 
-    def run_filter_plugins(
-        self, state: CycleState, pod: dict, node_info: NodeInfo
-    ) -> Status | None:
-        """Filter plugins in order, stopping at the first non-Success (upstream
-        ``RunFilterPlugins``)."""
+    def run_filter_batch(self, state: CycleState, pod: dict) -> BatchFilter | None:
+        """The batch forms of the filter plugins over the cycle's snapshot (``None``: no batch
+        form answered, filter node by node). A batch form that raises is logged and treated
+        as declining: the per-node call then reports the failure through the contract."""
+        snapshot = state.snapshot
+        if not self.use_batch or not self._batch_filters or snapshot is None:
+            return None
         skip = state.skip_filter_plugins
-        signature = None
-        for name, filter_, memo in self._filter_calls:
+        table: NodeTable | None = None
+        first: np.ndarray | None = None
+        answered: set[int] = set()
+        for k, name, filter_batch in self._batch_filters:
             if skip and name in skip:
                 continue
+            if table is None:
+                table = snapshot.table
+            try:
+                mask = filter_batch(state, pod, table)
+            except Exception as exc:
+                log.warning("plugin %s: filter_batch failed, filtering per node: %r", name, exc)
+                continue
+            if mask is None:
+                continue
+            if first is None:
+                first = np.full(len(table), NO_REJECT, dtype=np.int32)
+            first[~mask & (first == NO_REJECT)] = k
+            answered.add(k)
+        if table is None or first is None:
+            return None
+        complete = all(
+            k in answered or name in skip for k, (name, _, _) in enumerate(self._filter_calls)
+        )
+        return BatchFilter(table, first, frozenset(answered), complete)
+
+    def run_filter_plugins(
+        self,
+        state: CycleState,
+        pod: dict,
+        node_info: NodeInfo,
+        answered: frozenset[int] = frozenset(),
+        first_reject: int = NO_REJECT,
+    ) -> Status | None:
+        """Filter plugins in order, stopping at the first non-Success (upstream
+        ``RunFilterPlugins``).
+
+        With a batch answer for this node (``answered``, ``first_reject``: see
+        :class:`BatchFilter`), plugins whose batch form let the node pass are not called again,
+        and the first batch rejector is called for its status."""
+        skip = state.skip_filter_plugins
+        signature = None
+        for k, (name, filter_, memo) in enumerate(self._filter_calls):
+            if skip and name in skip:
+                continue
+            if answered and k < first_reject and k in answered:
+                continue  # its batch form let this node pass
             try:
                 if memo is None:
                     status = filter_(state, pod, node_info)
@@ -470,8 +558,20 @@ class Framework:
             values: list[int] = []
             memo = self._score_memos.get(name)
             signature = self.pod_signature(state, pod) if memo is not None else b""
+            batch = self._score_batches_for(state, nodes, name)
+            if batch is not None:
+                score_batch, node_table, rows = batch
+                try:
+                    answer = score_batch(state, pod, node_table, rows)
+                except Exception as exc:
+                    log.warning("plugin %s: score_batch failed, scoring per node: %r", name, exc)
+                    answer = None
+                if answer is not None:
+                    values = answer.tolist()
             try:
-                if memo is None:
+                if values:
+                    pass  # the batch form answered
+                elif memo is None:
                     for info in nodes:
                         value, status = score(state, pod, info)
                         if is_non_success(status):
@@ -522,6 +622,23 @@ class Framework:
                 entry.scores[name] = weighted
                 entry.total_score += weighted
         return all_scores, None
+
+    def _score_batches_for(
+        self, state: CycleState, nodes: list[NodeInfo], name: str
+    ) -> tuple[Callable[..., Any], NodeTable, np.ndarray] | None:
+        """The batch Score form of ``name`` with the table and the rows of ``nodes`` (the rows
+        computed once per cycle), or ``None`` to score node by node."""
+        score_batch = self._batch_scores.get(name)
+        if score_batch is None or not self.use_batch or state.snapshot is None or not nodes:
+            return None
+        cached = state.get(SCORE_ROWS_KEY)
+        if cached is None or cached[0] is not nodes:
+            table = state.snapshot.table
+            cached = (nodes, table, table.rows(nodes))
+            state.write(SCORE_ROWS_KEY, cached)
+        if cached[2] is None:
+            return None
+        return score_batch, cached[1], cached[2]
 
     # -- reserve / permit ---------------------------------------------------------------
 

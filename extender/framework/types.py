@@ -14,9 +14,13 @@ import itertools
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from enum import Enum
+from typing import TYPE_CHECKING
 
 from .labels import LabelSelector
 from .resources import Resource, pod_requests
+
+if TYPE_CHECKING:
+    from .columns import NodeTable
 
 _generation = itertools.count(1)
 
@@ -357,6 +361,7 @@ class Snapshot:
         "have_pods_with_affinity_list",
         "have_pods_with_required_anti_affinity_list",
         "generation",
+        "_table",
     )
 
     def __init__(self, node_infos: Iterable[NodeInfo] = (), generation: int = 0) -> None:
@@ -368,6 +373,7 @@ class Snapshot:
             i for i in self.node_info_list if i.pods_with_required_anti_affinity
         ]
         self.generation = generation
+        self._table: NodeTable | None = None
         self._summarize_images()
 
     @classmethod
@@ -400,6 +406,12 @@ class Snapshot:
             i for i in nodes if i.pods_with_required_anti_affinity
         ]
         snap.generation = self.generation
+        snap._table = None
+        if self._table is not None and len(nodes) == len(self.node_info_list):
+            # Same nodes in the same order: the columns are carried over, the changed rows
+            # recomputed (the cache overlays after every assumed or bound pod).
+            index = self._table.index
+            snap._table = self._table.derive(nodes, [index[name] for name in replacing])
         for info in replacing.values():
             before = self.node_info_map.get(info.name)
             known = before.image_states if before is not None else {}
@@ -419,6 +431,16 @@ class Snapshot:
         summaries = {name: ImageStateSummary(sizes[name], n) for name, n in counts.items()}
         for info in self.node_info_list:
             info.image_states = {name: summaries[name] for name in info.images}
+
+    @property
+    def table(self) -> NodeTable:
+        """The columnar view of the nodes (:mod:`extender.framework.columns`), built on first
+        use and carried over to overlays."""
+        if self._table is None:
+            from .columns import NodeTable
+
+            self._table = NodeTable(self.node_info_list)
+        return self._table
 
     def get(self, name: str) -> NodeInfo | None:
         return self.node_info_map.get(name)

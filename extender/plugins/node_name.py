@@ -6,6 +6,9 @@ Reads the pod's ``spec.nodeName`` and the node's name; mutates nothing.
 
 from __future__ import annotations
 
+import numpy as np
+
+from extender.framework.columns import NodeTable
 from extender.framework.cycle_state import CycleState
 from extender.framework.events import ActionType, ClusterEvent, ClusterEventWithHint, Resource
 from extender.framework.status import Status, unresolvable
@@ -26,6 +29,14 @@ class NodeName:
         if wanted and wanted != node_info.name:
             return unresolvable(ERR_REASON)
         return None
+
+    def filter_batch(self, state: CycleState, pod: dict, table: NodeTable) -> np.ndarray:
+        """:meth:`filter` for every row: only the named node passes, if one is named."""
+        wanted = (pod.get("spec") or {}).get("nodeName")
+        ok = np.ones(len(table), dtype=bool) if not wanted else np.zeros(len(table), dtype=bool)
+        if wanted and wanted in table.index:
+            ok[table.index[wanted]] = True
+        return ok
 
     def events_to_register(self) -> list[ClusterEventWithHint]:
         return [ClusterEventWithHint(ClusterEvent(Resource.NODE, ActionType.ADD))]

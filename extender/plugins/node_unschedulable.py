@@ -7,6 +7,9 @@ tolerates the ``node.kubernetes.io/unschedulable:NoSchedule`` taint may still la
 
 from __future__ import annotations
 
+import numpy as np
+
+from extender.framework.columns import NodeTable
 from extender.framework.cycle_state import CycleState
 from extender.framework.events import (
     ActionType,
@@ -39,6 +42,13 @@ class NodeUnschedulable:
         if tolerates(tolerations, UNSCHEDULABLE_TAINT):
             return None
         return unresolvable(ERR_REASON_UNSCHEDULABLE)
+
+    def filter_batch(self, state: CycleState, pod: dict, table: NodeTable) -> np.ndarray:
+        """:meth:`filter` for every row: cordoned rows fail unless the pod tolerates it."""
+        tolerations = (pod.get("spec") or {}).get("tolerations") or []
+        if tolerates(tolerations, UNSCHEDULABLE_TAINT):
+            return np.ones(len(table), dtype=bool)
+        return ~table.unschedulable
 
     def events_to_register(self) -> list[ClusterEventWithHint]:
         return [

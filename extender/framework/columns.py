@@ -1,0 +1,266 @@
+"""The node table: a columnar view of a :class:`~extender.framework.types.Snapshot`.
+
+Most Filter and Score plugins ask the same question of every node ("does the request fit",
+"does the pod tolerate these taints", "which zone is this"). Asked node by node in Python that
+is one call per node per plugin; asked of a column it is a handful of numpy operations for all
+nodes at once. A plugin may therefore offer a *batch form* (``filter_batch`` / ``score_batch``,
+:mod:`extender.framework.interfaces`) that reads this table; the per-node methods stay the
+reference, and a batch form must answer exactly what they answer for every row.
+
+Row ``i`` is ``snapshot.node_info_list[i]``. Columns:
+
+* resources, int64: allocatable (``alloc_*``), requested by the node's pods (``req_*``), the
+  non-zero requests the scoring plugins use (``nz_*``), and ``pod_count``; scalar resources
+  (extended, hugepages) on demand with :meth:`NodeTable.scalar`;
+* ``unschedulable`` (bool);
+* labels, on demand per key with :meth:`NodeTable.labels`: a code per row into a list of the
+  values seen (code 0: the node has no such label), so a selector is evaluated once per
+  distinct value instead of once per node;
+* taints, grouped: :meth:`NodeTable.taint_groups` gives a group per row and one taint list per
+  group (nodes of a pool share their taints).
+
+A table is immutable once built. :meth:`NodeTable.derive` makes the table of a snapshot that
+differs from this one in a few rows (the cache's overlay after a pod was assumed or bound)
+by copying the columns and recomputing those rows only.
+
+``exact`` is False when some amount does not fit int64 arithmetic with room to spare (a
+saturated or absurd quantity); batch forms then decline and the per-node reference answers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from .types import NodeInfo
+
+# Amounts above this leave no room for the products the scoring plugins compute (x 100, sums of
+# a few resources): such a table is not `exact`, and batch forms decline.
+SAFE_AMOUNT = 1 << 52
+
+_INT_COLUMNS = (
+    "alloc_milli_cpu",
+    "alloc_memory",
+    "alloc_ephemeral",
+    "alloc_pods",
+    "req_milli_cpu",
+    "req_memory",
+    "req_ephemeral",
+    "nz_milli_cpu",
+    "nz_memory",
+    "pod_count",
+)
+
+
+def _row(info: NodeInfo) -> tuple[int, ...]:
+    a, r, nz = info.allocatable, info.requested, info.non_zero_requested
+    return (
+        a.milli_cpu,
+        a.memory,
+        a.ephemeral_storage,
+        a.allowed_pod_number,
+        r.milli_cpu,
+        r.memory,
+        r.ephemeral_storage,
+        nz.milli_cpu,
+        nz.memory,
+        len(info.pods),
+    )
+
+
+def _taint_key(taints: list[dict]) -> tuple:
+    # What TaintToleration reads of a taint; nodes with equal keys answer alike.
+    return tuple((t.get("key"), t.get("value"), t.get("effect")) for t in taints)
+
+
+class LabelColumn:
+    """One label key over the rows: ``codes[i]`` indexes ``values`` (0: label absent)."""
+
+    __slots__ = ("codes", "values", "lookup")
+
+    def __init__(self, codes: np.ndarray, values: list[str | None], lookup: dict[str, int]):
+        self.codes = codes
+        self.values = values
+        self.lookup = lookup
+
+    def mask(self, accept: Any) -> np.ndarray:
+        """Rows whose value (``None`` when absent) satisfies ``accept(value)``."""
+        table = np.fromiter((bool(accept(v)) for v in self.values), bool, len(self.values))
+        return table[self.codes]
+
+    def map(self, values: Sequence[Any], dtype: Any = np.int64) -> np.ndarray:
+        """``values[code]`` for every row (``values`` indexed like :attr:`values`)."""
+        return np.asarray(values, dtype=dtype)[self.codes]
+
+
+class NodeTable:
+    """Columns over ``infos`` (a snapshot's node list, in its order)."""
+
+    __slots__ = (
+        "infos",
+        "names",
+        "index",
+        "exact",
+        "unschedulable",
+        "_labels",
+        "_taints",
+        "_scalars",
+        *_INT_COLUMNS,
+    )
+
+    alloc_milli_cpu: np.ndarray
+    alloc_memory: np.ndarray
+    alloc_ephemeral: np.ndarray
+    alloc_pods: np.ndarray
+    req_milli_cpu: np.ndarray
+    req_memory: np.ndarray
+    req_ephemeral: np.ndarray
+    nz_milli_cpu: np.ndarray
+    nz_memory: np.ndarray
+    pod_count: np.ndarray
+
+    def __init__(self, infos: Sequence[NodeInfo]) -> None:
+        self.infos = list(infos)
+        self.names = [info.name for info in self.infos]
+        self.index = {name: i for i, name in enumerate(self.names)}
+        rows = [_row(info) for info in self.infos]
+        self.exact = all(-SAFE_AMOUNT < v < SAFE_AMOUNT for row in rows for v in row)
+        n = len(rows)
+        if self.exact and n:
+            matrix = np.array(rows, dtype=np.int64)
+        else:
+            matrix = np.zeros((n, len(_INT_COLUMNS)), dtype=np.int64)
+        for j, column in enumerate(_INT_COLUMNS):
+            setattr(self, column, np.ascontiguousarray(matrix[:, j]))
+        self.unschedulable = np.fromiter((i.unschedulable for i in self.infos), bool, n)
+        self._labels: dict[str, LabelColumn] = {}
+        self._taints: tuple[np.ndarray, list[list[dict]], dict[tuple, int]] | None = None
+        self._scalars: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+
+    def __len__(self) -> int:
+        return len(self.infos)
+
+    def rows(self, infos: Sequence[NodeInfo]) -> np.ndarray | None:
+        """The rows of ``infos``, or ``None`` if one of them is not this table's NodeInfo
+        (a clone, or a node of another snapshot): batch forms then do not apply."""
+        mine = self.infos
+        if len(infos) == len(mine) and all(a is b for a, b in zip(infos, mine, strict=True)):
+            return np.arange(len(mine))
+        index = self.index
+        rows = np.empty(len(infos), dtype=np.int64)
+        for i, info in enumerate(infos):
+            row = index.get(info.name)
+            if row is None or mine[row] is not info:
+                return None
+            rows[i] = row
+        return rows
+
+    # -- columns on demand ----------------------------------------------------------------
+
+    def labels(self, key: str) -> LabelColumn:
+        column = self._labels.get(key)
+        if column is None:
+            values: list[str | None] = [None]
+            lookup: dict[str, int] = {}
+            codes = np.empty(len(self.infos), dtype=np.int32)
+            for i, info in enumerate(self.infos):
+                value = info.labels.get(key)
+                if value is None:
+                    codes[i] = 0
+                    continue
+                code = lookup.get(value)
+                if code is None:
+                    code = lookup[value] = len(values)
+                    values.append(value)
+                codes[i] = code
+            column = self._labels[key] = LabelColumn(codes, values, lookup)
+        return column
+
+    def taint_groups(self) -> tuple[np.ndarray, list[list[dict]]]:
+        """``(group per row, taints of each group)``."""
+        if self._taints is None:
+            groups: list[list[dict]] = []
+            lookup: dict[tuple, int] = {}
+            codes = np.empty(len(self.infos), dtype=np.int32)
+            for i, info in enumerate(self.infos):
+                key = _taint_key(info.taints)
+                code = lookup.get(key)
+                if code is None:
+                    code = lookup[key] = len(groups)
+                    groups.append(info.taints)
+                codes[i] = code
+            self._taints = (codes, groups, lookup)
+        return self._taints[0], self._taints[1]
+
+    def scalar(self, name: str) -> tuple[np.ndarray, np.ndarray] | None:
+        """``(allocatable, requested)`` of a scalar resource; ``None`` if not int64-safe."""
+        pair = self._scalars.get(name)
+        if pair is None:
+            alloc = [info.allocatable.scalar.get(name, 0) for info in self.infos]
+            req = [info.requested.scalar.get(name, 0) for info in self.infos]
+            if not all(-SAFE_AMOUNT < v < SAFE_AMOUNT for v in (*alloc, *req)):
+                return None
+            pair = self._scalars[name] = (
+                np.array(alloc, dtype=np.int64),
+                np.array(req, dtype=np.int64),
+            )
+        return pair
+
+    # -- incremental ----------------------------------------------------------------------
+
+    def derive(self, infos: Sequence[NodeInfo], changed: Sequence[int]) -> NodeTable:
+        """The table of ``infos``: this table's node list with the rows ``changed`` replaced
+        (same names, same order). Costs the copy of the columns plus the changed rows."""
+        table = NodeTable.__new__(NodeTable)
+        table.infos = list(infos)
+        table.names = self.names
+        table.index = self.index
+        changed_rows = [_row(table.infos[i]) for i in changed]
+        table.exact = self.exact and all(
+            -SAFE_AMOUNT < v < SAFE_AMOUNT for row in changed_rows for v in row
+        )
+        for j, name in enumerate(_INT_COLUMNS):
+            amounts = getattr(self, name).copy()
+            if table.exact:
+                for i, row in zip(changed, changed_rows, strict=True):
+                    amounts[i] = row[j]
+            setattr(table, name, amounts)
+        table.unschedulable = self.unschedulable.copy()
+        for i in changed:
+            table.unschedulable[i] = table.infos[i].unschedulable
+        table._labels = {}
+        for key, column in self._labels.items():
+            codes, values, lookup = column.codes.copy(), column.values, column.lookup
+            for i in changed:
+                value = table.infos[i].labels.get(key)
+                if value is None:
+                    codes[i] = 0
+                    continue
+                code = lookup.get(value)
+                if code is None:
+                    if values is column.values:  # copy on first write: the parent keeps its own
+                        values, lookup = list(values), dict(lookup)
+                    code = lookup[value] = len(values)
+                    values.append(value)
+                codes[i] = code
+            table._labels[key] = LabelColumn(codes, values, lookup)
+        table._taints = None
+        if self._taints is not None:
+            codes, groups, taint_lookup = self._taints
+            codes = codes.copy()
+            for i in changed:
+                taints = table.infos[i].taints
+                group = _taint_key(taints)
+                code = taint_lookup.get(group)
+                if code is None:
+                    if groups is self._taints[1]:
+                        groups, taint_lookup = list(groups), dict(taint_lookup)
+                    code = taint_lookup[group] = len(groups)
+                    groups.append(taints)
+                codes[i] = code
+            table._taints = (codes, groups, taint_lookup)
+        # Scalar columns are rare and cheap to rebuild: not carried over.
+        table._scalars = {}
+        return table

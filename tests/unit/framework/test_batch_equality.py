@@ -1,0 +1,160 @@
+"""The batch forms (``filter_batch`` / ``score_batch`` over the node table) decide exactly as
+the per-node reference path: same feasible nodes in the same order, same status (plugin,
+code, reasons) for every rejected node, same round-robin index, same scores per plugin.
+
+Clusters: the conformance generator's seeded cases (every filter plugin's corner cases, small
+clusters, every node visited) and the benchmark's `mixed` workload on a few hundred nodes
+(default percentage of nodes to score: the early stop and the round-robin start matter).
+"""
+
+from __future__ import annotations
+
+import copy
+import random
+
+import pytest
+
+from bench.workload import make_cluster, mixed_pod
+from extender.config import default_profile
+from extender.framework import CycleState, Framework, SchedulingAlgorithm, Snapshot
+from extender.framework.columns import NodeTable
+from extender.framework.schedule import FitError, SchedulingError
+from extender.plugins import in_tree_registry
+from tests.conformance.generator import generate
+from tests.conformance.harness import ApiObjects
+
+
+def _frameworks(objects: ApiObjects | None = None) -> tuple[Framework, Framework]:
+    services = objects.services() if objects is not None else None
+    batch = Framework(default_profile(), in_tree_registry(), services)
+    reference = Framework(default_profile(), in_tree_registry(), services)
+    reference.use_batch = False
+    assert batch._batch_filters, "no plugin has a batch filter form"
+    return batch, reference
+
+
+def _decide(
+    fwk: Framework, algo: SchedulingAlgorithm, snapshot: Snapshot, pod: dict, evaluate_all: bool
+) -> dict:
+    state = CycleState()
+    out: dict = {}
+    try:
+        feasible, diagnosis = algo.find_nodes_that_fit(
+            fwk, state, copy.deepcopy(pod), snapshot, evaluate_all=evaluate_all
+        )
+    except SchedulingError as exc:
+        return {"error": str(exc)}
+    out["feasible"] = [info.name for info in feasible]
+    out["statuses"] = {
+        name: (s.plugin, s.code, tuple(s.reasons)) for name, s in diagnosis.node_to_status.items()
+    }
+    out["next"] = algo.next_start_node_index
+    if len(feasible) > 1:
+        scores = algo.prioritize_nodes(fwk, state, pod, feasible)
+        out["scores"] = [(s.name, dict(s.scores), s.total_score) for s in scores]
+    return out
+
+
+def _compare(snapshot: Snapshot, pods: list[dict], objects: ApiObjects | None, **kw: bool) -> int:
+    batch, reference = _frameworks(objects)
+    algo_b, algo_r = SchedulingAlgorithm(), SchedulingAlgorithm()
+    compared = 0
+    for pod in pods:
+        ours = _decide(batch, algo_b, snapshot, pod, kw.get("evaluate_all", False))
+        theirs = _decide(reference, algo_r, snapshot, pod, kw.get("evaluate_all", False))
+        assert ours == theirs, pod["metadata"]["name"]
+        compared += 1
+    return compared
+
+
+@pytest.mark.parametrize("seed", range(1, 41))
+def test_generated_cases_decide_alike(seed: int) -> None:
+    case = generate(seed, pods=25, max_nodes=8)
+    objects = ApiObjects(namespace_labels=case.namespaces, workloads={})
+    snapshot = Snapshot.from_objects(copy.deepcopy(case.nodes), copy.deepcopy(case.existing_pods))
+    pods = [copy.deepcopy(p) for p in case.pending_pods]
+    for i, pod in enumerate(pods):
+        pod["metadata"].setdefault("uid", f"uid-{seed}-{i}")
+    assert _compare(snapshot, pods, objects, evaluate_all=True) == len(pods)
+
+
+def _mixed_snapshot(n: int, seed: int) -> Snapshot:
+    nodes, pods = make_cluster(n, pods_per_node=4, seed=seed)
+    rng = random.Random(seed)
+    for node in rng.sample(nodes, n // 10):
+        node["spec"]["unschedulable"] = True
+    for node in rng.sample(nodes, n // 5):  # some nodes nearly full
+        node["status"]["allocatable"] = dict(node["status"]["allocatable"], cpu="1", pods="5")
+    for j in range(n):
+        pod = mixed_pod(j, f"running-{j}", "bench", "default-scheduler")
+        pod["spec"]["nodeName"] = nodes[rng.randrange(n)]["metadata"]["name"]
+        pods.append(pod)
+    return Snapshot.from_objects(nodes, pods)
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_mixed_workload_decides_alike_with_early_stop(seed: int) -> None:
+    snapshot = _mixed_snapshot(300, seed)
+    pods = [mixed_pod(i, f"pending-{i}", "bench", "default-scheduler") for i in range(60)]
+    # Requests that fit nowhere, or only on the big nodes: rejections with statuses.
+    big = mixed_pod(60, "big", "bench", "default-scheduler")
+    big["spec"]["containers"][0]["resources"]["requests"] = {"cpu": "15", "memory": "1Gi"}
+    huge = mixed_pod(61, "huge", "bench", "default-scheduler")
+    huge["spec"]["containers"][0]["resources"]["requests"] = {"cpu": "64", "example.com/gpu": "1"}
+    assert _compare(snapshot, [*pods, big, huge], None) == 62
+
+
+def test_overlay_carries_the_table_over() -> None:
+    """A snapshot overlaid with changed NodeInfos derives its table; the derived columns equal
+    a table built from scratch over the same nodes."""
+    snapshot = _mixed_snapshot(50, 7)
+    table = snapshot.table
+    table.labels("pool")
+    table.taint_groups()
+    changed = [info.clone() for info in snapshot.node_info_list[3:6]]
+    changed[0].add_pod(mixed_pod(1, "extra", "bench", "default-scheduler"))
+    changed[1].labels = {**changed[1].labels, "pool": "brand-new"}
+    changed[2].taints = [{"key": "new", "value": "x", "effect": "NoSchedule"}]
+    overlaid = snapshot.overlay(changed)
+    derived = overlaid.table
+    fresh = NodeTable(overlaid.node_info_list)
+    assert derived is not table
+    for column in ("alloc_milli_cpu", "req_milli_cpu", "req_memory", "pod_count", "nz_memory"):
+        assert getattr(derived, column).tolist() == getattr(fresh, column).tolist(), column
+    assert derived.unschedulable.tolist() == fresh.unschedulable.tolist()
+    d, f = derived.labels("pool"), fresh.labels("pool")
+    assert [d.values[c] for c in d.codes] == [f.values[c] for c in f.codes]
+    (dc, dg), (fc, fg) = derived.taint_groups(), fresh.taint_groups()
+    assert [dg[c] for c in dc] == [fg[c] for c in fc]
+    # The parent's columns are untouched.
+    assert table.labels("pool").values[table.labels("pool").codes[4]] != "brand-new"
+    assert snapshot.table.req_milli_cpu[3] == NodeTable(snapshot.node_info_list).req_milli_cpu[3]
+
+
+def test_a_batch_form_that_disagrees_is_caught() -> None:
+    """The comparison can fail: a Fit batch form that lets every node pass changes the
+    decision for a pod that fits nowhere."""
+    snapshot = _mixed_snapshot(120, 4)
+    pod = mixed_pod(0, "too-big", "bench", "default-scheduler")
+    pod["spec"]["containers"][0]["resources"]["requests"] = {"cpu": "100"}
+    batch, reference = _frameworks()
+    fit = batch.plugins["NodeResourcesFit"]
+    fit.filter_batch = lambda state, pod, table: table.pod_count >= 0  # every row passes
+    batch._batch_filters = [
+        (k, name, fit.filter_batch if name == "NodeResourcesFit" else fn)
+        for k, name, fn in batch._batch_filters
+    ]
+    ours = _decide(batch, SchedulingAlgorithm(), snapshot, pod, False)
+    theirs = _decide(reference, SchedulingAlgorithm(), snapshot, pod, False)
+    assert theirs["feasible"] == []
+    assert ours != theirs or pytest.fail("the wrong batch form went unnoticed")
+
+
+def test_unschedulable_pod_reports_every_node() -> None:
+    snapshot = _mixed_snapshot(200, 5)
+    pod = mixed_pod(3, "nowhere", "bench", "default-scheduler")
+    pod["spec"]["nodeSelector"] = {"pool": "no-such-pool"}
+    batch, _ = _frameworks()
+    with pytest.raises(FitError) as err:
+        SchedulingAlgorithm().schedule_pod(batch, CycleState(), pod, snapshot)
+    assert "0/200 nodes are available" in str(err.value)
