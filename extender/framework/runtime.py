@@ -551,7 +551,8 @@ class Framework:
     ) -> tuple[list[NodePluginScores], Status | None]:
         """Score, NormalizeScore, validation and weights (upstream ``RunScorePlugins``)."""
         skip = state.skip_score_plugins
-        all_scores = [NodePluginScores(info.name) for info in nodes]
+        names: list[str] = []
+        columns: list[list[int]] = []  # per plugin: its weighted score of each node
         for plugin, (name, score) in zip(self.score_plugins, self._calls["score"], strict=True):
             if name in skip:
                 continue
@@ -609,19 +610,36 @@ class Framework:
                     values = [ns.score for ns in node_scores]
             except Exception as exc:
                 return [], self._failed(name, "normalizeScore", exc)
+            invalid = next(
+                (
+                    v
+                    for v in values
+                    if not (isinstance(v, int) and MIN_NODE_SCORE <= v <= MAX_NODE_SCORE)
+                ),
+                None,
+            )
+            if len(values) != len(nodes):
+                self.metrics.plugin_error(name, "score")
+                return [], Status.error(
+                    f'plugin "{name}" returned {len(values)} scores for {len(nodes)} nodes'
+                ).with_plugin(name)
+            if invalid is not None:
+                self.metrics.plugin_error(name, "score")
+                return [], Status.error(
+                    f'plugin "{name}" returns an invalid score {invalid}, '
+                    f"it should in the range of [{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] "
+                    "after normalizing"
+                ).with_plugin(name)
             weight = self.score_weights.get(name, 1)
-            for entry, value in zip(all_scores, values, strict=True):
-                if not (isinstance(value, int) and MIN_NODE_SCORE <= value <= MAX_NODE_SCORE):
-                    self.metrics.plugin_error(name, "score")
-                    return [], Status.error(
-                        f'plugin "{name}" returns an invalid score {value}, '
-                        f"it should in the range of [{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] "
-                        "after normalizing"
-                    ).with_plugin(name)
-                weighted = value * weight
-                entry.scores[name] = weighted
-                entry.total_score += weighted
-        return all_scores, None
+            names.append(name)
+            columns.append(values if weight == 1 else [v * weight for v in values])
+        if not columns:
+            return [NodePluginScores(info.name) for info in nodes], None
+        # One dict per node, built once from the plugins' columns.
+        return [
+            NodePluginScores(info.name, dict(zip(names, row, strict=True)), sum(row))
+            for info, row in zip(nodes, zip(*columns, strict=True), strict=True)
+        ], None
 
     def _score_batches_for(
         self, state: CycleState, nodes: list[NodeInfo], name: str
