@@ -7,6 +7,7 @@ Upstream counterparts: ``pkg/scheduler/framework/interface.go`` (points, Handle,
 ``pkg/scheduler/framework/plugins/helper`` (normalization).
 """
 
+from .columns import LabelColumn, NodeTable
 from .cycle_state import CycleState, StateNotFound
 from .events import ActionType, ClusterEvent, ClusterEventWithHint, QueueingHint, Resource
 from .handle import (
@@ -29,6 +30,8 @@ from .handle import (
     Lister,
 )
 from .interfaces import (
+    BatchFilterPlugin,
+    BatchScorePlugin,
     BindPlugin,
     EnqueueExtensions,
     FilterPlugin,
@@ -71,6 +74,11 @@ __all__ = [
     "BindPlugin",
     "PostBindPlugin",
     "EnqueueExtensions",
+    # batch forms (optional, for speed)
+    "BatchFilterPlugin",
+    "BatchScorePlugin",
+    "NodeTable",
+    "LabelColumn",
     # handle and listers
     "Handle",
     "Lister",
