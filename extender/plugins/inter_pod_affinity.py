@@ -33,6 +33,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
+import numpy as np
+
+from extender.framework.columns import SAFE_AMOUNT, NodeTable
 from extender.framework.cycle_state import CycleState, StateNotFound
 from extender.framework.events import (
     ActionType,
@@ -283,6 +286,44 @@ class InterPodAffinity:
             return unschedulable(ERR_REASON_EXISTING_ANTI_AFFINITY_RULES_NOT_MATCH)
         return None
 
+    def filter_batch(self, state: CycleState, pod: dict, table: NodeTable) -> np.ndarray | None:
+        """:meth:`filter` for every row: the same topology-pair lookups, once per distinct
+        label value."""
+        s: PreFilterState | None = state.get(PRE_FILTER_STATE_KEY)
+        if s is None:
+            return None
+        ok = np.ones(len(table), dtype=bool)
+        terms = s.pod_info.required_affinity_terms
+        if terms:
+            # Every key present, and (unless the self-affinity exception holds) a matching pod
+            # in the node's domain of every term.
+            have_keys = np.ones(len(table), dtype=bool)
+            pods_exist = np.ones(len(table), dtype=bool)
+            for term in terms:
+                key = term.topology_key
+                column = table.labels(key)
+                have_keys &= column.codes != 0
+                pods_exist &= column.mask(
+                    lambda v, k=key: v is not None and s.affinity_counts.get((k, v), 0) > 0
+                )
+            if s.affinity_counts or not matches_all_terms(terms, s.pod_info, s.ns_labels):
+                ok &= have_keys & pods_exist
+            else:
+                ok &= have_keys
+        if s.anti_affinity_counts:
+            for term in s.pod_info.required_anti_affinity_terms:
+                key = term.topology_key
+                ok &= ~table.labels(key).mask(
+                    lambda v, k=key: v is not None and s.anti_affinity_counts.get((k, v), 0) > 0
+                )
+        existing = s.existing_anti_affinity_counts
+        if existing:
+            for key in {k for k, _ in existing}:
+                ok &= ~table.labels(key).mask(
+                    lambda v, k=key: v is not None and existing.get((k, v), 0) > 0
+                )
+        return ok
+
     # -- PreScore / Score / NormalizeScore --------------------------------------------
 
     def pre_score(self, state: CycleState, pod: dict, nodes: list[NodeInfo]) -> Status | None:
@@ -359,6 +400,23 @@ class InterPodAffinity:
             if value is not None:
                 total += values.get(value, 0)
         return total, None
+
+    def score_batch(
+        self, state: CycleState, pod: dict, table: NodeTable, rows: np.ndarray
+    ) -> np.ndarray | None:
+        """:meth:`score` for ``rows``: each topology key's scores mapped through its label
+        column (a node without the key gets nothing from it)."""
+        s: PreScoreState | None = state.get(PRE_SCORE_STATE_KEY)
+        if s is None:
+            return None
+        total = np.zeros(len(rows), dtype=np.int64)
+        for key, values in s.topology_score.items():
+            column = table.labels(key)
+            per_value = [0 if v is None else values.get(v, 0) for v in column.values]
+            if any(not -SAFE_AMOUNT < x < SAFE_AMOUNT for x in per_value):
+                return None
+            total += column.map(per_value)[rows]
+        return total
 
     def score_extensions(self) -> InterPodAffinity:
         return self

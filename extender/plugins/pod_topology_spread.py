@@ -47,6 +47,9 @@ import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+import numpy as np
+
+from extender.framework.columns import NodeTable
 from extender.framework.cycle_state import CycleState, StateNotFound
 from extender.framework.events import (
     ActionType,
@@ -367,6 +370,25 @@ class PodTopologySpread:
                 return unschedulable(ERR_REASON_CONSTRAINTS_NOT_MATCH)
         return None
 
+    def filter_batch(self, state: CycleState, pod: dict, table: NodeTable) -> np.ndarray | None:
+        """:meth:`filter` for every row: each constraint's skew test once per distinct value
+        of its topology key (a node without the key fails)."""
+        s: PreFilterState | None = state.get(PRE_FILTER_STATE_KEY)
+        if s is None:
+            return None
+        ok = np.ones(len(table), dtype=bool)
+        pod_labels = (pod.get("metadata") or {}).get("labels") or {}
+        for i, c in enumerate(s.constraints):
+            self_match = 1 if c.selector.matches(pod_labels) else 0
+            min_match = s.min_match(i)
+            counts = s.tp_counts[i]
+            ok &= table.labels(c.topology_key).mask(
+                lambda v, counts=counts, c=c, base=self_match - min_match: (
+                    v is not None and counts.get(v, 0) + base <= c.max_skew
+                )
+            )
+        return ok
+
     # -- PreScore / Score / NormalizeScore --------------------------------------------
 
     def pre_score(self, state: CycleState, pod: dict, nodes: list[NodeInfo]) -> Status | None:
@@ -446,6 +468,47 @@ class PodTopologySpread:
             # maxSkew - 1 waters down small differences between domains.
             total += count * s.weights[i] + (c.max_skew - 1)
         return _round_half_away(total), None
+
+    def score_batch(
+        self, state: CycleState, pod: dict, table: NodeTable, rows: np.ndarray
+    ) -> np.ndarray | None:
+        """:meth:`score` for ``rows``: the same float sum, constraint by constraint, then
+        Go's rounding; hostname constraints count each node's own pods."""
+        s: PreScoreState | None = state.get(PRE_SCORE_STATE_KEY)
+        if s is None:
+            return None
+        namespace = (pod.get("metadata") or {}).get("namespace") or "default"
+        total = np.zeros(len(rows), dtype=np.float64)
+        for i, c in enumerate(s.constraints):
+            column = table.labels(c.topology_key)
+            present = column.codes[rows] != 0
+            if c.topology_key == HOSTNAME_LABEL:
+                infos = table.infos
+                count = np.fromiter(
+                    (
+                        count_pods_matching(infos[r].pods, c.selector, namespace) if p else 0
+                        for r, p in zip(rows.tolist(), present.tolist(), strict=True)
+                    ),
+                    np.float64,
+                    len(rows),
+                )
+            else:
+                counts = s.tp_counts[i]
+                count = column.map(
+                    [0 if v is None else counts.get(v, 0) for v in column.values], np.float64
+                )[rows]
+            # Added only where the node has the key, as score skips the constraint otherwise.
+            total = np.where(present, total + (count * s.weights[i] + (c.max_skew - 1)), total)
+        # Go's math.Round: half away from zero.
+        scores = np.where(total >= 0, np.floor(total + 0.5), -np.floor(-total + 0.5))
+        scores = scores.astype(np.int64)
+        if s.ignored_nodes:
+            names = table.names
+            ignored = np.fromiter(
+                (names[r] in s.ignored_nodes for r in rows.tolist()), bool, len(rows)
+            )
+            scores[ignored] = 0
+        return scores
 
     def score_extensions(self) -> PodTopologySpread:
         return self

@@ -18,7 +18,9 @@ from bench.workload import make_cluster, mixed_pod
 from extender.config import default_profile
 from extender.framework import CycleState, Framework, SchedulingAlgorithm, Snapshot
 from extender.framework.columns import NodeTable
+from extender.framework.interfaces import BatchFilterPlugin, BatchScorePlugin
 from extender.framework.schedule import FitError, SchedulingError
+from extender.framework.status import is_success
 from extender.plugins import in_tree_registry
 from tests.conformance.generator import generate
 from tests.conformance.harness import ApiObjects
@@ -56,6 +58,8 @@ def _decide(
 
 
 def _compare(snapshot: Snapshot, pods: list[dict], objects: ApiObjects | None, **kw: bool) -> int:
+    """Both paths decide each pod alike (and the runtime never had to overrule a batch form:
+    see the caplog check of the callers)."""
     batch, reference = _frameworks(objects)
     algo_b, algo_r = SchedulingAlgorithm(), SchedulingAlgorithm()
     compared = 0
@@ -76,6 +80,61 @@ def test_generated_cases_decide_alike(seed: int) -> None:
     for i, pod in enumerate(pods):
         pod["metadata"].setdefault("uid", f"uid-{seed}-{i}")
     assert _compare(snapshot, pods, objects, evaluate_all=True) == len(pods)
+
+
+def _plugin_by_plugin(snapshot: Snapshot, pods: list[dict], objects: ApiObjects | None) -> int:
+    """Each batch form against its own per-node method on every row (after PreFilter and
+    PreScore over all nodes), so a batch answer the runtime would double-check, or one that
+    NormalizeScore would hide (a scaled score), is still caught. Returns the rows compared."""
+    fwk, _ = _frameworks(objects)
+    table = snapshot.table
+    everything = snapshot.node_info_list
+    rows = 0
+    for pod in pods:
+        state = CycleState()
+        state.snapshot = snapshot
+        _, status, _ = fwk.run_pre_filter_plugins(state, pod, everything)
+        if status is None:
+            for plugin in fwk.filter_plugins:
+                if plugin.name in state.skip_filter_plugins:
+                    continue
+                if isinstance(plugin, BatchFilterPlugin):
+                    mask = plugin.filter_batch(state, pod, table)
+                    if mask is None:
+                        continue
+                    expected = [is_success(plugin.filter(state, pod, i)) for i in everything]
+                    assert mask.tolist() == expected, (plugin.name, pod["metadata"]["name"])
+                    rows += len(expected)
+        state = CycleState()
+        state.snapshot = snapshot
+        if fwk.run_pre_score_plugins(state, pod, everything) is not None:
+            continue
+        for plugin in fwk.score_plugins:
+            if plugin.name in state.skip_score_plugins or not isinstance(plugin, BatchScorePlugin):
+                continue
+            all_rows = table.rows(everything)
+            assert all_rows is not None
+            answer = plugin.score_batch(state, pod, table, all_rows)
+            if answer is None:
+                continue
+            expected_scores = [plugin.score(state, pod, i)[0] for i in everything]
+            assert answer.tolist() == expected_scores, (plugin.name, pod["metadata"]["name"])
+            rows += len(expected_scores)
+    return rows
+
+
+@pytest.mark.parametrize("seed", range(1, 41))
+def test_generated_cases_plugin_by_plugin(seed: int) -> None:
+    case = generate(seed, pods=25, max_nodes=8)
+    objects = ApiObjects(namespace_labels=case.namespaces, workloads={})
+    snapshot = Snapshot.from_objects(copy.deepcopy(case.nodes), copy.deepcopy(case.existing_pods))
+    assert _plugin_by_plugin(snapshot, copy.deepcopy(case.pending_pods), objects) > 0
+
+
+def test_mixed_workload_plugin_by_plugin() -> None:
+    snapshot = _mixed_snapshot(150, 9)
+    pods = [mixed_pod(i, f"pending-{i}", "bench", "default-scheduler") for i in range(20)]
+    assert _plugin_by_plugin(snapshot, pods, None) > 0
 
 
 def _mixed_snapshot(n: int, seed: int) -> Snapshot:
