@@ -122,7 +122,8 @@ class NodeTable:
     pod_count: np.ndarray
 
     def __init__(self, infos: Sequence[NodeInfo]) -> None:
-        self.infos = list(infos)
+        # The snapshot's own list (never mutated), so `rows(snapshot.node_info_list)` is free.
+        self.infos = infos if isinstance(infos, list) else list(infos)
         self.names = [info.name for info in self.infos]
         self.index = {name: i for i, name in enumerate(self.names)}
         rows = [_row(info) for info in self.infos]
@@ -146,7 +147,7 @@ class NodeTable:
         """The rows of ``infos``, or ``None`` if one of them is not this table's NodeInfo
         (a clone, or a node of another snapshot): batch forms then do not apply."""
         mine = self.infos
-        if len(infos) == len(mine) and all(a is b for a, b in zip(infos, mine, strict=True)):
+        if infos is mine:
             return np.arange(len(mine))
         index = self.index
         rows = np.empty(len(infos), dtype=np.int64)
@@ -214,7 +215,7 @@ class NodeTable:
         """The table of ``infos``: this table's node list with the rows ``changed`` replaced
         (same names, same order). Costs the copy of the columns plus the changed rows."""
         table = NodeTable.__new__(NodeTable)
-        table.infos = list(infos)
+        table.infos = infos if isinstance(infos, list) else list(infos)
         table.names = self.names
         table.index = self.index
         changed_rows = [_row(table.infos[i]) for i in changed]
