@@ -6,10 +6,12 @@ plus a peer measured in the same run: a bare per-node Python loop that only comp
 requests over every node (the floor any Python scheduler pays to look at every node once).
 
 ``--workload mixed`` instead schedules the pods of the `mixed` workload (``bench/workload.py``:
-20 workloads of five kinds, pod i of workload i % 20, so consecutive pods never share a spec
-and the runtime's per-node memo misses), with the default percentage, over a cluster that
-also runs half a `mixed` pod per node (so spreading and anti-affinity have counts to read).
-It prints ms/pod, the cost per node (us) and how ms/pod grows with the node count.
+20 workloads of five kinds, pod i of workload i % 20), each pod with a CPU request of its own
+so no two share a spec and the runtime's per-spec memo never answers, with the default
+percentage, over a cluster that also runs half a `mixed` pod per node (so spreading and
+anti-affinity have counts to read). It prints ms/pod, the cost per node (us), how ms/pod grows
+with the node count, ms/pod per kind, and as the peer the same pods on the per-node reference
+path (``Framework.use_batch = False``) in the same run.
 
     python bench/core.py [--nodes 500,5000,15000] [--pods 20] [--workload single|mixed]
 """
@@ -31,6 +33,7 @@ from bench.workload import (  # noqa: E402
     make_cluster,
     make_pending_pod,
     mixed_pod,
+    mixed_workload,
 )
 from extender.config import default_profile  # noqa: E402
 from extender.framework import CycleState, Framework, SchedulingAlgorithm, Snapshot  # noqa: E402
@@ -83,38 +86,63 @@ def mixed_cluster(n: int) -> tuple[list, list]:
     return nodes, pods
 
 
+def unique_mixed_pod(i: int) -> dict:
+    """Pod ``i`` of `mixed` with a CPU request of its own (50m + i m): no two pods share a
+    spec, so the runtime's per-spec memo never answers (the aim's "no memo at its best")."""
+    pod = mixed_pod(i, f"mixed-pod-{i}", "bench", "default-scheduler")
+    pod["spec"]["containers"][0]["resources"]["requests"]["cpu"] = f"{50 + i}m"
+    return pod
+
+
 def main_mixed(sizes: list[int], repeats: int) -> int:
     print(describe_mixed())
     print(
+        "pods: unique specs (cpu 50m + i m); `batch`: the default runtime (batch forms over the "
+        "node table); `per-node`: the reference path (Framework.use_batch = False), same pods"
+    )
+    print(
         f"{'nodes':>6} {'pods':>5} {'ms/pod p50':>10} {'p90':>7} {'mean':>7} "
-        f"{'us/node':>8} {'bare loop ms':>12} {'growth':>7}"
+        f"{'us/node':>8} {'per-node p50':>12} {'speedup':>7} {'growth':>9}"
     )
     previous: tuple[int, float] | None = None
     for n in sizes:
         nodes, pods = mixed_cluster(n)
         snapshot = Snapshot.from_objects(nodes, pods)
-        fwk = Framework(default_profile(), in_tree_registry())
-        algo = SchedulingAlgorithm()
-        bare = statistics.median(
-            time_per_pod(lambda i, s=snapshot: bare_loop(s, mixed_pod(i, "p", "bench", "x")), 5)
-        )
+        results: dict[bool, list[float]] = {}
+        per_kind: dict[str, list[float]] = {}
+        for use_batch in (True, False):
+            fwk = Framework(default_profile(), in_tree_registry())
+            fwk.use_batch = use_batch
+            algo = SchedulingAlgorithm()
 
-        def one(i: int, fwk=fwk, algo=algo, snapshot=snapshot) -> None:
-            pod = mixed_pod(i, f"mixed-pod-{i}", "bench", "default-scheduler")
-            algo.schedule_pod(fwk, CycleState(), pod, snapshot)
+            def one(i: int, fwk=fwk, algo=algo, snapshot=snapshot) -> None:
+                algo.schedule_pod(fwk, CycleState(), unique_mixed_pod(i), snapshot)
 
-        for i in range(MIXED_WORKLOADS):  # warm: one pod of each workload
-            one(i)
-        gc.collect()
-        samples = time_per_pod(lambda i: one(i + MIXED_WORKLOADS), repeats)
+            for i in range(MIXED_WORKLOADS):  # warm: one pod of each workload
+                one(i)
+            gc.collect()
+            count = repeats if use_batch else max(repeats // 2, MIXED_WORKLOADS)
+            samples = time_per_pod(lambda i, one=one: one(i + MIXED_WORKLOADS), count)
+            results[use_batch] = samples
+            if use_batch:
+                for i, ms in enumerate(samples):
+                    kind = mixed_workload((i + MIXED_WORKLOADS) % MIXED_WORKLOADS)["kind"]
+                    per_kind.setdefault(kind, []).append(ms)
+        samples = results[True]
         p50 = statistics.median(samples)
         p90 = sorted(samples)[max(int(len(samples) * 0.9) - 1, 0)]
+        reference = statistics.median(results[False])
         growth = ""
         if previous is not None:
             growth = f"x{p50 / previous[1]:.2f}/x{n / previous[0]:.0f}"
         print(
             f"{n:>6} {repeats:>5} {p50:>10.2f} {p90:>7.2f} {statistics.mean(samples):>7.2f} "
-            f"{p50 * 1000 / n:>8.2f} {bare:>12.2f} {growth:>7}",
+            f"{p50 * 1000 / n:>8.2f} {reference:>12.2f} {reference / p50:>6.1f}x {growth:>9}",
+            flush=True,
+        )
+        print(
+            "       by kind (ms/pod p50): "
+            + ", ".join(f"{k} {statistics.median(v):.2f}" for k, v in per_kind.items()),
             flush=True,
         )
         previous = (n, p50)
