@@ -46,8 +46,9 @@ NAME = "NodeResourcesBalancedAllocation"
 PRE_SCORE_KEY = "PreScore" + NAME
 
 
-def balance_score(requested: list[int], allocatable: list[int]) -> int:
-    """``int((1 - std) * 100)`` over the resources with allocatable > 0 (float math as Go)."""
+def balance_std(requested: list[int], allocatable: list[int]) -> float:
+    """The standard deviation of the fractions over the resources with allocatable > 0
+    (``|f1 - f2| / 2`` for two, population standard deviation for more; float math as Go)."""
     fractions: list[float] = []
     total = 0.0
     for req, alloc in zip(requested, allocatable, strict=True):
@@ -65,12 +66,18 @@ def balance_score(requested: list[int], allocatable: list[int]) -> int:
         for fraction in fractions:
             squares += (fraction - mean) * (fraction - mean)
         std = math.sqrt(squares / len(fractions))
-    return int((1 - std) * MAX_NODE_SCORE)
+    return std
 
 
-def balance_scores(requested: list[np.ndarray], allocatable: list[np.ndarray]) -> np.ndarray:
-    """:func:`balance_score` for every row: per resource an int64 column of each; a row takes
-    part of a resource where its allocatable is not 0. Same float operations, same order."""
+def balance_score(requested: list[int], allocatable: list[int]) -> int:
+    """``int((1 - std) * 100)`` over the resources with allocatable > 0 (float math as Go)."""
+    return int((1 - balance_std(requested, allocatable)) * MAX_NODE_SCORE)
+
+
+def balance_stds(requested: list[np.ndarray], allocatable: list[np.ndarray]) -> np.ndarray:
+    """:func:`balance_std` for every row, bit for bit: per resource an int64 column of each; a
+    row takes part of a resource where its allocatable is not 0. Same float operations, same
+    order (sums accumulate resource by resource)."""
     n = len(requested[0])
     fractions: list[np.ndarray] = []
     included: list[np.ndarray] = []
@@ -104,7 +111,12 @@ def balance_scores(requested: list[np.ndarray], allocatable: list[np.ndarray]) -
             deviation = fraction - mean
             squares = np.where(offered, squares + deviation * deviation, squares)
         std = np.where(many, np.sqrt(squares / divisor), std)
-    return ((1 - std) * MAX_NODE_SCORE).astype(np.int64)  # int(): truncation toward zero
+    return std
+
+
+def balance_scores(requested: list[np.ndarray], allocatable: list[np.ndarray]) -> np.ndarray:
+    """:func:`balance_score` for every row (``int()``: truncation toward zero)."""
+    return ((1 - balance_stds(requested, allocatable)) * MAX_NODE_SCORE).astype(np.int64)
 
 
 def balanced_resource_scorer(

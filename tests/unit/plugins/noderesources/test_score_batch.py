@@ -23,6 +23,8 @@ from extender.plugins.noderesources.balanced_allocation import (
     NodeResourcesBalancedAllocation,
     balance_score,
     balance_scores,
+    balance_std,
+    balance_stds,
     balanced_resource_scorer,
 )
 from extender.plugins.noderesources.fit import PRE_SCORE_KEY as FIT_KEY
@@ -305,6 +307,12 @@ def test_balance_scores_bit_identical(width: int) -> None:
         assert balance_scores(req_cols, alloc_cols).tolist() == [100] * 20000
         return
     req_cols, alloc_cols = _columns(requested, width), _columns(allocatable, width)
+    # The standard deviation itself, bit for bit (an ulp off would rarely move the score).
+    stds = balance_stds(req_cols, alloc_cols)
+    expected_bits = np.array(
+        [balance_std(r, a) for r, a in zip(requested, allocatable, strict=True)], dtype=np.float64
+    ).view(np.uint64)
+    assert stds.view(np.uint64).tolist() == expected_bits.tolist()
     answer = balance_scores(req_cols, alloc_cols)
     expected = [balance_score(r, a) for r, a in zip(requested, allocatable, strict=True)]
     assert answer.tolist() == expected
