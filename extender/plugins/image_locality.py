@@ -51,6 +51,18 @@ def scaled_image_score(state: ImageStateSummary, total_nodes: int) -> int:
     return int(state.size * spread)  # float product truncated, as upstream's int64(float64)
 
 
+def scaled_image_scores(
+    sizes: np.ndarray, counts: np.ndarray, total_nodes: int
+) -> np.ndarray | None:
+    """:func:`scaled_image_score` elementwise: int -> float, true division, product, truncation
+    toward zero, the same IEEE operations. Absent images (0, 0) give 0, as skipping them does.
+    ``None`` if a product does not fit int64."""
+    scaled = sizes.astype(np.float64) * (counts.astype(np.float64) / total_nodes)
+    if len(scaled) and float(np.abs(scaled).max()) >= 2.0**62:
+        return None
+    return scaled.astype(np.int64)
+
+
 def pod_images(pod: dict) -> list[str]:
     """Images of init containers, containers and image volumes, in that order."""
     spec = pod.get("spec") or {}
@@ -139,12 +151,10 @@ class ImageLocality:
             if columns is None:
                 return None
             sizes, counts = columns[0][rows], columns[1][rows]
-            # int(size * (num_nodes / total_nodes)) per row: int -> float, true division, product,
-            # truncation toward zero. Absent (0, 0) gives 0, as skipping the image does.
-            scaled = sizes.astype(np.float64) * (counts.astype(np.float64) / total_nodes)
-            if len(rows) and float(np.abs(scaled).max()) * len(images) >= 2.0**62:
+            scaled = scaled_image_scores(sizes, counts, total_nodes)
+            if scaled is None or (len(rows) and int(np.abs(scaled).max()) * len(images) >= 2**62):
                 return None
-            sums += scaled.astype(np.int64)
+            sums += scaled
         return calculate_priorities(sums, num_containers)
 
     def score_extensions(self) -> None:

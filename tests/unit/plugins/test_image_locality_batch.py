@@ -12,7 +12,7 @@ import pytest
 
 from extender.framework.columns import NodeTable
 from extender.framework.cycle_state import CycleState
-from extender.framework.types import NodeInfo, Snapshot
+from extender.framework.types import ImageStateSummary, NodeInfo, Snapshot
 from extender.plugins.image_locality import (
     MAX_CONTAINER_THRESHOLD,
     MIN_THRESHOLD,
@@ -20,6 +20,8 @@ from extender.plugins.image_locality import (
     calculate_priorities,
     calculate_priority,
     normalized_image_name,
+    scaled_image_score,
+    scaled_image_scores,
 )
 from tests.unit.builders import make_node
 
@@ -141,6 +143,27 @@ def test_overlay_derived_image_columns() -> None:
     second = overlaid.overlay(again_replaced)
     for k in range(5):
         _compare(second, _pod(rng, f"q{k}"), np.arange(len(second)))
+
+
+def test_scaled_image_scores_match() -> None:
+    """The float product per image, on many random sizes and spreads (an operation order that
+    rounds differently is seen here even when the final scores would rarely move)."""
+    rng = random.Random(5)
+    for total in (1, 3, 7, 10, 97, 5000, 12345):
+        sizes = [
+            rng.choice([0, 1, rng.randint(1, 1 << 52), rng.randint(1, 1 << 36)])
+            for _ in range(3000)
+        ]
+        counts = [rng.randint(0, total) for _ in sizes]
+        got = scaled_image_scores(
+            np.array(sizes, dtype=np.int64), np.array(counts, dtype=np.int64), total
+        )
+        assert got is not None
+        want = [
+            scaled_image_score(ImageStateSummary(s, c), total)
+            for s, c in zip(sizes, counts, strict=True)
+        ]
+        assert got.tolist() == want, total
 
 
 def test_calculate_priorities_matches() -> None:
