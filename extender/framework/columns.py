@@ -17,7 +17,9 @@ Row ``i`` is ``snapshot.node_info_list[i]``. Columns:
   values seen (code 0: the node has no such label), so a selector is evaluated once per
   distinct value instead of once per node;
 * taints, grouped: :meth:`NodeTable.taint_groups` gives a group per row and one taint list per
-  group (nodes of a pool share their taints).
+  group (nodes of a pool share their taints);
+* images, on demand per image name with :meth:`NodeTable.image_states`: the size and the
+  snapshot's node count of that image as each row's ``NodeInfo.image_states`` holds them.
 
 A table is immutable once built. :meth:`NodeTable.derive` makes the table of a snapshot that
 differs from this one in a few rows (the cache's overlay after a pod was assumed or bound)
@@ -107,6 +109,8 @@ class NodeTable:
         "_labels",
         "_taints",
         "_scalars",
+        "_images",
+        "_image_base",
         *_INT_COLUMNS,
     )
 
@@ -139,6 +143,9 @@ class NodeTable:
         self._labels: dict[str, LabelColumn] = {}
         self._taints: tuple[np.ndarray, list[list[dict]], dict[tuple, int]] | None = None
         self._scalars: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        self._images: dict[str, tuple[np.ndarray, np.ndarray] | None] = {}
+        # (the parent table's image columns, the rows that differ from the parent's), or None
+        self._image_base: tuple[dict, list[int]] | None = None
 
     def __len__(self) -> int:
         return len(self.infos)
@@ -209,6 +216,37 @@ class NodeTable:
             )
         return pair
 
+    def image_states(self, name: str) -> tuple[np.ndarray, np.ndarray] | None:
+        """``(size, num_nodes)`` of image ``name`` per row, from each row's
+        ``NodeInfo.image_states`` (0, 0 where the node does not have it); ``None`` if an
+        amount is not int64-safe. Read when first asked: a derived table's replaced rows
+        get their image states from the snapshot after the table was derived."""
+        if name in self._images:
+            return self._images[name]
+        base = self._image_base
+        parent = base[0].get(name) if base is not None else None
+        rows: Sequence[int]
+        if parent is not None and base is not None:
+            sizes, counts = parent[0].copy(), parent[1].copy()
+            rows = base[1]
+        else:
+            sizes = np.zeros(len(self.infos), dtype=np.int64)
+            counts = np.zeros(len(self.infos), dtype=np.int64)
+            rows = range(len(self.infos))
+        infos = self.infos
+        pair: tuple[np.ndarray, np.ndarray] | None = (sizes, counts)
+        for i in rows:
+            state = infos[i].image_states.get(name)
+            if state is None:
+                sizes[i] = counts[i] = 0
+            elif -SAFE_AMOUNT < state.size < SAFE_AMOUNT and 0 <= state.num_nodes < SAFE_AMOUNT:
+                sizes[i], counts[i] = state.size, state.num_nodes
+            else:
+                pair = None
+                break
+        self._images[name] = pair
+        return pair
+
     # -- incremental ----------------------------------------------------------------------
 
     def derive(self, infos: Sequence[NodeInfo], changed: Sequence[int]) -> NodeTable:
@@ -264,4 +302,9 @@ class NodeTable:
             table._taints = (codes, groups, taint_lookup)
         # Scalar columns are rare and cheap to rebuild: not carried over.
         table._scalars = {}
+        # Image columns: the parent's, with the changed rows re-read on first use (the snapshot
+        # fills the replaced NodeInfos' image states after deriving the table). Only the
+        # parent's dict is kept, not the parent table: no chain of tables stays alive.
+        table._images = {}
+        table._image_base = (self._images, list(changed))
         return table

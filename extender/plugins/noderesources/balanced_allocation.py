@@ -11,6 +11,11 @@ requests and ``b_without`` not: ``50 + (50 + b_with - b_without) / 2``, the divi
 toward zero as Go's. A pod requesting none of the resources (best-effort) makes PreScore return
 Skip, so that such pods do not all pile onto the same node.
 
+``score_batch`` answers for every row of the node table (:mod:`extender.framework.columns`)
+what ``score`` answers per node: the same IEEE float64 operations in the same order, elementwise
+(the sums accumulate resource by resource as the per-node loop does; no pairwise summation, no
+library standard deviation), so the scores are bit-identical.
+
 Reads NodeInfo aggregates; writes only its PreScore key; mutates nothing.
 """
 
@@ -18,21 +23,32 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
+from extender.framework.columns import NodeTable
 from extender.framework.cycle_state import CycleState, StateNotFound
 from extender.framework.handle import PODS, Handle
 from extender.framework.runtime import MAX_NODE_SCORE
 from extender.framework.status import SKIP, Status
 from extender.framework.types import NodeInfo
 
-from .resource_allocation import PodRequestsState, go_div, pod_request_list, resource_vectors
+from .resource_allocation import (
+    PodRequestsState,
+    go_div,
+    go_div_array,
+    pod_request_list,
+    resource_columns,
+    resource_vectors,
+)
 from .validation import validate_balanced_allocation_args
 
 NAME = "NodeResourcesBalancedAllocation"
 PRE_SCORE_KEY = "PreScore" + NAME
 
 
-def balance_score(requested: list[int], allocatable: list[int]) -> int:
-    """``int((1 - std) * 100)`` over the resources with allocatable > 0 (float math as Go)."""
+def balance_std(requested: list[int], allocatable: list[int]) -> float:
+    """The standard deviation of the fractions over the resources with allocatable > 0
+    (``|f1 - f2| / 2`` for two, population standard deviation for more; float math as Go)."""
     fractions: list[float] = []
     total = 0.0
     for req, alloc in zip(requested, allocatable, strict=True):
@@ -50,7 +66,57 @@ def balance_score(requested: list[int], allocatable: list[int]) -> int:
         for fraction in fractions:
             squares += (fraction - mean) * (fraction - mean)
         std = math.sqrt(squares / len(fractions))
-    return int((1 - std) * MAX_NODE_SCORE)
+    return std
+
+
+def balance_score(requested: list[int], allocatable: list[int]) -> int:
+    """``int((1 - std) * 100)`` over the resources with allocatable > 0 (float math as Go)."""
+    return int((1 - balance_std(requested, allocatable)) * MAX_NODE_SCORE)
+
+
+def balance_stds(requested: list[np.ndarray], allocatable: list[np.ndarray]) -> np.ndarray:
+    """:func:`balance_std` for every row, bit for bit: per resource an int64 column of each; a
+    row takes part of a resource where its allocatable is not 0. Same float operations, same
+    order (sums accumulate resource by resource)."""
+    n = len(requested[0])
+    fractions: list[np.ndarray] = []
+    included: list[np.ndarray] = []
+    total = np.zeros(n, dtype=np.float64)
+    count = np.zeros(n, dtype=np.int64)
+    for req, alloc in zip(requested, allocatable, strict=True):
+        offered = alloc != 0
+        ratio = req.astype(np.float64) / np.where(offered, alloc, 1).astype(np.float64)
+        fraction = np.where(ratio > 1.0, 1.0, ratio)  # min(ratio, 1.0) as Python's min
+        total = np.where(offered, total + fraction, total)
+        count += offered
+        fractions.append(fraction)
+        included.append(offered)
+    std = np.zeros(n, dtype=np.float64)
+    # Two resources: the first two taken part, in order.
+    first = np.zeros(n, dtype=np.float64)
+    second = np.zeros(n, dtype=np.float64)
+    seen = np.zeros(n, dtype=np.int64)
+    for fraction, offered in zip(fractions, included, strict=True):
+        first = np.where(offered & (seen == 0), fraction, first)
+        second = np.where(offered & (seen == 1), fraction, second)
+        seen += offered
+    two = count == 2
+    std = np.where(two, np.abs((first - second) / 2), std)
+    many = count > 2
+    if many.any():
+        divisor = np.where(many, count, 1).astype(np.float64)
+        mean = total / divisor
+        squares = np.zeros(n, dtype=np.float64)
+        for fraction, offered in zip(fractions, included, strict=True):
+            deviation = fraction - mean
+            squares = np.where(offered, squares + deviation * deviation, squares)
+        std = np.where(many, np.sqrt(squares / divisor), std)
+    return std
+
+
+def balance_scores(requested: list[np.ndarray], allocatable: list[np.ndarray]) -> np.ndarray:
+    """:func:`balance_score` for every row (``int()``: truncation toward zero)."""
+    return ((1 - balance_stds(requested, allocatable)) * MAX_NODE_SCORE).astype(np.int64)
 
 
 def balanced_resource_scorer(
@@ -97,6 +163,31 @@ class NodeResourcesBalancedAllocation:
             for req, pod_req, alloc in zip(requested, requests, allocatable, strict=True)
         ]
         return balanced_resource_scorer(requested, allocated, allocatable), None
+
+    def score_batch(
+        self, state: CycleState, pod: dict, table: NodeTable, rows: np.ndarray
+    ) -> np.ndarray | None:
+        """:meth:`score` for the table's ``rows`` (actual requests; float math as per node).
+        ``None`` when an amount is not int64-safe."""
+        pre = state.get(PRE_SCORE_KEY)
+        if pre is not None:
+            requests = pre.pod_requests
+        else:
+            requests = self._pod_requests(pod)
+            if not any(requests):
+                return np.zeros(len(rows), dtype=np.int64)
+        columns = resource_columns(table, rows, self.resources, requests, True)
+        if columns is None:
+            return None
+        requested, allocatable = columns
+        allocated = [
+            np.where(alloc != 0, req - pod_req, 0)
+            for req, pod_req, alloc in zip(requested, requests, allocatable, strict=True)
+        ]
+        with_pod = balance_scores(requested, allocatable)
+        without_pod = balance_scores(allocated, allocatable)
+        half = MAX_NODE_SCORE // 2
+        return half + go_div_array(half + with_pod - without_pod, 2)
 
     def score_extensions(self) -> None:
         return None

@@ -19,6 +19,10 @@ Score: the configured strategy (:mod:`.least_allocated`, :mod:`.most_allocated`,
 pod's request`` where CPU and memory use the non-zero variant (a container that mentions neither
 counts 100m / 200Mi); :mod:`.resource_allocation` builds the vectors. Args: :mod:`.validation`.
 
+Batch forms (:mod:`extender.framework.columns`): ``filter_batch`` and ``score_batch`` answer for
+every row of the node table what ``filter`` / ``score`` answer per node, declining (``None``)
+when an amount is not int64-safe.
+
 Reads NodeInfo aggregates; writes only its cycle-state keys; mutates nothing else.
 """
 
@@ -53,10 +57,19 @@ from extender.framework.resources import Resource as Amounts
 from extender.framework.status import Code, Status
 from extender.framework.types import NodeInfo, PreFilterResult
 
-from .least_allocated import least_resource_scorer
-from .most_allocated import most_resource_scorer
-from .requested_to_capacity_ratio import requested_to_capacity_ratio_scorer
-from .resource_allocation import PodRequestsState, pod_request_list, resource_vectors
+from .least_allocated import least_resource_batch_scorer, least_resource_scorer
+from .most_allocated import most_resource_batch_scorer, most_resource_scorer
+from .requested_to_capacity_ratio import (
+    requested_to_capacity_ratio_batch_scorer,
+    requested_to_capacity_ratio_scorer,
+)
+from .resource_allocation import (
+    BatchScorer,
+    PodRequestsState,
+    pod_request_list,
+    resource_columns,
+    resource_vectors,
+)
 from .validation import LEAST_ALLOCATED, MOST_ALLOCATED, validate_fit_args
 
 NAME = "NodeResourcesFit"
@@ -192,12 +205,16 @@ class NodeResourcesFit:
         self.strategy = parsed.strategy
         self.resources = parsed.resources
         self.weights = parsed.weights
+        self.batch_scorer: BatchScorer
         if self.strategy == LEAST_ALLOCATED:
             self.scorer = least_resource_scorer(self.weights)
+            self.batch_scorer = least_resource_batch_scorer(self.weights)
         elif self.strategy == MOST_ALLOCATED:
             self.scorer = most_resource_scorer(self.weights)
+            self.batch_scorer = most_resource_batch_scorer(self.weights)
         else:
             self.scorer = requested_to_capacity_ratio_scorer(self.weights, parsed.shape)
+            self.batch_scorer = requested_to_capacity_ratio_batch_scorer(self.weights, parsed.shape)
 
     # -- PreFilter / Filter ---------------------------------------------------------------------
 
@@ -278,6 +295,19 @@ class NodeResourcesFit:
             requests = self._pod_requests(pod)
         requested, allocatable = resource_vectors(node_info, self.resources, requests, False)
         return self.scorer(requested, allocatable), None
+
+    def score_batch(
+        self, state: CycleState, pod: dict, table: NodeTable, rows: np.ndarray
+    ) -> np.ndarray | None:
+        """:meth:`score` for the table's ``rows``: the same vectors (non-zero CPU/memory requests,
+        scalar resources only when the pod requests them) as int64 columns, the strategy's
+        integer arithmetic elementwise. ``None`` when an amount or a product is not int64-safe."""
+        pre = state.get(PRE_SCORE_KEY)
+        requests = pre.pod_requests if pre is not None else self._pod_requests(pod)
+        columns = resource_columns(table, rows, self.resources, requests, False)
+        if columns is None:
+            return None
+        return self.batch_scorer(*columns)
 
     def score_extensions(self) -> None:
         return None

@@ -8,6 +8,10 @@ request. A strategy is a :data:`Scorer` of those vectors; the weighted mean here
 LeastAllocated and MostAllocated use. Integer arithmetic follows Go (:func:`go_div`,
 :func:`go_round_ratio`).
 
+Batch forms (:func:`resource_columns`, :data:`BatchScorer`) do the same for every row of the
+node table at once, with the same integer operations on int64 columns; they decline (``None``)
+whenever an operand could leave int64, where the per-node Python ints would not overflow.
+
 Pure functions of the pod and NodeInfo; nothing is mutated.
 """
 
@@ -16,6 +20,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
+import numpy as np
+
+from extender.framework.columns import SAFE_AMOUNT, NodeTable
 from extender.framework.resources import (
     CPU,
     EPHEMERAL_STORAGE,
@@ -124,5 +131,89 @@ def weighted_resource_scorer(
             node_score += resource_score(req, alloc) * weight
             weight_sum += weight
         return node_score // weight_sum if weight_sum else 0
+
+    return scorer
+
+
+# -- batch forms (over the node table, :mod:`extender.framework.columns`) --------------------------
+
+# (requested per resource, allocatable per resource), one int64 array over the rows each ->
+# the node scores, or None when the arithmetic would leave int64.
+BatchScorer = Callable[[list[np.ndarray], list[np.ndarray]], np.ndarray | None]
+
+# Products of a per-resource score and a weight stay below this (Python ints do not overflow;
+# int64 does): a batch scorer whose operands could exceed it declines.
+_INT64_ROOM = 1 << 62
+
+
+def go_div_array(a: np.ndarray, b: np.ndarray | int) -> np.ndarray:
+    """:func:`go_div` elementwise (no zero divisors): quotient truncated toward zero."""
+    q = np.abs(a) // np.abs(b)
+    return np.where((a >= 0) == (np.asarray(b) > 0), q, -q)
+
+
+def resource_columns(
+    table: NodeTable,
+    rows: np.ndarray,
+    resources: list[str],
+    pod_request: list[int],
+    use_requested: bool,
+) -> tuple[list[np.ndarray], list[np.ndarray]] | None:
+    """:func:`resource_vectors` for the table's ``rows`` at once: per resource, (requested incl.
+    the pod, allocatable) as int64 arrays over ``rows``, zeros where the resource is left out.
+    ``None`` when an amount is not int64-safe (the per-node path then answers)."""
+    if not table.exact or not all(-SAFE_AMOUNT < r < SAFE_AMOUNT for r in pod_request):
+        return None
+    requested: list[np.ndarray] = []
+    allocatable: list[np.ndarray] = []
+    zeros = np.zeros(len(rows), dtype=np.int64)
+    for name, pod_req in zip(resources, pod_request, strict=True):
+        if pod_req == 0 and is_scalar_resource_name(name):
+            requested.append(zeros)
+            allocatable.append(zeros)
+            continue
+        if name == CPU:
+            alloc = table.alloc_milli_cpu
+            used = table.req_milli_cpu if use_requested else table.nz_milli_cpu
+        elif name == MEMORY:
+            alloc = table.alloc_memory
+            used = table.req_memory if use_requested else table.nz_memory
+        elif name == EPHEMERAL_STORAGE:
+            alloc, used = table.alloc_ephemeral, table.req_ephemeral
+        else:
+            # Absent from the node's allocatable: 0 in the column, left out below as per node.
+            columns = table.scalar(name)
+            if columns is None:
+                return None
+            alloc, used = columns
+        alloc = alloc[rows]
+        offered = alloc != 0
+        requested.append(np.where(offered, used[rows] + pod_req, 0))
+        allocatable.append(alloc)
+    return requested, allocatable
+
+
+def weighted_resource_batch_scorer(
+    weights: list[int], resource_score: Callable[[np.ndarray, np.ndarray], np.ndarray]
+) -> BatchScorer:
+    """:func:`weighted_resource_scorer` over columns: the same integer operations per row
+    (floor division as Python's ``//`` on the same non-negative-or-not operands)."""
+    total_weight = sum(abs(w) for w in weights)
+
+    def scorer(requested: list[np.ndarray], allocatable: list[np.ndarray]) -> np.ndarray | None:
+        n = len(requested[0]) if requested else 0
+        node_score = np.zeros(n, dtype=np.int64)
+        weight_sum = np.zeros(n, dtype=np.int64)
+        for req, alloc, weight in zip(requested, allocatable, weights, strict=True):
+            offered = alloc != 0
+            if not offered.any():
+                continue
+            score = resource_score(req, alloc)
+            if n and int(np.abs(score).max()) * total_weight >= _INT64_ROOM:
+                return None
+            node_score += np.where(offered, score * weight, 0)
+            weight_sum += np.where(offered, weight, 0)
+        has = weight_sum != 0
+        return np.where(has, node_score // np.where(has, weight_sum, 1), 0)
 
     return scorer

@@ -217,3 +217,55 @@ def test_unschedulable_pod_reports_every_node() -> None:
     with pytest.raises(FitError) as err:
         SchedulingAlgorithm().schedule_pod(batch, CycleState(), pod, snapshot)
     assert "0/200 nodes are available" in str(err.value)
+
+
+SCORE_BATCH_PLUGINS = ("NodeResourcesFit", "NodeResourcesBalancedAllocation", "ImageLocality")
+
+
+def test_score_batch_forms_answer_in_the_default_profile() -> None:
+    """The comparisons above go through these plugins' score_batch: they are registered and
+    answer (do not decline) on the mixed workload."""
+    snapshot = _mixed_snapshot(100, 8)
+    batch, _ = _frameworks()
+    for name in SCORE_BATCH_PLUGINS:
+        assert name in batch._batch_scores, name
+    answered: dict[str, int] = dict.fromkeys(SCORE_BATCH_PLUGINS, 0)
+    for i in range(20):
+        pod = mixed_pod(i, f"p-{i}", "bench", "default-scheduler")
+        state = CycleState()
+        feasible, _ = SchedulingAlgorithm().find_nodes_that_fit(batch, state, pod, snapshot)
+        assert batch.run_pre_score_plugins(state, pod, feasible) is None
+        table = snapshot.table
+        rows = table.rows(feasible)
+        for name in SCORE_BATCH_PLUGINS:
+            if name in state.skip_score_plugins:
+                continue
+            answer = batch._batch_scores[name](state, pod, table, rows)
+            assert answer is not None, name
+            answered[name] += 1
+    assert all(answered.values()), answered
+
+
+@pytest.mark.parametrize("name", SCORE_BATCH_PLUGINS)
+def test_a_score_batch_that_disagrees_is_caught(name: str) -> None:
+    """The score comparison can fail: a batch form off by one on some rows is noticed."""
+    snapshot = _mixed_snapshot(120, 9)
+    pods = [mixed_pod(i, f"p-{i}", "bench", "default-scheduler") for i in range(10)]
+    batch, reference = _frameworks()
+    right = batch._batch_scores[name]
+
+    def wrong(state: CycleState, pod: dict, table: NodeTable, rows: object) -> object:
+        answer = right(state, pod, table, rows)
+        if answer is None:
+            return None
+        answer = answer.copy()
+        answer[::3] = (answer[::3] + 1) % 101
+        return answer
+
+    batch._batch_scores[name] = wrong
+    differs = False
+    for pod in pods:
+        ours = _decide(batch, SchedulingAlgorithm(), snapshot, pod, False)
+        theirs = _decide(reference, SchedulingAlgorithm(), snapshot, pod, False)
+        differs |= ours != theirs
+    assert differs, f"a wrong {name} score_batch went unnoticed"
