@@ -19,7 +19,7 @@ from typing import Any
 from extender.framework.cycle_state import CycleState
 from extender.framework.runtime import Framework
 from extender.framework.schedule import FitError, SchedulingAlgorithm, SchedulingError
-from extender.framework.types import NodeInfo, Snapshot, pod_priority
+from extender.framework.types import Snapshot, pod_priority
 from extender.testing import Cluster
 
 from .engine import Explainer, Explanation
@@ -171,13 +171,13 @@ class Simulation:
         placed = {**pod, "spec": {**(pod.get("spec") or {}), "nodeName": node}}
         info = self.snapshot.node_info_map[node]
         info.add_pod(placed)
-        self._reindex(info)
+        self.snapshot.refresh(info)
         self.cluster.pods.append(placed)
 
     def evict(self, node: str, namespace: str, name: str, uid: str = "") -> None:
         info = self.snapshot.node_info_map[node]
         info.remove_pod(uid or f"{namespace}/{name}")
-        self._reindex(info)
+        self.snapshot.refresh(info)
         self.cluster.pods[:] = [
             p
             for p in self.cluster.pods
@@ -186,18 +186,6 @@ class Simulation:
                 and (p["metadata"].get("namespace") or "default") == namespace
             )
         ]
-
-    def _reindex(self, info: NodeInfo) -> None:
-        snap = self.snapshot
-        for attr, has in (
-            ("have_pods_with_affinity_list", info.pods_with_affinity),
-            ("have_pods_with_required_anti_affinity_list", info.pods_with_required_anti_affinity),
-        ):
-            listed = getattr(snap, attr)
-            if has and info not in listed:
-                listed.append(info)
-            elif not has and info in listed:
-                listed.remove(info)
 
     def place(self, pod: dict, *, preempt: bool = True) -> Placement:
         placement = Placement(pod)

@@ -432,6 +432,23 @@ class Snapshot:
         for info in self.node_info_list:
             info.image_states = {name: summaries[name] for name in info.images}
 
+    def refresh(self, info: NodeInfo) -> None:
+        """``info``, a NodeInfo of this snapshot, was changed in place (a simulation assumes
+        pods this way): bring the views derived from the NodeInfos up to date."""
+        for listed, has in (
+            (self.have_pods_with_affinity_list, info.pods_with_affinity),
+            (
+                self.have_pods_with_required_anti_affinity_list,
+                info.pods_with_required_anti_affinity,
+            ),
+        ):
+            if has and info not in listed:
+                listed.append(info)
+            elif not has and info in listed:
+                listed.remove(info)
+        if self._table is not None:
+            self._table = self._table.derive(self.node_info_list, [self._table.index[info.name]])
+
     @property
     def table(self) -> NodeTable:
         """The columnar view of the nodes (:mod:`extender.framework.columns`), built on first
