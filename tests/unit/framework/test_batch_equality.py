@@ -22,6 +22,7 @@ from extender.framework.schedule import FitError, SchedulingError
 from extender.plugins import in_tree_registry
 from tests.conformance.generator import generate
 from tests.conformance.harness import ApiObjects
+from tests.unit.plugins import batch_cases
 
 
 def _frameworks(objects: ApiObjects | None = None) -> tuple[Framework, Framework]:
@@ -50,8 +51,12 @@ def _decide(
     }
     out["next"] = algo.next_start_node_index
     if len(feasible) > 1:
-        scores = algo.prioritize_nodes(fwk, state, pod, feasible)
-        out["scores"] = [(s.name, dict(s.scores), s.total_score) for s in scores]
+        try:
+            scores = algo.prioritize_nodes(fwk, state, pod, feasible)
+        except SchedulingError as exc:  # e.g. preferred terms that do not parse
+            out["scores"] = str(exc)
+        else:
+            out["scores"] = [(s.name, dict(s.scores), s.total_score) for s in scores]
     return out
 
 
@@ -158,3 +163,14 @@ def test_unschedulable_pod_reports_every_node() -> None:
     with pytest.raises(FitError) as err:
         SchedulingAlgorithm().schedule_pod(batch, CycleState(), pod, snapshot)
     assert "0/200 nodes are available" in str(err.value)
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_taints_and_node_affinity_decide_alike(seed: int) -> None:
+    """Random taints, tolerations, nodeSelectors, required and preferred node affinity (every
+    operator, matchFields, missing labels) through the whole Filter and Score path."""
+    rng = random.Random(seed)
+    n = rng.randrange(20, 80)
+    snapshot = Snapshot.from_objects(batch_cases.nodes(rng, n))
+    pods = [batch_cases.affinity_pod(rng, n, f"pod-{seed}-{i}") for i in range(40)]
+    assert _compare(snapshot, pods, None, evaluate_all=bool(seed % 2)) == len(pods)
