@@ -224,7 +224,8 @@ def _field_rows(table: NodeTable, req: dict, matches: Any) -> np.ndarray:
     """Rows whose name satisfies the compiled field requirement ``matches`` (of ``req``).
 
     A field requirement compares the node name with its one value (upstream
-    ``nodeaffinity``/``v1helper``: only ``metadata.name``, ``In``/``NotIn``, one value), so its
+    ``staging/src/k8s.io/component-helpers/scheduling/corev1/nodeaffinity/nodeaffinity.go``:
+    only ``metadata.name``, ``In``/``NotIn``, one value), so its
     answer is the same for every name but that value: ``matches`` is called on that value (its
     row, if a node has it) and on one other name (every other row). Otherwise, or when two
     rows share a name, ``matches`` is called on every row's name."""
