@@ -15,6 +15,13 @@ plus the profile's ``addedAffinity.required...`` (args), checked first and separ
   addedAffinity; Skip when the pod has no preferred list and addedAffinity has no preferred terms.
   NormalizeScore: default normalization (not reversed).
 
+Batch forms (:mod:`extender.framework.columns`): ``filter_batch`` and ``score_batch`` run the
+same compiled requirements (``extender.framework.labels``), a label requirement once per
+distinct value of its key (:meth:`NodeTable.labels`, on ``{key: value}`` or ``{}`` when the
+label is absent: a requirement reads its own key only) and a ``metadata.name`` field requirement
+on the one row its value names and on one other name for all the other rows; the row masks are
+then ANDed within a term and ORed over terms, as ``NodeSelector.matches`` does node by node.
+
 Args: ``addedAffinity`` (a ``v1.NodeAffinity`` dict) is validated like upstream
 ``ValidateNodeAffinityArgs``: its selectors must parse (a ``ValueError`` names the field).
 Reads node names and labels; mutates nothing.
@@ -23,8 +30,11 @@ Reads node names and labels; mutates nothing.
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
+from extender.framework.columns import SAFE_AMOUNT
 from extender.framework.cycle_state import CycleState, StateNotFound
 from extender.framework.events import (
     ActionType,
@@ -41,6 +51,9 @@ from extender.framework.types import NodeInfo, NodeScore, PreFilterResult
 
 from .args import unsupported
 from .helper import default_normalize_score
+
+if TYPE_CHECKING:
+    from extender.framework.columns import NodeTable
 
 NAME = "NodeAffinity"
 PRE_FILTER_KEY = "PreFilter" + NAME
@@ -198,6 +211,84 @@ def pinned_node_names(pod: dict) -> set[str] | None:
     return union
 
 
+# -- batch forms: the same requirements, once per distinct label value --------------------------
+
+
+def _labels_of(key: Any, value: Any) -> dict:
+    """The labels a requirement on ``key`` sees on a node whose value is ``value`` (``None``:
+    the node has no such label)."""
+    return {} if value is None else {key: value}
+
+
+def _field_rows(table: NodeTable, req: dict, matches: Any) -> np.ndarray:
+    """Rows whose name satisfies the compiled field requirement ``matches`` (of ``req``).
+
+    A field requirement compares the node name with its one value (upstream
+    ``staging/src/k8s.io/component-helpers/scheduling/corev1/nodeaffinity/nodeaffinity.go``:
+    only ``metadata.name``, ``In``/``NotIn``, one value), so its
+    answer is the same for every name but that value: ``matches`` is called on that value (its
+    row, if a node has it) and on one other name (every other row). Otherwise, or when two
+    rows share a name, ``matches`` is called on every row's name."""
+    values = req.get("values") or []
+    n = len(table)
+    if len(values) == 1 and isinstance(values[0], str) and len(table.index) == n:
+        wanted = values[0]
+        rows = np.full(n, bool(matches(wanted + "\x00")), dtype=bool)
+        row = table.index.get(wanted)
+        if row is not None:
+            rows[row] = bool(matches(wanted))
+        return rows
+    return np.fromiter((bool(matches(name)) for name in table.names), bool, n)
+
+
+def _term_rows(table: NodeTable, term: NodeSelectorTerm) -> np.ndarray:
+    """:meth:`NodeSelectorTerm.matches` for every row."""
+    n = len(table)
+    if not term.label_reqs and not term.field_reqs:
+        return np.zeros(n, dtype=bool)  # an empty term matches nothing
+    rows = np.ones(n, dtype=bool)
+    exprs = term.raw.get("matchExpressions") or ()
+    for raw, req in zip(exprs, term.label_reqs, strict=True):
+        key = raw.get("key", "")
+        rows &= table.labels(key).mask(lambda v, key=key, req=req: req(_labels_of(key, v)))
+    fields = term.raw.get("matchFields") or ()
+    for raw, freq in zip(fields, term.field_reqs, strict=True):
+        rows &= _field_rows(table, raw, freq)
+    return rows
+
+
+def _selector_rows(table: NodeTable, selector: NodeSelector) -> np.ndarray:
+    """:meth:`NodeSelector.matches` for every row: terms ORed."""
+    rows = np.zeros(len(table), dtype=bool)
+    for term in selector.terms:
+        rows |= _term_rows(table, term)
+    return rows
+
+
+def _required_rows(table: NodeTable, required: RequiredNodeAffinity) -> np.ndarray:
+    """:meth:`RequiredNodeAffinity.matches` for every row: nodeSelector AND the affinity."""
+    rows = np.ones(len(table), dtype=bool)
+    for key, value in required.node_selector:
+        # The per-node test rejects when ``labels.get(key) != value``.
+        rows &= table.labels(key).mask(
+            lambda v, key=key, value=value: not (_labels_of(key, v).get(key) != value)
+        )
+    if required.affinity is not None:
+        rows &= _selector_rows(table, required.affinity)
+    return rows
+
+
+def _preferred_rows(table: NodeTable, preferred: PreferredTerms) -> np.ndarray | None:
+    """:meth:`PreferredTerms.score` for every row: the weights of the matching terms; ``None``
+    when the weights could overflow int64 (the API bounds them to 1..100; the args do not)."""
+    if sum(abs(weight) for _, weight in preferred.terms) >= SAFE_AMOUNT:
+        return None
+    total = np.zeros(len(table), dtype=np.int64)
+    for term, weight in preferred.terms:
+        total += _term_rows(table, term) * np.int64(weight)
+    return total
+
+
 def _node_name_labels(node: dict) -> tuple[str, dict[str, str]]:
     meta = node.get("metadata") or {}
     return meta.get("name") or "", meta.get("labels") or {}
@@ -265,6 +356,17 @@ class NodeAffinity:
             return unresolvable(ERR_REASON_POD)
         return None
 
+    def filter_batch(self, state: CycleState, pod: dict, table: NodeTable) -> np.ndarray:
+        """:meth:`filter` for every row: the added affinity AND the pod's required affinity
+        (the PreFilter state, or computed from the pod as ``filter`` does without it)."""
+        rows = np.ones(len(table), dtype=bool)
+        if self.added_node_selector is not None:
+            rows &= _selector_rows(table, self.added_node_selector)
+        required: RequiredNodeAffinity | None = state.get(PRE_FILTER_KEY)
+        if required is None:
+            required = RequiredNodeAffinity(pod)
+        return rows & _required_rows(table, required)
+
     # -- score ----------------------------------------------------------------------------------
 
     def pre_score(self, state: CycleState, pod: dict, nodes: list[NodeInfo]) -> Status | None:
@@ -289,6 +391,31 @@ class NodeAffinity:
         if preferred is not None:
             total += preferred.score(node_info.name, node_info.labels)
         return total, None
+
+    def score_batch(
+        self, state: CycleState, pod: dict, table: NodeTable, rows: np.ndarray
+    ) -> np.ndarray | None:
+        """:meth:`score` for ``rows``: the matching preferred weights of addedAffinity and of the
+        pod. Declines when the pod's terms do not parse (``score`` reports the error)."""
+        total = np.zeros(len(table), dtype=np.int64)
+        if self.added_preferred is not None:
+            added = _preferred_rows(table, self.added_preferred)
+            if added is None:
+                return None
+            total += added
+        pre_score: _PreScoreState | None = state.get(PRE_SCORE_KEY)
+        if pre_score is not None:
+            preferred = pre_score.preferred
+        else:
+            preferred, status = _pod_preferred(pod)  # PreScore disabled
+            if status is not None:
+                return None
+        if preferred is not None:
+            weights = _preferred_rows(table, preferred)
+            if weights is None:
+                return None
+            total += weights
+        return total[rows]
 
     def score_extensions(self) -> NodeAffinity:
         return self

@@ -11,12 +11,19 @@
   NormalizeScore reverses the default normalization, so fewer untolerated taints is better and a
   node with none gets 100.
 
+Batch forms (:mod:`extender.framework.columns`): the answer depends only on the node's taints
+(their key, value and effect), so ``filter_batch`` and ``score_batch`` evaluate the same
+functions once per distinct taint list (:meth:`NodeTable.taint_groups`) and map the group
+answers to the rows.
+
 Reads the node's taints and the pod's tolerations; mutates neither.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
 
 from extender.framework.cycle_state import CycleState, StateNotFound
 from extender.framework.events import (
@@ -32,6 +39,9 @@ from extender.framework.status import Status, unresolvable
 from extender.framework.types import NodeInfo, NodeScore
 
 from .helper import default_normalize_score
+
+if TYPE_CHECKING:
+    from extender.framework.columns import NodeTable
 
 NAME = "TaintToleration"
 PRE_SCORE_KEY = "PreScore" + NAME
@@ -95,6 +105,20 @@ class TaintToleration:
             return None
         return unresolvable(ERR_REASON_NOT_MATCH)
 
+    def filter_batch(self, state: CycleState, pod: dict, table: NodeTable) -> np.ndarray:
+        """:meth:`filter` for every row: ``find_untolerated_taint`` once per taint group."""
+        codes, groups = table.taint_groups()
+        tolerations = _tolerations(pod)
+        ok = np.fromiter(
+            (
+                find_untolerated_taint(taints or [], tolerations, DO_NOT_SCHEDULE_EFFECTS) is None
+                for taints in groups
+            ),
+            bool,
+            len(groups),
+        )
+        return ok[codes]
+
     # -- score ----------------------------------------------------------------------------------
 
     def pre_score(self, state: CycleState, pod: dict, nodes: list[NodeInfo]) -> Status | None:
@@ -112,6 +136,25 @@ class TaintToleration:
         return count_intolerable_prefer_no_schedule(
             node_info.taints or [], pre_score.tolerations
         ), None
+
+    def score_batch(
+        self, state: CycleState, pod: dict, table: NodeTable, rows: np.ndarray
+    ) -> np.ndarray | None:
+        """:meth:`score` for ``rows``: the count of intolerable ``PreferNoSchedule`` taints once
+        per taint group. Declines without the PreScore state (``score`` reports the error)."""
+        pre_score: _PreScoreState | None = state.get(PRE_SCORE_KEY)
+        if pre_score is None:
+            return None
+        codes, groups = table.taint_groups()
+        counts = np.fromiter(
+            (
+                count_intolerable_prefer_no_schedule(taints or [], pre_score.tolerations)
+                for taints in groups
+            ),
+            np.int64,
+            len(groups),
+        )
+        return counts[codes[rows]]
 
     def score_extensions(self) -> TaintToleration:
         return self

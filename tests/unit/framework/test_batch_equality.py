@@ -24,6 +24,7 @@ from extender.framework.status import is_success
 from extender.plugins import in_tree_registry
 from tests.conformance.generator import generate
 from tests.conformance.harness import ApiObjects
+from tests.unit.plugins import batch_cases
 
 
 def _frameworks(objects: ApiObjects | None = None) -> tuple[Framework, Framework]:
@@ -52,8 +53,12 @@ def _decide(
     }
     out["next"] = algo.next_start_node_index
     if len(feasible) > 1:
-        scores = algo.prioritize_nodes(fwk, state, pod, feasible)
-        out["scores"] = [(s.name, dict(s.scores), s.total_score) for s in scores]
+        try:
+            scores = algo.prioritize_nodes(fwk, state, pod, feasible)
+        except SchedulingError as exc:  # e.g. preferred terms that do not parse
+            out["scores"] = str(exc)
+        else:
+            out["scores"] = [(s.name, dict(s.scores), s.total_score) for s in scores]
     return out
 
 
@@ -269,3 +274,14 @@ def test_a_score_batch_that_disagrees_is_caught(name: str) -> None:
         theirs = _decide(reference, SchedulingAlgorithm(), snapshot, pod, False)
         differs |= ours != theirs
     assert differs, f"a wrong {name} score_batch went unnoticed"
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_taints_and_node_affinity_decide_alike(seed: int) -> None:
+    """Random taints, tolerations, nodeSelectors, required and preferred node affinity (every
+    operator, matchFields, missing labels) through the whole Filter and Score path."""
+    rng = random.Random(seed)
+    n = rng.randrange(20, 80)
+    snapshot = Snapshot.from_objects(batch_cases.nodes(rng, n))
+    pods = [batch_cases.affinity_pod(rng, n, f"pod-{seed}-{i}") for i in range(40)]
+    assert _compare(snapshot, pods, None, evaluate_all=bool(seed % 2)) == len(pods)
