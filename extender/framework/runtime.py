@@ -74,6 +74,17 @@ MAX_TOTAL_SCORE = 2**63 - 1
 NO_REJECT = np.iinfo(np.int32).max
 
 
+def _first_invalid_score(values: np.ndarray | list[Any]) -> Any:
+    """The first score outside ``MIN_NODE_SCORE..MAX_NODE_SCORE`` (or not an int), or None."""
+    if isinstance(values, np.ndarray) and values.dtype.kind in "iu":
+        bad = (values < MIN_NODE_SCORE) | (values > MAX_NODE_SCORE)
+        return int(values[int(np.argmax(bad))]) if bad.any() else None
+    return next(
+        (v for v in values if not (isinstance(v, int) and MIN_NODE_SCORE <= v <= MAX_NODE_SCORE)),
+        None,
+    )
+
+
 class BatchFilter:
     """The batch forms' answer for one pod (:meth:`Framework.run_filter_batch`).
 
@@ -553,56 +564,21 @@ class Framework:
         skip = state.skip_score_plugins
         names: list[str] = []
         columns: list[list[int]] = []  # per plugin: its weighted score of each node
+        # int64 is exact: the profile's weights x MAX_NODE_SCORE fit (checked at build).
+        totals = np.zeros(len(nodes), dtype=np.int64)
         for plugin, (name, score) in zip(self.score_plugins, self._calls["score"], strict=True):
             if name in skip:
                 continue
-            values: list[int] = []
-            memo = self._score_memos.get(name)
-            signature = self.pod_signature(state, pod) if memo is not None else b""
-            batch = self._score_batches_for(state, nodes, name)
-            if batch is not None:
-                score_batch, node_table, rows = batch
-                try:
-                    answer = score_batch(state, pod, node_table, rows)
-                except Exception as exc:
-                    log.warning("plugin %s: score_batch failed, scoring per node: %r", name, exc)
-                    answer = None
-                if answer is not None:
-                    values = answer.tolist()
-            try:
-                if values:
-                    pass  # the batch form answered
-                elif memo is None:
-                    for info in nodes:
-                        value, status = score(state, pod, info)
-                        if is_non_success(status):
-                            return [], self._failed(name, "score", status.message)
-                        values.append(value)
-                else:
-                    for info in nodes:
-                        entry = memo.get(info.name)
-                        if entry is None or entry[0] != info.generation:
-                            entry = memo[info.name] = (info.generation, {})
-                        table: dict[bytes, Any] = entry[1]
-                        hit = table.get(signature)
-                        if hit is not None:
-                            values.append(hit)
-                            continue
-                        value, status = score(state, pod, info)
-                        if is_non_success(status):
-                            return [], self._failed(name, "score", status.message)
-                        if len(table) >= MEMO_SPECS_PER_NODE:
-                            table.clear()
-                        table[signature] = value
-                        values.append(value)
-            except Exception as exc:
-                return [], self._failed(name, "score", exc)
+            values, status = self._raw_scores(state, pod, nodes, name, score)
+            if status is not None:
+                return [], status
             try:
                 ext = plugin.score_extensions()
                 if ext is not None:
                     # NodeScore objects only for the plugins that normalize across nodes.
+                    listed = values.tolist() if isinstance(values, np.ndarray) else values
                     node_scores = [
-                        NodeScore(info.name, v) for info, v in zip(nodes, values, strict=True)
+                        NodeScore(info.name, v) for info, v in zip(nodes, listed, strict=True)
                     ]
                     status = ext.normalize_score(state, pod, node_scores)
                     if is_non_success(status):
@@ -610,19 +586,12 @@ class Framework:
                     values = [ns.score for ns in node_scores]
             except Exception as exc:
                 return [], self._failed(name, "normalizeScore", exc)
-            invalid = next(
-                (
-                    v
-                    for v in values
-                    if not (isinstance(v, int) and MIN_NODE_SCORE <= v <= MAX_NODE_SCORE)
-                ),
-                None,
-            )
             if len(values) != len(nodes):
                 self.metrics.plugin_error(name, "score")
                 return [], Status.error(
                     f'plugin "{name}" returned {len(values)} scores for {len(nodes)} nodes'
                 ).with_plugin(name)
+            invalid = _first_invalid_score(values)
             if invalid is not None:
                 self.metrics.plugin_error(name, "score")
                 return [], Status.error(
@@ -631,15 +600,76 @@ class Framework:
                     "after normalizing"
                 ).with_plugin(name)
             weight = self.score_weights.get(name, 1)
+            weighted = np.asarray(values, dtype=np.int64) * weight
             names.append(name)
-            columns.append(values if weight == 1 else [v * weight for v in values])
+            columns.append(weighted.tolist())
+            totals += weighted
         if not columns:
             return [NodePluginScores(info.name) for info in nodes], None
-        # One dict per node, built once from the plugins' columns.
+        sums = totals.tolist()
+        shared = (names, columns)
         return [
-            NodePluginScores(info.name, dict(zip(names, row, strict=True)), sum(row))
-            for info, row in zip(nodes, zip(*columns, strict=True), strict=True)
+            NodePluginScores.from_columns(info.name, total, shared, i)
+            for i, (info, total) in enumerate(zip(nodes, sums, strict=True))
         ], None
+
+    def _raw_scores(
+        self,
+        state: CycleState,
+        pod: dict,
+        nodes: list[NodeInfo],
+        name: str,
+        score: Callable[..., Any],
+    ) -> tuple[np.ndarray | list[int], Status | None]:
+        """One plugin's scores of ``nodes`` before NormalizeScore: its batch form's answer if
+        it gives one, else Score node by node (through the memo when the plugin allows)."""
+        batch = self._score_batches_for(state, nodes, name)
+        if batch is not None:
+            score_batch, node_table, rows = batch
+            try:
+                answer = score_batch(state, pod, node_table, rows)
+            except Exception as exc:
+                log.warning("plugin %s: score_batch failed, scoring per node: %r", name, exc)
+                answer = None
+            if answer is not None:
+                return answer, None
+        values: list[int] = []
+        memo = self._score_memos.get(name)
+        try:
+            if memo is None:
+                for info in nodes:
+                    value, status = score(state, pod, info)
+                    if is_non_success(status):
+                        return [], self._failed(name, "score", status.message)
+                    values.append(value)
+                return values, None
+            signature = self.pod_signature(state, pod)
+            for info in nodes:
+                entry = memo.get(info.name)
+                if entry is None or entry[0] != info.generation:
+                    entry = memo[info.name] = (info.generation, {})
+                table: dict[bytes, Any] = entry[1]
+                hit = table.get(signature)
+                if hit is not None:
+                    values.append(hit)
+                    continue
+                value, status = score(state, pod, info)
+                if is_non_success(status):
+                    return [], self._failed(name, "score", status.message)
+                if len(table) >= MEMO_SPECS_PER_NODE:
+                    table.clear()
+                table[signature] = value
+                values.append(value)
+        except Exception as exc:
+            return [], self._failed(name, "score", exc)
+        return values, None
+
+    def remember_rows(
+        self, state: CycleState, nodes: list[NodeInfo], table: NodeTable, rows: np.ndarray
+    ) -> None:
+        """The table rows of ``nodes`` (this exact list), known to the filter: Score's batch
+        forms use them instead of looking the nodes up again."""
+        state.write(SCORE_ROWS_KEY, (nodes, table, rows))
 
     def _score_batches_for(
         self, state: CycleState, nodes: list[NodeInfo], name: str
@@ -650,7 +680,11 @@ class Framework:
         if score_batch is None or not self.use_batch or state.snapshot is None or not nodes:
             return None
         cached = state.get(SCORE_ROWS_KEY)
-        if cached is None or cached[0] is not nodes:
+        if (
+            cached is None
+            or cached[0] is not nodes
+            or (cached[2] is not None and len(cached[2]) != len(nodes))
+        ):
             table = state.snapshot.table
             cached = (nodes, table, table.rows(nodes))
             state.write(SCORE_ROWS_KEY, cached)

@@ -269,8 +269,9 @@ class SchedulingAlgorithm:
                 found = np.cumsum(passing)
                 # Visit up to the node that completes `to_find` feasible ones, as the loop does.
                 processed = n if found[-1] < to_find else int(np.searchsorted(found, to_find)) + 1
-                for i in order[:processed][passing[:processed]].tolist():
-                    feasible.append(nodes[i])
+                kept = order[:processed][passing[:processed]]
+                feasible.extend(nodes[i] for i in kept.tolist())
+                fwk.remember_rows(state, feasible, batch.table, rows[kept])
                 for i, k in zip(
                     order[:processed][~passing[:processed]].tolist(),
                     first[:processed][~passing[:processed]].tolist(),

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from enum import Enum
 from typing import TYPE_CHECKING
 
@@ -514,11 +514,56 @@ class NodeScore:
     score: int
 
 
-@dataclass(slots=True)
 class NodePluginScores:
-    name: str
-    scores: dict[str, int] = field(default_factory=dict)
-    total_score: int = 0
+    """A node's weighted score from each plugin (``scores``: plugin -> score x weight) and
+    their sum (``total_score``, what the host is picked by).
+
+    Built by the runtime from the cycle's per-plugin score columns; the per-plugin dict is
+    made on first use, as most cycles read only the totals."""
+
+    __slots__ = ("name", "total_score", "_scores", "_columns", "_index")
+
+    def __init__(self, name: str, scores: dict[str, int] | None = None, total_score: int = 0):
+        self.name = name
+        self.total_score = total_score
+        self._scores = scores
+        self._columns: tuple[list[str], list[list[int]]] | None = None
+        self._index = 0
+
+    @classmethod
+    def from_columns(
+        cls, name: str, total: int, columns: tuple[list[str], list[list[int]]], index: int
+    ) -> NodePluginScores:
+        entry = cls(name, None, total)
+        entry._columns = columns
+        entry._index = index
+        return entry
+
+    @property
+    def scores(self) -> dict[str, int]:
+        if self._scores is None:
+            if self._columns is None:
+                self._scores = {}
+            else:
+                names, columns = self._columns
+                i = self._index
+                self._scores = {n: column[i] for n, column in zip(names, columns, strict=True)}
+                self._columns = None
+        return self._scores
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, NodePluginScores):
+            return NotImplemented
+        return (self.name, self.scores, self.total_score) == (
+            other.name,
+            other.scores,
+            other.total_score,
+        )
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"NodePluginScores({self.name!r}, {self.scores!r}, {self.total_score})"
 
 
 class QueuedPodInfo:
