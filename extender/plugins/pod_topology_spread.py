@@ -185,9 +185,21 @@ class MatchCounts:
         cached = per_node.get(node_info.name)
         if cached is not None and cached[0] == node_info.generation:
             return cached[1]
-        value = count_pods_matching(node_info.pods, selector, namespace)
+        value = count_node_pods_matching(node_info, selector, namespace)
         per_node[node_info.name] = (node_info.generation, value)
         return value
+
+
+def count_node_pods_matching(node_info: NodeInfo, selector: LabelSelector, namespace: str) -> int:
+    """:func:`count_pods_matching` over the node's pods, checking only the pods its label
+    index offers as candidates (``NodeInfo.candidates``); the count is the same.
+
+    Upstream counts with a walk over ``nodeInfo.Pods`` (``countPodsMatchSelector`` in
+    ``pkg/scheduler/framework/plugins/podtopologyspread/common.go``).
+    """
+    if selector.empty:
+        return 0
+    return count_pods_matching(node_info.candidates(selector), selector, namespace)
 
 
 def count_pods_matching(pods: Iterable[PodInfo], selector: LabelSelector, namespace: str) -> int:
@@ -309,7 +321,7 @@ class PodTopologySpread:
                 if not c.matches_inclusion_policies(pod, node_info, required):
                     continue
                 value = node_info.labels[c.topology_key]
-                count = count_pods_matching(node_info.pods, c.selector, namespace)
+                count = count_node_pods_matching(node_info, c.selector, namespace)
                 tp_counts[i][value] = tp_counts[i].get(value, 0) + count
         state.write(PRE_FILTER_STATE_KEY, PreFilterState(constraints, tp_counts))
         return None, None
@@ -440,7 +452,7 @@ class PodTopologySpread:
             if value is None:
                 continue
             if c.topology_key == HOSTNAME_LABEL:
-                count = count_pods_matching(node_info.pods, c.selector, namespace)
+                count = count_node_pods_matching(node_info, c.selector, namespace)
             else:
                 count = s.tp_counts[i].get(value, 0)
             # maxSkew - 1 waters down small differences between domains.
