@@ -311,9 +311,11 @@ class InterPodAffinity:
 
         ns_labels = NamespaceLabels(self.handle)
         s = PreScoreState()
+        incoming_terms = [(wt.term, wt.weight) for wt in pod_info.preferred_affinity_terms]
+        incoming_terms += [(wt.term, -wt.weight) for wt in pod_info.preferred_anti_affinity_terms]
         for node_info in all_nodes:
-            if has_constraints:
-                self._process_incoming_terms(s, pod_info, node_info, ns_labels)
+            if incoming_terms and node_info.labels:
+                self._process_incoming_terms(s, incoming_terms, node_info, ns_labels)
             for existing in node_info.pods_with_affinity:
                 self._process_existing_pod(s, pod_info, existing, node_info.labels, ns_labels)
         if not s.topology_score:
@@ -323,30 +325,26 @@ class InterPodAffinity:
 
     @staticmethod
     def _process_incoming_terms(
-        s: PreScoreState, incoming: PodInfo, node_info: NodeInfo, ns_labels: NamespaceLabels
+        s: PreScoreState,
+        terms: list[tuple[AffinityTerm, int]],
+        node_info: NodeInfo,
+        ns_labels: NamespaceLabels,
     ) -> None:
-        """The incoming pod's preferred terms matched against the node's existing pods: the
-        first half of upstream's ``processExistingPod``
+        """The incoming pod's preferred terms (with their signed weights) matched against the
+        node's existing pods: the first half of upstream's ``processExistingPod``
         (``pkg/scheduler/framework/plugins/interpodaffinity/scoring.go``), which walks every
         pod; here only the pods the label index offers (``NodeInfo.candidates``) are checked,
         as no other pod can match. The sums are the same (integers, any order)."""
         node_labels = node_info.labels
-        if not node_labels:
-            return
         score = s.topology_score
-        for terms, sign in (
-            (incoming.preferred_affinity_terms, 1),
-            (incoming.preferred_anti_affinity_terms, -1),
-        ):
-            for wt in terms:
-                term = wt.term
-                value = node_labels.get(term.topology_key)
-                if value is None:
-                    continue
-                for existing in node_info.candidates(term.selector):
-                    if term_matches(term, existing, ns_labels):
-                        values = score.setdefault(term.topology_key, {})
-                        values[value] = values.get(value, 0) + wt.weight * sign
+        for term, weight in terms:
+            value = node_labels.get(term.topology_key)
+            if value is None:
+                continue
+            for existing in node_info.candidates(term.selector):
+                if term_matches(term, existing, ns_labels):
+                    values = score.setdefault(term.topology_key, {})
+                    values[value] = values.get(value, 0) + weight
 
     def _process_existing_pod(
         self,
