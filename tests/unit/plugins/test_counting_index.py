@@ -18,11 +18,17 @@ from typing import Any
 import pytest
 
 from extender.framework.cycle_state import CycleState
+from extender.framework.labels import RequiredNodeAffinity
 from extender.framework.status import Status
 from extender.framework.types import NodeInfo, NodeScore, PodInfo, Snapshot
 from extender.plugins import inter_pod_affinity as ipa
 from extender.plugins.inter_pod_affinity import InterPodAffinity, NamespaceLabels, term_matches
-from extender.plugins.pod_topology_spread import PodTopologySpread
+from extender.plugins.pod_topology_spread import (
+    DO_NOT_SCHEDULE,
+    PodTopologySpread,
+    count_pods_matching,
+    node_has_all_keys,
+)
 from tests.unit.builders import make_handle, make_node, make_pod
 
 ZONE = "topology.kubernetes.io/zone"
@@ -114,6 +120,8 @@ def spread_constraints(rng: random.Random) -> list[dict]:
             c["minDomains"] = rng.randint(1, 4)
         if rng.random() < 0.2:
             c["nodeTaintsPolicy"] = "Honor"
+        if rng.random() < 0.2:
+            c["nodeAffinityPolicy"] = "Ignore"
         out.append(c)
     # One (key, whenUnsatisfiable) pair per constraint, as validation requires.
     return list({(c["topologyKey"], c["whenUnsatisfiable"]): c for c in out}.values())
@@ -283,6 +291,24 @@ def walk_topology_score(
     return score
 
 
+def walk_spread_counts(plugin: PodTopologySpread, pod: dict, nodes: list[NodeInfo]) -> list:
+    """PreFilter's per-domain counts by walking every pod of every eligible node (upstream
+    ``calPreFilterState`` in ``.../podtopologyspread/filtering.go``)."""
+    constraints = plugin._constraints(pod, DO_NOT_SCHEDULE)
+    namespace = pod["metadata"]["namespace"]
+    required = RequiredNodeAffinity(pod)
+    counts: list[dict[str, int]] = [{} for _ in constraints]
+    for info in nodes:
+        if info.node is None or not node_has_all_keys(info.labels, constraints):
+            continue
+        for i, c in enumerate(constraints):
+            if c.matches_inclusion_policies(pod, info, required):
+                value = info.labels[c.topology_key]
+                found = count_pods_matching(info.pods, c.selector, namespace)
+                counts[i][value] = counts[i].get(value, 0) + found
+    return counts
+
+
 @pytest.fixture
 def walk(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
     """A context in which ``NodeInfo.candidates`` offers every pod: the walk."""
@@ -343,6 +369,9 @@ def test_pod_topology_spread_indexed_equals_walk(walk: Any) -> None:
             walked = run(PodTopologySpread({}, handle()), pod, snapshot, feasible)
         assert indexed == walked
         state = indexed.get("pre_filter_state", {})
+        if state:
+            plugin = PodTopologySpread({}, handle())
+            assert state["tp_counts"] == walk_spread_counts(plugin, pod, snapshot.node_info_list)
         counted += any(any(m.values()) for m in state.get("tp_counts", ()))
     assert counted > 20
 
