@@ -297,7 +297,9 @@ class NodeInfo:
                     index = self._writable_index()
                     for pair in info.labels.items():
                         bucket = index[pair]
-                        bucket[:] = [p for p in bucket if p is not info]
+                        # One entry, by identity, as ``pods`` loses one (a PodInfo added twice
+                        # stays once).
+                        del bucket[next(j for j, p in enumerate(bucket) if p is info)]
                         if not bucket:
                             del index[pair]
                 self._update(info, -1)

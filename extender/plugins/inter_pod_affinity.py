@@ -234,8 +234,10 @@ class InterPodAffinity:
         if affinity_terms or anti_terms:
             for node_info in nodes:
                 labels = node_info.labels
-                # Only the pods the label index offers can match a term (NodeInfo.candidates);
-                # a pod matching all affinity terms is among the candidates of each.
+                # Upstream walks every pod (getIncomingAffinityAntiAffinityCounts in
+                # pkg/scheduler/framework/plugins/interpodaffinity/filtering.go); only the pods
+                # the label index offers can match a term (NodeInfo.candidates), and a pod
+                # matching all affinity terms is among the candidates of each.
                 if affinity_terms:
                     pods = min((node_info.candidates(t.selector) for t in affinity_terms), key=len)
                     for existing in pods:
