@@ -33,7 +33,7 @@ class LabelSelector:
     as ``metav1.LabelSelectorAsSelector`` does.
     """
 
-    __slots__ = ("match_labels", "requirements", "matches_nothing", "empty", "key")
+    __slots__ = ("match_labels", "requirements", "matches_nothing", "empty", "key", "selective")
 
     def __init__(self, selector: dict | None) -> None:
         self.matches_nothing = selector is None
@@ -54,6 +54,18 @@ class LabelSelector:
             _selector_requirement(r) for r in selector.get("matchExpressions") or ()
         )
         self.empty = not self.matches_nothing and not self.match_labels and not self.requirements
+        # The requirements a matching pod must satisfy with one of a few (key, value) pairs:
+        # matchLabels pairs and ``In`` expressions, values deduplicated (a label has one value,
+        # so pods found under different values are distinct). A pod without any pair of one
+        # of these cannot match, which lets NodeInfo.candidates look pods up by label. A null
+        # matchLabels value (a hostile webhook body) also matches pods lacking the key: no pair.
+        self.selective: tuple[tuple[str, tuple[str, ...]], ...] = tuple(
+            (key, (value,)) for key, value in self.match_labels if value is not None
+        ) + tuple(
+            (r.get("key", ""), tuple(dict.fromkeys(r.get("values") or ())))
+            for r in selector.get("matchExpressions") or ()
+            if r.get("operator") == "In"
+        )
 
     def matches(self, labels: Labels | None) -> bool:
         if self.matches_nothing:
@@ -71,6 +83,8 @@ class LabelSelector:
         """Add ``key == value`` (matchLabelKeys); a no-op on a selector that matches nothing."""
         if not self.matches_nothing:
             self.match_labels = (*self.match_labels, (key, value))
+            if value is not None:
+                self.selective = (*self.selective, (key, (value,)))
             self.empty = False
             self.key = (*self.key, ("=", key, value))
 

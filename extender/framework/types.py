@@ -11,7 +11,7 @@ views share their parsing helpers and the NodeInfo aggregates depend on PodInfo'
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from enum import Enum
 from typing import TYPE_CHECKING
@@ -218,6 +218,8 @@ class NodeInfo:
         "requested",
         "non_zero_requested",
         "generation",
+        "_label_index",
+        "_index_shared",
     )
 
     def __init__(self, node: dict | None = None, pods: Iterable[PodInfo | dict] = ()) -> None:
@@ -239,6 +241,10 @@ class NodeInfo:
         self.requested = Resource()
         self.non_zero_requested = Resource()
         self.generation = next_generation()
+        # (label key, value) -> the pods carrying that label, for NodeInfo.candidates. Shared
+        # with clones until either side changes its pods (copy on write), so clone stays cheap.
+        self._label_index: dict[tuple[str, str], list[PodInfo]] = {}
+        self._index_shared = False
         if node is not None:
             self.set_node(node)
         for pod in pods:
@@ -271,6 +277,14 @@ class NodeInfo:
             self.pods_with_affinity.append(info)
         if info.required_anti_affinity_terms:
             self.pods_with_required_anti_affinity.append(info)
+        if info.labels:
+            index = self._writable_index()
+            for pair in info.labels.items():
+                bucket = index.get(pair)
+                if bucket is None:
+                    index[pair] = [info]
+                else:
+                    bucket.append(info)
         self._update(info, 1)
         return info
 
@@ -283,9 +297,50 @@ class NodeInfo:
                     self.pods_with_affinity.remove(info)
                 if info in self.pods_with_required_anti_affinity:
                     self.pods_with_required_anti_affinity.remove(info)
+                if info.labels:
+                    index = self._writable_index()
+                    for pair in info.labels.items():
+                        bucket = index[pair]
+                        # One entry, by identity, as ``pods`` loses one (a PodInfo added twice
+                        # stays once).
+                        del bucket[next(j for j, p in enumerate(bucket) if p is info)]
+                        if not bucket:
+                            del index[pair]
                 self._update(info, -1)
                 return info
         return None
+
+    def _writable_index(self) -> dict[tuple[str, str], list[PodInfo]]:
+        if self._index_shared:
+            self._label_index = {pair: list(pods) for pair, pods in self._label_index.items()}
+            self._index_shared = False
+        return self._label_index
+
+    def candidates(self, selector: LabelSelector) -> Sequence[PodInfo]:
+        """The pods of this node that can match ``selector``, for callers that then apply
+        their full check (namespace, the whole selector, deletion) to each.
+
+        With a selective requirement (a matchLabels pair or an ``In`` expression, see
+        ``LabelSelector.selective``) only the pods carrying one of its pairs can match; the
+        requirement with the fewest such pods is used. Otherwise all pods. Order may differ
+        from ``pods``, which counting callers do not observe.
+        """
+        if selector.matches_nothing:
+            return ()
+        if not selector.selective:
+            return self.pods
+        index = self._label_index
+        best: Sequence[PodInfo] = self.pods
+        for key, values in selector.selective:
+            if len(values) == 1:
+                found: Sequence[PodInfo] = index.get((key, values[0]), ())
+            else:
+                found = [p for value in values for p in index.get((key, value), ())]
+            if len(found) < len(best):
+                if not found:
+                    return ()
+                best = found
+        return best
 
     def _update(self, info: PodInfo, sign: int) -> None:
         if sign > 0:
@@ -315,6 +370,8 @@ class NodeInfo:
         copy.pods = list(self.pods)
         copy.pods_with_affinity = list(self.pods_with_affinity)
         copy.pods_with_required_anti_affinity = list(self.pods_with_required_anti_affinity)
+        copy._label_index = self._label_index
+        copy._index_shared = self._index_shared = True
         copy.used_ports = {ip: set(ports) for ip, ports in self.used_ports.items()}
         copy.requested = self.requested.clone()
         copy.non_zero_requested = self.non_zero_requested.clone()

@@ -237,11 +237,18 @@ class InterPodAffinity:
         if affinity_terms or anti_terms:
             for node_info in nodes:
                 labels = node_info.labels
-                for existing in node_info.pods:
-                    if matches_all_terms(affinity_terms, existing, s.ns_labels):
-                        for term in affinity_terms:
-                            _bump(s.affinity_counts, labels, term.topology_key, 1)
-                    for term in anti_terms:
+                # Upstream walks every pod (getIncomingAffinityAntiAffinityCounts in
+                # pkg/scheduler/framework/plugins/interpodaffinity/filtering.go); only the pods
+                # the label index offers can match a term (NodeInfo.candidates), and a pod
+                # matching all affinity terms is among the candidates of each.
+                if affinity_terms:
+                    pods = min((node_info.candidates(t.selector) for t in affinity_terms), key=len)
+                    for existing in pods:
+                        if matches_all_terms(affinity_terms, existing, s.ns_labels):
+                            for term in affinity_terms:
+                                _bump(s.affinity_counts, labels, term.topology_key, 1)
+                for term in anti_terms:
+                    for existing in node_info.candidates(term.selector):
                         if term_matches(term, existing, s.ns_labels):
                             _bump(s.anti_affinity_counts, labels, term.topology_key, 1)
 
@@ -347,14 +354,40 @@ class InterPodAffinity:
 
         ns_labels = NamespaceLabels(self.handle)
         s = PreScoreState()
+        incoming_terms = [(wt.term, wt.weight) for wt in pod_info.preferred_affinity_terms]
+        incoming_terms += [(wt.term, -wt.weight) for wt in pod_info.preferred_anti_affinity_terms]
         for node_info in all_nodes:
-            pods = node_info.pods if has_constraints else node_info.pods_with_affinity
-            for existing in pods:
+            if incoming_terms and node_info.labels:
+                self._process_incoming_terms(s, incoming_terms, node_info, ns_labels)
+            for existing in node_info.pods_with_affinity:
                 self._process_existing_pod(s, pod_info, existing, node_info.labels, ns_labels)
         if not s.topology_score:
             return SKIP
         state.write(PRE_SCORE_STATE_KEY, s)
         return None
+
+    @staticmethod
+    def _process_incoming_terms(
+        s: PreScoreState,
+        terms: list[tuple[AffinityTerm, int]],
+        node_info: NodeInfo,
+        ns_labels: NamespaceLabels,
+    ) -> None:
+        """The incoming pod's preferred terms (with their signed weights) matched against the
+        node's existing pods: the first half of upstream's ``processExistingPod``
+        (``pkg/scheduler/framework/plugins/interpodaffinity/scoring.go``), which walks every
+        pod; here only the pods the label index offers (``NodeInfo.candidates``) are checked,
+        as no other pod can match. The sums are the same (integers, any order)."""
+        node_labels = node_info.labels
+        score = s.topology_score
+        for term, weight in terms:
+            value = node_labels.get(term.topology_key)
+            if value is None:
+                continue
+            for existing in node_info.candidates(term.selector):
+                if term_matches(term, existing, ns_labels):
+                    values = score.setdefault(term.topology_key, {})
+                    values[value] = values.get(value, 0) + weight
 
     def _process_existing_pod(
         self,
@@ -364,6 +397,8 @@ class InterPodAffinity:
         node_labels: dict[str, str],
         ns_labels: NamespaceLabels,
     ) -> None:
+        """The existing pod's terms matched against the incoming pod: the second half of
+        upstream's ``processExistingPod``; only pods with affinity terms contribute."""
         if not node_labels:
             return
         score = s.topology_score
@@ -379,9 +414,6 @@ class InterPodAffinity:
             for wt in terms:
                 add(wt.term, wt.weight * sign, target)
 
-        # The incoming pod's preferred terms, matched against the existing pod.
-        add_weighted(incoming.preferred_affinity_terms, 1, existing)
-        add_weighted(incoming.preferred_anti_affinity_terms, -1, existing)
         # The existing pod's terms, matched against the incoming pod (symmetry).
         if self.hard_pod_affinity_weight > 0:
             for term in existing.required_affinity_terms:
