@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import random
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -33,27 +33,92 @@ EXTENDER_PLUGIN_NAME = "Extender"
 log = logging.getLogger(__name__)
 
 
-@dataclass
 class Diagnosis:
-    """Why nodes were rejected: per-node statuses plus one status for nodes not listed."""
+    """Why nodes were rejected: per-node statuses plus one status for nodes not listed.
 
-    node_to_status: dict[str, Status] = field(default_factory=dict)
-    absent_status: Status | None = None
-    unschedulable_plugins: set[str] = field(default_factory=set)
-    pending_plugins: set[str] = field(default_factory=set)
-    pre_filter_msg: str = ""
-    post_filter_msg: str = ""
+    Statuses of nodes the batch forms rejected may be *deferred*: their per-node ``filter``
+    call (which gives the exact status) runs when ``node_to_status`` or the plugin sets are
+    first read, over a clone of the cycle state taken at filter time. A pod that is scheduled
+    is never asked why the other nodes did not fit, so the call is usually never made.
+    """
+
+    def __init__(
+        self,
+        node_to_status: dict[str, Status] | None = None,
+        absent_status: Status | None = None,
+        unschedulable_plugins: set[str] | None = None,
+        pending_plugins: set[str] | None = None,
+        pre_filter_msg: str = "",
+        post_filter_msg: str = "",
+    ) -> None:
+        self._node_to_status: dict[str, Status] = node_to_status or {}
+        self.absent_status = absent_status
+        self._unschedulable_plugins: set[str] = unschedulable_plugins or set()
+        self._pending_plugins: set[str] = pending_plugins or set()
+        self.pre_filter_msg = pre_filter_msg
+        self.post_filter_msg = post_filter_msg
+        self._deferred: list[tuple[list[NodeInfo], list[int], Callable[..., Status | None]]] = []
+        self._deferred_count = 0
+
+    def defer(
+        self, nodes: list[NodeInfo], plugins: list[int], resolve: Callable[..., Status | None]
+    ) -> None:
+        """Rejections of ``nodes`` whose status is ``resolve(node, plugins[i])``, later."""
+        if nodes:
+            self._deferred.append((nodes, plugins, resolve))
+            self._deferred_count += len(nodes)
+
+    def _resolve(self) -> None:
+        deferred, self._deferred, self._deferred_count = self._deferred, [], 0
+        for nodes, plugins, resolve in deferred:
+            for info, k in zip(nodes, plugins, strict=True):
+                status = resolve(info, k)
+                if status is None:  # a batch form disagreed with its filter
+                    log.warning("batch filter rejected %s, its filter did not", info.name)
+                    continue
+                self.add_rejection(info.name, status)
+
+    @property
+    def node_to_status(self) -> dict[str, Status]:
+        if self._deferred:
+            self._resolve()
+        return self._node_to_status
+
+    @property
+    def unschedulable_plugins(self) -> set[str]:
+        if self._deferred:
+            self._resolve()
+        return self._unschedulable_plugins
+
+    @unschedulable_plugins.setter
+    def unschedulable_plugins(self, plugins: set[str]) -> None:
+        self._unschedulable_plugins = plugins
+
+    @property
+    def pending_plugins(self) -> set[str]:
+        if self._deferred:
+            self._resolve()
+        return self._pending_plugins
+
+    @pending_plugins.setter
+    def pending_plugins(self, plugins: set[str]) -> None:
+        self._pending_plugins = plugins
+
+    @property
+    def rejected_count(self) -> int:
+        """How many nodes were rejected, deferred ones included (resolves nothing)."""
+        return len(self._node_to_status) + self._deferred_count
 
     def status_of(self, node_name: str) -> Status | None:
         return self.node_to_status.get(node_name, self.absent_status)
 
     def add_rejection(self, node_name: str, status: Status) -> None:
-        self.node_to_status[node_name] = status
+        self._node_to_status[node_name] = status
         if status.plugin:
             if status.code == Code.PENDING:
-                self.pending_plugins.add(status.plugin)
+                self._pending_plugins.add(status.plugin)
             else:
-                self.unschedulable_plugins.add(status.plugin)
+                self._unschedulable_plugins.add(status.plugin)
 
 
 def fit_error_message(num_all_nodes: int, diagnosis: Diagnosis) -> str:
@@ -272,21 +337,16 @@ class SchedulingAlgorithm:
                 kept = order[:processed][passing[:processed]]
                 feasible.extend(nodes[i] for i in kept.tolist())
                 fwk.remember_rows(state, feasible, batch.table, rows[kept])
-                for i, k in zip(
-                    order[:processed][~passing[:processed]].tolist(),
-                    first[:processed][~passing[:processed]].tolist(),
-                    strict=True,
-                ):
-                    info = nodes[i]
-                    status = fwk.run_filter_plugins(state, pod, info, answered, k)
-                    if status is None:  # a batch form disagreed with its filter: trust filter
-                        log.warning("batch filter disagrees with filter on %s", info.name)
-                        feasible.append(info)
-                    elif status.code == Code.ERROR:
-                        raise SchedulingError(status)
-                    else:
-                        rejected += 1
-                        diagnosis.add_rejection(info.name, status)
+                failing = ~passing[:processed]
+                out = [nodes[i] for i in order[:processed][failing].tolist()]
+                rejected = len(out)
+                # The exact statuses come from the rejecting plugins' filter, when asked for.
+                frozen = state.clone()
+                diagnosis.defer(
+                    out,
+                    first[:processed][failing].tolist(),
+                    lambda info, k: fwk.run_filter_plugins(frozen, pod, info, answered, k),
+                )
                 return feasible
             for i, k in zip(order.tolist(), first.tolist(), strict=True):
                 info = nodes[i]
@@ -402,7 +462,7 @@ class SchedulingAlgorithm:
         assert diagnosis is not None
         if not feasible:
             raise FitError(pod, len(snapshot), diagnosis)
-        evaluated = len(feasible) + len(diagnosis.node_to_status)
+        evaluated = len(feasible) + diagnosis.rejected_count
         if len(feasible) == 1:
             return ScheduleResult(feasible[0].name, evaluated, 1)
         scores = self.prioritize_nodes(fwk, state, pod, feasible)
