@@ -285,3 +285,32 @@ def test_taints_and_node_affinity_decide_alike(seed: int) -> None:
     snapshot = Snapshot.from_objects(batch_cases.nodes(rng, n))
     pods = [batch_cases.affinity_pod(rng, n, f"pod-{seed}-{i}") for i in range(40)]
     assert _compare(snapshot, pods, None, evaluate_all=bool(seed % 2)) == len(pods)
+
+
+def test_deferred_statuses_resolve_against_the_filter_time_state() -> None:
+    """A rejected node's status is computed when first read, from a clone of the cycle state
+    taken at filter time: later writes to the state (Reserve, say) do not change it, and the
+    evaluated count does not force it."""
+    snapshot = _mixed_snapshot(150, 11)
+    pod = mixed_pod(3, "picky", "bench", "default-scheduler")
+    pod["spec"]["containers"][0]["resources"]["requests"] = {"cpu": "15"}
+    batch, reference = _frameworks()
+    state = CycleState()
+    feasible, diagnosis = SchedulingAlgorithm().find_nodes_that_fit(batch, state, pod, snapshot)
+    assert diagnosis._deferred, "the batch path deferred no status"
+    rejected = diagnosis.rejected_count
+    assert diagnosis._deferred, "counting the rejections resolved them"
+    state.write("PreFilterNodeResourcesFit", None)  # a later write the statuses must not see
+    statuses = {
+        n: (s.plugin, s.code, tuple(s.reasons)) for n, s in diagnosis.node_to_status.items()
+    }
+    assert len(statuses) == rejected
+    ref_state = CycleState()
+    ref_feasible, ref_diagnosis = SchedulingAlgorithm().find_nodes_that_fit(
+        reference, ref_state, pod, snapshot
+    )
+    assert [i.name for i in feasible] == [i.name for i in ref_feasible]
+    assert statuses == {
+        n: (s.plugin, s.code, tuple(s.reasons)) for n, s in ref_diagnosis.node_to_status.items()
+    }
+    assert any(plugin == "NodeResourcesFit" for plugin, _, _ in statuses.values())
