@@ -31,8 +31,8 @@ saturated or absurd quantity); batch forms then decline and the per-node referen
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -41,6 +41,10 @@ from .types import NodeInfo
 # Amounts above this leave no room for the products the scoring plugins compute (x 100, sums of
 # a few resources): such a table is not `exact`, and batch forms decline.
 SAFE_AMOUNT = 1 << 52
+
+T = TypeVar("T")
+_MISSING = object()
+
 
 _INT_COLUMNS = (
     "alloc_milli_cpu",
@@ -111,6 +115,9 @@ class NodeTable:
         "_scalars",
         "_images",
         "_image_base",
+        "extras",
+        "_base",
+        "changed",
         *_INT_COLUMNS,
     )
 
@@ -146,6 +153,11 @@ class NodeTable:
         self._images: dict[str, tuple[np.ndarray, np.ndarray] | None] = {}
         # (the parent table's image columns, the rows that differ from the parent's), or None
         self._image_base: tuple[dict, list[int]] | None = None
+        # Data plugins derive from the table, under plugin-owned keys (see `derived`).
+        self.extras: dict[str, Any] = {}
+        # The parent's extras and node list (see `derived`); None for a table built anew.
+        self._base: tuple[dict[str, Any], list[NodeInfo]] | None = None
+        self.changed: tuple[int, ...] = ()
 
     def __len__(self) -> int:
         return len(self.infos)
@@ -307,4 +319,27 @@ class NodeTable:
         # parent's dict is kept, not the parent table: no chain of tables stays alive.
         table._images = {}
         table._image_base = (self._images, list(changed))
+        table.extras = {}
+        # The parent's extras and node list only, not the parent table: overlays made one
+        # after the other do not keep every earlier table alive.
+        table._base = (self.extras, self.infos)
+        table.changed = tuple(changed)
         return table
+
+    def derived(self, key: str, build: Callable[[NodeTable], T], update: Callable[..., T]) -> T:
+        """Plugin data computed from the table, once per table: ``build(table)`` from scratch,
+        or ``update(parent_value, parent_infos, table)`` when the table this one was derived
+        from had computed it and only the rows in :attr:`changed` differ (``parent_infos[row]``
+        is the NodeInfo the parent had there). ``update`` must not mutate the parent's value
+        (copy what it changes). A row changed in place (``Snapshot.refresh``) leaves nothing
+        to compare with: the value is built anew."""
+        value = self.extras.get(key, _MISSING)
+        if value is not _MISSING:
+            return value
+        base = self._base
+        if base is not None and base[1] is not self.infos and key in base[0]:
+            value = update(base[0][key], base[1], self)
+        else:
+            value = build(self)
+        self.extras[key] = value
+        return value

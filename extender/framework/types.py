@@ -45,6 +45,17 @@ class AffinityTerm:
 
     __slots__ = ("namespaces", "namespace_selector", "selector", "topology_key")
 
+    @property
+    def key(self) -> tuple:
+        """Equal for terms that match the same pods (same namespaces, selectors, key)."""
+        ns_selector = self.namespace_selector
+        return (
+            self.topology_key,
+            self.selector.key,
+            self.namespaces,
+            None if ns_selector is None else ns_selector.key,
+        )
+
     def __init__(self, term: dict, pod_namespace: str, pod_labels: dict) -> None:
         self.topology_key: str = term.get("topologyKey") or ""
         self.selector = LabelSelector(term.get("labelSelector"))

@@ -356,11 +356,28 @@ class InterPodAffinity:
         s = PreScoreState()
         incoming_terms = [(wt.term, wt.weight) for wt in pod_info.preferred_affinity_terms]
         incoming_terms += [(wt.term, -wt.weight) for wt in pod_info.preferred_anti_affinity_terms]
-        for node_info in all_nodes:
-            if incoming_terms and node_info.labels:
-                self._process_incoming_terms(s, incoming_terms, node_info, ns_labels)
-            for existing in node_info.pods_with_affinity:
-                self._process_existing_pod(s, pod_info, existing, node_info.labels, ns_labels)
+        if incoming_terms:
+            for node_info in all_nodes:
+                if node_info.labels:
+                    self._process_incoming_terms(s, incoming_terms, node_info, ns_labels)
+        if snapshot is None:
+            for node_info in all_nodes:
+                for existing in node_info.pods_with_affinity:
+                    self._process_existing_pod(s, pod_info, existing, node_info.labels, ns_labels)
+        else:
+            # The same sums from the existing pods' terms grouped by content: one match per
+            # distinct term instead of one per pod (pods of a workload share their terms).
+            groups = snapshot.table.derived(
+                f"{NAME}/existing-terms/{self.hard_pod_affinity_weight}",
+                self._summarize_existing_terms,
+                self._update_existing_terms,
+            )
+            score = s.topology_score
+            for term, weight, counts in groups.values():
+                if counts and term_matches(term, pod_info, ns_labels):
+                    values = score.setdefault(term.topology_key, {})
+                    for value, count in counts.items():
+                        values[value] = values.get(value, 0) + weight * count
         if not s.topology_score:
             return SKIP
         state.write(PRE_SCORE_STATE_KEY, s)
@@ -388,6 +405,65 @@ class InterPodAffinity:
                 if term_matches(term, existing, ns_labels):
                     values = score.setdefault(term.topology_key, {})
                     values[value] = values.get(value, 0) + weight
+
+    # -- existing pods' terms, grouped (PreScore) ---------------------------------------
+    #
+    # (term.key, weight) -> (term, weight, {topology value: pods}): for every existing pod with
+    # affinity terms on a labelled node, each term it contributes in `_process_existing_pod`
+    # (required affinity at hardPodAffinityWeight, preferred affinity +w, preferred
+    # anti-affinity -w), counted per value of the term's topology key on the pod's node.
+
+    def _contributions(self, existing: PodInfo) -> Iterable[tuple[AffinityTerm, int]]:
+        if self.hard_pod_affinity_weight > 0:
+            for term in existing.required_affinity_terms:
+                yield term, self.hard_pod_affinity_weight
+        for wt in existing.preferred_affinity_terms:
+            yield wt.term, wt.weight
+        for wt in existing.preferred_anti_affinity_terms:
+            yield wt.term, -wt.weight
+
+    def _count_node(self, groups: dict, node_info: NodeInfo, sign: int, copied: set | None) -> None:
+        labels = node_info.labels
+        if not labels:
+            return
+        for existing in node_info.pods_with_affinity:
+            for term, weight in self._contributions(existing):
+                value = labels.get(term.topology_key)
+                if value is None:
+                    continue
+                key = (term.key, weight)
+                group = groups.get(key)
+                if group is None:
+                    group = groups[key] = (term, weight, {})
+                    if copied is not None:
+                        copied.add(key)
+                elif copied is not None and key not in copied:
+                    # Copy on first write: the parent table keeps its own counts.
+                    group = groups[key] = (group[0], group[1], dict(group[2]))
+                    copied.add(key)
+                counts = group[2]
+                total = counts.get(value, 0) + sign
+                if total:
+                    counts[value] = total
+                else:
+                    del counts[value]
+
+    def _summarize_existing_terms(self, table: NodeTable) -> dict:
+        groups: dict = {}
+        for node_info in table.infos:
+            if node_info.pods_with_affinity:
+                self._count_node(groups, node_info, 1, None)
+        return groups
+
+    def _update_existing_terms(
+        self, groups: dict, parent_infos: list[NodeInfo], table: NodeTable
+    ) -> dict:
+        groups = dict(groups)
+        copied: set = set()
+        for row in table.changed:
+            self._count_node(groups, parent_infos[row], -1, copied)
+            self._count_node(groups, table.infos[row], 1, copied)
+        return groups
 
     def _process_existing_pod(
         self,
