@@ -31,6 +31,7 @@ from .handle import (
 )
 from .interfaces import (
     BatchFilterPlugin,
+    BatchNormalizeScore,
     BatchScorePlugin,
     BindPlugin,
     EnqueueExtensions,
@@ -48,7 +49,12 @@ from .interfaces import (
     ScoreExtensions,
     ScorePlugin,
 )
-from .normalize import MAX_NODE_SCORE, MIN_NODE_SCORE, default_normalize_score
+from .normalize import (
+    MAX_NODE_SCORE,
+    MIN_NODE_SCORE,
+    default_normalize_score,
+    default_normalize_score_batch,
+)
 from .profile import PluginSpec, Profile
 from .registry import Registry
 from .runtime import Framework, ProfileError
@@ -77,6 +83,8 @@ __all__ = [
     # batch forms (optional, for speed)
     "BatchFilterPlugin",
     "BatchScorePlugin",
+    "BatchNormalizeScore",
+    "default_normalize_score_batch",
     "NodeTable",
     "LabelColumn",
     # handle and listers

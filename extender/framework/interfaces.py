@@ -89,6 +89,18 @@ class BatchScorePlugin(Plugin, Protocol):
 
 
 @runtime_checkable
+class BatchNormalizeScore(Protocol):
+    """Optional batch form of NormalizeScore, on the object ``score_extensions()`` returns:
+    ``normalize_score_batch`` gets the raw scores of ``nodes`` as an int64 array and returns
+    the normalized array, exactly what ``normalize_score`` would write; or ``None`` to decline
+    (the runtime then builds the ``NodeScore`` list)."""
+
+    def normalize_score_batch(
+        self, state: CycleState, pod: dict, nodes: list[NodeInfo], scores: np.ndarray
+    ) -> np.ndarray | None: ...
+
+
+@runtime_checkable
 class PostFilterPlugin(Plugin, Protocol):
     def post_filter(
         self, state: CycleState, pod: dict, filtered_node_status: dict[str, Status]

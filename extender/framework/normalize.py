@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 from .types import NodeScore
 
 MAX_NODE_SCORE = 100
@@ -26,3 +28,14 @@ def default_normalize_score(max_priority: int, reverse: bool, scores: list[NodeS
     for s in scores:
         score = max_priority * s.score // highest
         s.score = max_priority - score if reverse else score
+
+
+def default_normalize_score_batch(
+    max_priority: int, reverse: bool, scores: np.ndarray
+) -> np.ndarray:
+    """:func:`default_normalize_score` over an int64 array: a new array, the same integers."""
+    highest = int(scores.max()) if len(scores) else 0
+    if highest == 0:
+        return np.full(len(scores), max_priority, dtype=np.int64) if reverse else scores.copy()
+    scaled = max_priority * scores // highest
+    return max_priority - scaled if reverse else scaled

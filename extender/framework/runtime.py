@@ -31,6 +31,7 @@ from .interfaces import (
     EXTENSION_POINTS,
     POINT_METHODS,
     BatchFilterPlugin,
+    BatchNormalizeScore,
     BatchScorePlugin,
     BindPlugin,
     EnqueueExtensions,
@@ -574,7 +575,12 @@ class Framework:
                 return [], status
             try:
                 ext = plugin.score_extensions()
-                if ext is not None:
+                normalized = None
+                if isinstance(values, np.ndarray) and isinstance(ext, BatchNormalizeScore):
+                    normalized = ext.normalize_score_batch(state, pod, nodes, values)
+                if normalized is not None:
+                    values = normalized
+                elif ext is not None:
                     # NodeScore objects only for the plugins that normalize across nodes.
                     listed = values.tolist() if isinstance(values, np.ndarray) else values
                     node_scores = [

@@ -3,6 +3,10 @@ plugin API, :mod:`extender.framework`, and are re-exported here for in-tree impo
 
 from __future__ import annotations
 
-from extender.framework.normalize import MAX_NODE_SCORE, default_normalize_score
+from extender.framework.normalize import (
+    MAX_NODE_SCORE,
+    default_normalize_score,
+    default_normalize_score_batch,
+)
 
-__all__ = ["MAX_NODE_SCORE", "default_normalize_score"]
+__all__ = ["MAX_NODE_SCORE", "default_normalize_score", "default_normalize_score_batch"]

@@ -545,6 +545,23 @@ class InterPodAffinity:
             ns.score = int(MAX_NODE_SCORE * ((ns.score - lowest) / spread)) if spread > 0 else 0
         return None
 
+    def normalize_score_batch(
+        self, state: CycleState, pod: dict, nodes: list[NodeInfo], scores: np.ndarray
+    ) -> np.ndarray | None:
+        """:meth:`normalize_score` on an array: the same float64 operations, truncated."""
+        s: PreScoreState | None = state.get(PRE_SCORE_STATE_KEY)
+        if s is None:
+            return None
+        if not s.topology_score or not len(scores):
+            return scores
+        lowest = int(scores.min())
+        spread = int(scores.max()) - lowest
+        if spread <= 0:
+            return np.zeros(len(scores), dtype=np.int64)
+        if spread >= SAFE_AMOUNT or abs(lowest) >= SAFE_AMOUNT:
+            return None  # beyond exact float64 integers: the per-node path
+        return (MAX_NODE_SCORE * ((scores - lowest) / spread)).astype(np.int64)
+
     # -- events -----------------------------------------------------------------------
 
     def events_to_register(self) -> list[ClusterEventWithHint]:

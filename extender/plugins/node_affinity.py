@@ -50,7 +50,7 @@ from extender.framework.status import SKIP, Status, unresolvable
 from extender.framework.types import NodeInfo, NodeScore, PreFilterResult
 
 from .args import unsupported
-from .helper import default_normalize_score
+from .helper import default_normalize_score, default_normalize_score_batch
 
 if TYPE_CHECKING:
     from extender.framework.columns import NodeTable
@@ -425,6 +425,11 @@ class NodeAffinity:
     ) -> Status | None:
         default_normalize_score(MAX_NODE_SCORE, False, scores)
         return None
+
+    def normalize_score_batch(
+        self, state: CycleState, pod: dict, nodes: list[NodeInfo], scores: np.ndarray
+    ) -> np.ndarray:
+        return default_normalize_score_batch(MAX_NODE_SCORE, False, scores)
 
     # -- queueing -------------------------------------------------------------------------------
 

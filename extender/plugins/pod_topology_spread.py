@@ -565,6 +565,28 @@ class PodTopologySpread:
                 ns.score = MAX_NODE_SCORE * (highest + lowest - ns.score) // highest
         return None
 
+    def normalize_score_batch(
+        self, state: CycleState, pod: dict, nodes: list[NodeInfo], scores: np.ndarray
+    ) -> np.ndarray | None:
+        """:meth:`normalize_score` on an array (ignored nodes 0, reversed min/max)."""
+        s: PreScoreState | None = state.get(PRE_SCORE_STATE_KEY)
+        if s is None:
+            return None
+        ignored = (
+            np.fromiter((n.name in s.ignored_nodes for n in nodes), bool, len(nodes))
+            if s.ignored_nodes
+            else np.zeros(len(nodes), dtype=bool)
+        )
+        counted = scores[~ignored]
+        lowest = int(counted.min()) if len(counted) else 0
+        highest = max(int(counted.max()) if len(counted) else 0, 0)
+        if highest == 0:
+            out = np.full(len(scores), MAX_NODE_SCORE, dtype=np.int64)
+        else:
+            out = MAX_NODE_SCORE * (highest + lowest - scores) // highest
+        out[ignored] = 0
+        return out
+
     # -- events -----------------------------------------------------------------------
 
     def events_to_register(self) -> list[ClusterEventWithHint]:

@@ -38,7 +38,7 @@ from extender.framework.runtime import MAX_NODE_SCORE
 from extender.framework.status import Status, unresolvable
 from extender.framework.types import NodeInfo, NodeScore
 
-from .helper import default_normalize_score
+from .helper import default_normalize_score, default_normalize_score_batch
 
 if TYPE_CHECKING:
     from extender.framework.columns import NodeTable
@@ -164,6 +164,11 @@ class TaintToleration:
     ) -> Status | None:
         default_normalize_score(MAX_NODE_SCORE, True, scores)
         return None
+
+    def normalize_score_batch(
+        self, state: CycleState, pod: dict, nodes: list[NodeInfo], scores: np.ndarray
+    ) -> np.ndarray:
+        return default_normalize_score_batch(MAX_NODE_SCORE, True, scores)
 
     # -- queueing -------------------------------------------------------------------------------
 

@@ -12,15 +12,21 @@ from __future__ import annotations
 import copy
 import random
 
+import numpy as np
 import pytest
 
 from bench.workload import make_cluster, mixed_pod
 from extender.config import default_profile
 from extender.framework import CycleState, Framework, SchedulingAlgorithm, Snapshot
 from extender.framework.columns import NodeTable
-from extender.framework.interfaces import BatchFilterPlugin, BatchScorePlugin
+from extender.framework.interfaces import (
+    BatchFilterPlugin,
+    BatchNormalizeScore,
+    BatchScorePlugin,
+)
 from extender.framework.schedule import FitError, SchedulingError
 from extender.framework.status import is_success
+from extender.framework.types import NodeScore
 from extender.plugins import in_tree_registry
 from tests.conformance.generator import generate
 from tests.conformance.harness import ApiObjects
@@ -125,6 +131,20 @@ def _plugin_by_plugin(snapshot: Snapshot, pods: list[dict], objects: ApiObjects 
             expected_scores = [plugin.score(state, pod, i)[0] for i in everything]
             assert answer.tolist() == expected_scores, (plugin.name, pod["metadata"]["name"])
             rows += len(expected_scores)
+            ext = plugin.score_extensions()
+            if isinstance(ext, BatchNormalizeScore):
+                # On these scores and on random ones (negatives, ties, zeros, a single node).
+                rng = random.Random(rows)
+                for raw in (expected_scores, [rng.randint(-5, 300) for _ in everything]):
+                    normalized = ext.normalize_score_batch(
+                        state, pod, everything, np.array(raw, dtype=np.int64)
+                    )
+                    node_scores = [
+                        NodeScore(i.name, v) for i, v in zip(everything, raw, strict=True)
+                    ]
+                    ext.normalize_score(state, pod, node_scores)
+                    assert normalized is not None
+                    assert normalized.tolist() == [ns.score for ns in node_scores], plugin.name
     return rows
 
 
