@@ -614,8 +614,9 @@ class Framework:
             return [NodePluginScores(info.name) for info in nodes], None
         sums = totals.tolist()
         shared = (names, columns)
+        make = NodePluginScores.from_columns
         return [
-            NodePluginScores.from_columns(info.name, total, shared, i)
+            make(info.name, total, shared, i)
             for i, (info, total) in enumerate(zip(nodes, sums, strict=True))
         ], None
 

@@ -335,7 +335,7 @@ class SchedulingAlgorithm:
                 # Visit up to the node that completes `to_find` feasible ones, as the loop does.
                 processed = n if found[-1] < to_find else int(np.searchsorted(found, to_find)) + 1
                 kept = order[:processed][passing[:processed]]
-                feasible.extend(nodes[i] for i in kept.tolist())
+                feasible.extend([nodes[i] for i in kept.tolist()])
                 fwk.remember_rows(state, feasible, batch.table, rows[kept])
                 failing = ~passing[:processed]
                 out = [nodes[i] for i in order[:processed][failing].tolist()]
@@ -408,7 +408,7 @@ class SchedulingAlgorithm:
         scores, status = fwk.run_score_plugins(state, pod, nodes)
         if status is not None:
             raise SchedulingError(status)
-        by_name = {entry.name: entry for entry in scores}
+        by_name = {entry.name: entry for entry in scores} if self.extenders else {}
         for extender in self.extenders:
             if not extender.is_prioritizer() or not extender.is_interested(pod):
                 continue

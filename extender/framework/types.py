@@ -602,7 +602,10 @@ class NodePluginScores:
     def from_columns(
         cls, name: str, total: int, columns: tuple[list[str], list[list[int]]], index: int
     ) -> NodePluginScores:
-        entry = cls(name, None, total)
+        entry = cls.__new__(cls)
+        entry.name = name
+        entry.total_score = total
+        entry._scores = None
         entry._columns = columns
         entry._index = index
         return entry
