@@ -3,7 +3,8 @@
 * PreScore reads the last character of the pod's name once and keeps it in CycleState under
   ``"PreScoreNodeNumber"``; a name that does not end in a digit makes the plugin Skip, so its
   Score is not run for that pod (the seed failed the cycle instead).
-* Score: ``100`` for a node whose name ends in the same digit as the pod's, ``0`` otherwise.
+* Score: ``100`` for a node whose name ends in the same digit as the pod's, ``0`` otherwise;
+  ``score_batch`` is the same rule for all nodes at once (an example of a batch form).
 * Permit: a node whose name ends in digit *N* > 0 makes the pod Wait and is allowed after *N*
   seconds; the wait times out after ``permitTimeoutSeconds`` (default 10), which rejects the pod.
 
@@ -16,6 +17,9 @@ import functools
 import threading
 from typing import Any
 
+import numpy as np
+
+from extender.framework.columns import NodeTable
 from extender.framework.cycle_state import CycleState, StateNotFound
 from extender.framework.events import ActionType, ClusterEvent, ClusterEventWithHint, Resource
 from extender.framework.runtime import MAX_NODE_SCORE
@@ -24,12 +28,21 @@ from extender.framework.types import NodeInfo
 
 NAME = "NodeNumber"
 STATE_KEY = "PreScore" + NAME
+DIGITS_KEY = NAME + "/digits"
 DEFAULT_PERMIT_TIMEOUT_SECONDS = 10.0
 
 
 @functools.lru_cache(maxsize=65536)
 def last_digit(name: str) -> int | None:
     return int(name[-1]) if name and name[-1].isdigit() else None
+
+
+def _node_digits(table: NodeTable) -> np.ndarray:
+    return np.array([-1 if (d := last_digit(n)) is None else d for n in table.names])
+
+
+def _same_digits(digits: np.ndarray, parent_infos: list[NodeInfo], table: NodeTable) -> np.ndarray:
+    return digits  # a derived table has the same nodes: names, hence digits, are unchanged
 
 
 class NodeNumber:
@@ -52,6 +65,17 @@ class NodeNumber:
         except StateNotFound:
             return 0, Status.error(f"reading {STATE_KEY!r} from cycle state")
         return (MAX_NODE_SCORE if last_digit(node_info.name) == pod_digit else 0), None
+
+    def score_batch(
+        self, state: CycleState, pod: dict, table: NodeTable, rows: np.ndarray
+    ) -> np.ndarray | None:
+        """:meth:`score` for ``rows`` (the batch form, :mod:`extender.framework.columns`): the
+        nodes' last digits are read once per table (-1: none), then compared in one step."""
+        pod_digit = state.get(STATE_KEY)
+        if pod_digit is None:
+            return None  # score reports the missing state
+        digits = table.derived(DIGITS_KEY, _node_digits, _same_digits)
+        return np.where(digits[rows] == pod_digit, MAX_NODE_SCORE, 0).astype(np.int64)
 
     def score_extensions(self) -> None:
         return None

@@ -334,3 +334,23 @@ def test_deferred_statuses_resolve_against_the_filter_time_state() -> None:
         n: (s.plugin, s.code, tuple(s.reasons)) for n, s in ref_diagnosis.node_to_status.items()
     }
     assert any(plugin == "NodeResourcesFit" for plugin, _, _ in statuses.values())
+
+
+def test_node_number_score_batch_equals_score() -> None:
+    from extender.plugins.node_number import NodeNumber
+
+    nodes, _ = make_cluster(37)
+    nodes[5]["metadata"]["name"] = "no-digit-x"
+    snapshot = Snapshot.from_objects(nodes)
+    plugin = NodeNumber({}, None)
+    table = snapshot.table
+    rows = table.rows(snapshot.node_info_list)
+    assert rows is not None
+    for name in ("pod-3", "pod-0", "pod-9"):
+        pod = {"metadata": {"name": name}}
+        state = CycleState()
+        assert plugin.pre_score(state, pod, snapshot.node_info_list) is None
+        answer = plugin.score_batch(state, pod, table, rows[::-1])
+        expected = [plugin.score(state, pod, i)[0] for i in snapshot.node_info_list[::-1]]
+        assert answer is not None and answer.tolist() == expected
+        assert 0 < expected.count(100) < len(expected)
