@@ -358,6 +358,58 @@ def _pre_filter_counts_indexed(
     return tp_counts
 
 
+def _pre_score_domains(
+    nodes: Iterable[NodeInfo], constraints: list[Constraint], require_all: bool, s: PreScoreState
+) -> list[int]:
+    """PreScore's ignored nodes and (soft, non-hostname) domains of the feasible ``nodes``,
+    node by node, into ``s``; the number of domains per constraint (upstream
+    ``initPreScoreState`` in ``pkg/scheduler/framework/plugins/podtopologyspread/scoring.go``)."""
+    sizes = [0] * len(constraints)
+    for node_info in nodes:
+        if require_all and not node_has_all_keys(node_info.labels, constraints):
+            s.ignored_nodes.add(node_info.name)
+            continue
+        for i, c in enumerate(constraints):
+            if c.topology_key == HOSTNAME_LABEL:
+                continue  # per-node counts are taken in Score
+            value = node_info.labels.get(c.topology_key, "")
+            if value not in s.tp_counts[i]:
+                s.tp_counts[i][value] = 0
+                sizes[i] += 1
+    return sizes
+
+
+def _pre_score_domains_indexed(
+    table: NodeTable,
+    rows: np.ndarray,
+    constraints: list[Constraint],
+    require_all: bool,
+    s: PreScoreState,
+) -> list[int]:
+    """:func:`_pre_score_domains` for the table's ``rows`` by label columns: a row missing a
+    key is ignored (when every key is required), the domains are the distinct values of the
+    other rows in first-seen order (a missing label counts as the value ``""``)."""
+    keep = np.ones(len(rows), dtype=bool)
+    if require_all:
+        for c in constraints:
+            keep &= table.labels(c.topology_key).codes[rows] != 0
+        names = table.names
+        s.ignored_nodes.update(names[r] for r in rows[~keep].tolist())
+    kept = rows[keep]
+    sizes = [0] * len(constraints)
+    for i, c in enumerate(constraints):
+        if c.topology_key == HOSTNAME_LABEL:
+            continue
+        column = table.labels(c.topology_key)
+        distinct, first = np.unique(column.codes[kept], return_index=True)
+        values = column.values
+        s.tp_counts[i] = dict.fromkeys(
+            (values[k] or "" for k in distinct[np.argsort(first)].tolist()), 0
+        )
+        sizes[i] = len(s.tp_counts[i])
+    return sizes
+
+
 def _round_half_away(value: float) -> int:
     """Go's ``math.Round`` (half away from zero); Python's ``round`` rounds half to even."""
     return int(math.floor(value + 0.5)) if value >= 0 else -int(math.floor(-value + 0.5))
@@ -567,18 +619,12 @@ class PodTopologySpread:
         s = PreScoreState()
         s.constraints = constraints
         s.tp_counts = [{} for _ in constraints]
-        sizes = [0] * len(constraints)
-        for node_info in nodes:
-            if require_all and not node_has_all_keys(node_info.labels, constraints):
-                s.ignored_nodes.add(node_info.name)
-                continue
-            for i, c in enumerate(constraints):
-                if c.topology_key == HOSTNAME_LABEL:
-                    continue  # per-node counts are taken in Score
-                value = node_info.labels.get(c.topology_key, "")
-                if value not in s.tp_counts[i]:
-                    s.tp_counts[i][value] = 0
-                    sizes[i] += 1
+        table = snapshot.table if snapshot is not None else None
+        rows = table.rows(nodes) if table is not None else None
+        if table is not None and rows is not None:
+            sizes = _pre_score_domains_indexed(table, rows, constraints, require_all, s)
+        else:
+            sizes = _pre_score_domains(nodes, constraints, require_all, s)
         for i, c in enumerate(constraints):
             size = sizes[i]
             if c.topology_key == HOSTNAME_LABEL:

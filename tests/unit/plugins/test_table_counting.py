@@ -5,8 +5,8 @@ scores equal the node-by-node path (upstream ``calPreFilterState`` and ``initPre
 in ``pkg/scheduler/framework/plugins/podtopologyspread``, ``getIncomingAffinityAntiAffinityCounts``
 and ``processExistingPod`` in ``pkg/scheduler/framework/plugins/interpodaffinity``).
 
-The reference: ``NodeTable.candidates`` patched to offer nothing, so the plugins take their
-per-node path.
+The reference: ``NodeTable.candidates`` and ``NodeTable.rows`` patched to offer nothing, so
+the plugins take their per-node path.
 """
 
 from __future__ import annotations
@@ -184,12 +184,13 @@ def warm(rng: random.Random, snapshot: Snapshot) -> None:
 
 @pytest.fixture
 def per_node() -> Any:
-    """A context in which the table's index offers nothing: the per-node path."""
+    """A context in which the table's index and rows offer nothing: the per-node path."""
 
     class PerNode:
         def __enter__(self) -> None:
             self.patch = pytest.MonkeyPatch()
             self.patch.setattr(NodeTable, "candidates", lambda self, selector: None)
+            self.patch.setattr(NodeTable, "rows", lambda self, infos: None)
 
         def __exit__(self, *exc: object) -> None:
             self.patch.undo()
