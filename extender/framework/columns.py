@@ -19,7 +19,11 @@ Row ``i`` is ``snapshot.node_info_list[i]``. Columns:
 * taints, grouped: :meth:`NodeTable.taint_groups` gives a group per row and one taint list per
   group (nodes of a pool share their taints);
 * images, on demand per image name with :meth:`NodeTable.image_states`: the size and the
-  snapshot's node count of that image as each row's ``NodeInfo.image_states`` holds them.
+  snapshot's node count of that image as each row's ``NodeInfo.image_states`` holds them;
+* ``has_node`` (bool): the row's NodeInfo has its node object;
+* pods by label pair, on demand with :meth:`NodeTable.pods_with_label`: every pod of the
+  table's nodes carrying a ``(key, value)`` label, with its row, so that counting plugins
+  visit the few pods that can match a selector instead of every node.
 
 A table is immutable once built. :meth:`NodeTable.derive` makes the table of a snapshot that
 differs from this one in a few rows (the cache's overlay after a pod was assumed or bound)
@@ -36,7 +40,8 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from .types import NodeInfo
+from .labels import LabelSelector
+from .types import NodeInfo, PodInfo
 
 # Amounts above this leave no room for the products the scoring plugins compute (x 100, sums of
 # a few resources): such a table is not `exact`, and batch forms decline.
@@ -45,6 +50,12 @@ SAFE_AMOUNT = 1 << 52
 T = TypeVar("T")
 _MISSING = object()
 
+# How many ancestors' label-pair entries a derived table may patch from (each with the rows
+# changed since): a linear chain of overlays reuses an entry built a few overlays ago.
+_PAIR_BASES = 4
+
+PairEntry = tuple[np.ndarray, list[PodInfo]]
+_NO_PODS: PairEntry = (np.zeros(0, dtype=np.int64), [])
 
 _INT_COLUMNS = (
     "alloc_milli_cpu",
@@ -110,6 +121,7 @@ class NodeTable:
         "index",
         "exact",
         "unschedulable",
+        "has_node",
         "_labels",
         "_taints",
         "_scalars",
@@ -118,6 +130,8 @@ class NodeTable:
         "extras",
         "_base",
         "changed",
+        "_pairs",
+        "_pair_bases",
         *_INT_COLUMNS,
     )
 
@@ -147,6 +161,7 @@ class NodeTable:
         for j, column in enumerate(_INT_COLUMNS):
             setattr(self, column, np.ascontiguousarray(matrix[:, j]))
         self.unschedulable = np.fromiter((i.unschedulable for i in self.infos), bool, n)
+        self.has_node = np.fromiter((i.node is not None for i in self.infos), bool, n)
         self._labels: dict[str, LabelColumn] = {}
         self._taints: tuple[np.ndarray, list[list[dict]], dict[tuple, int]] | None = None
         self._scalars: dict[str, tuple[np.ndarray, np.ndarray]] = {}
@@ -158,6 +173,9 @@ class NodeTable:
         # The parent's extras and node list (see `derived`); None for a table built anew.
         self._base: tuple[dict[str, Any], list[NodeInfo]] | None = None
         self.changed: tuple[int, ...] = ()
+        self._pairs: dict[tuple[str, str], PairEntry] = {}
+        # (an ancestor table's pair entries, the rows that differ from that ancestor's)
+        self._pair_bases: list[tuple[dict[tuple[str, str], PairEntry], frozenset[int]]] = []
 
     def __len__(self) -> int:
         return len(self.infos)
@@ -259,6 +277,74 @@ class NodeTable:
         self._images[name] = pair
         return pair
 
+    def pods_with_label(self, key: str, value: str) -> PairEntry:
+        """``(rows, pods)``: every pod of the table's nodes carrying the label ``key=value``
+        (``NodeInfo.pods_with_label`` of each row, read when first asked) and the row of each,
+        in parallel. The order of the pods is unspecified. Read-only: the entry is shared.
+
+        A derived table patches an ancestor's entry (its rows changed since are re-read);
+        otherwise one pass over the rows' label indexes builds it."""
+        pair = (key, value)
+        entry = self._pairs.get(pair)
+        if entry is not None:
+            return entry
+        infos = self.infos
+        for pairs, changed in self._pair_bases:
+            base = pairs.get(pair)
+            if base is None:
+                continue
+            rows, pods = base
+            if changed:
+                ordered = sorted(changed)
+                keep = ~np.isin(rows, ordered)
+                new_rows = rows[keep].tolist()
+                new_pods = [p for p, k in zip(pods, keep.tolist(), strict=True) if k]
+                for i in ordered:
+                    found = infos[i].pods_with_label(key, value)
+                    new_rows.extend([i] * len(found))
+                    new_pods.extend(found)
+                entry = (np.array(new_rows, dtype=np.int64), new_pods)
+            else:
+                entry = base
+            break
+        else:
+            all_rows: list[int] = []
+            all_pods: list[PodInfo] = []
+            for i, info in enumerate(infos):
+                found = info.pods_with_label(key, value)
+                if found:
+                    all_rows.extend([i] * len(found))
+                    all_pods.extend(found)
+            entry = (np.array(all_rows, dtype=np.int64), all_pods)
+        self._pairs[pair] = entry
+        return entry
+
+    def candidates(self, selector: LabelSelector) -> PairEntry | None:
+        """``(rows, pods)`` of the table's pods that can match ``selector`` (the table-wide
+        ``NodeInfo.candidates``): those carrying a pair of its selective requirement with the
+        fewest such pods; empty for a selector matching nothing; ``None`` when the selector
+        has no selective requirement (every pod could match: the caller walks the nodes).
+        Callers still apply their full check (namespace, whole selector, deletion)."""
+        if selector.matches_nothing:
+            return _NO_PODS
+        if not selector.selective:
+            return None
+        best: PairEntry | None = None
+        for key, values in selector.selective:
+            if len(values) == 1:
+                found = self.pods_with_label(key, values[0])
+            else:
+                entries = [self.pods_with_label(key, value) for value in values]
+                found = (
+                    np.concatenate([rows for rows, _ in entries]),
+                    [p for _, pods in entries for p in pods],
+                )
+            if best is None or len(found[1]) < len(best[1]):
+                if not found[1]:
+                    return _NO_PODS
+                best = found
+        return best
+
     # -- incremental ----------------------------------------------------------------------
 
     def derive(self, infos: Sequence[NodeInfo], changed: Sequence[int]) -> NodeTable:
@@ -279,8 +365,10 @@ class NodeTable:
                     amounts[i] = row[j]
             setattr(table, name, amounts)
         table.unschedulable = self.unschedulable.copy()
+        table.has_node = self.has_node.copy()
         for i in changed:
             table.unschedulable[i] = table.infos[i].unschedulable
+            table.has_node[i] = table.infos[i].node is not None
         table._labels = {}
         for key, column in self._labels.items():
             codes, values, lookup = column.codes.copy(), column.values, column.lookup
@@ -324,6 +412,14 @@ class NodeTable:
         # after the other do not keep every earlier table alive.
         table._base = (self.extras, self.infos)
         table.changed = tuple(changed)
+        # Pair entries: the parent's and a few ancestors', each patched on first use for the
+        # rows changed since (the dicts only, never the tables; an ancestor's dict only ever
+        # gains entries built for that ancestor's rows, so branching derives stay exact).
+        now = frozenset(changed)
+        table._pairs = {}
+        table._pair_bases = [(self._pairs, now)] + [
+            (pairs, rows | now) for pairs, rows in self._pair_bases[: _PAIR_BASES - 1]
+        ]
         return table
 
     def derived(self, key: str, build: Callable[[NodeTable], T], update: Callable[..., T]) -> T:

@@ -327,6 +327,10 @@ class NodeInfo:
             self._index_shared = False
         return self._label_index
 
+    def pods_with_label(self, key: str, value: str) -> Sequence[PodInfo]:
+        """The pods of this node carrying the label ``key=value`` (read-only; may be shared)."""
+        return self._label_index.get((key, value), ())
+
     def candidates(self, selector: LabelSelector) -> Sequence[PodInfo]:
         """The pods of this node that can match ``selector``, for callers that then apply
         their full check (namespace, the whole selector, deletion) to each.

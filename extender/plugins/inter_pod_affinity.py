@@ -35,7 +35,7 @@ from collections.abc import Callable, Iterable
 
 import numpy as np
 
-from extender.framework.columns import SAFE_AMOUNT, NodeTable
+from extender.framework.columns import SAFE_AMOUNT, NodeTable, PairEntry
 from extender.framework.cycle_state import CycleState, StateNotFound
 from extender.framework.events import (
     ActionType,
@@ -234,7 +234,12 @@ class InterPodAffinity:
 
         affinity_terms = pod_info.required_affinity_terms
         anti_terms = pod_info.required_anti_affinity_terms
-        if affinity_terms or anti_terms:
+        if (affinity_terms or anti_terms) and not (
+            snapshot is not None
+            and nodes is snapshot.node_info_list
+            and snapshot.table.infos is nodes
+            and _incoming_counts_indexed(snapshot.table, s)
+        ):
             for node_info in nodes:
                 labels = node_info.labels
                 # Upstream walks every pod (getIncomingAffinityAntiAffinityCounts in
@@ -356,6 +361,14 @@ class InterPodAffinity:
         s = PreScoreState()
         incoming_terms = [(wt.term, wt.weight) for wt in pod_info.preferred_affinity_terms]
         incoming_terms += [(wt.term, -wt.weight) for wt in pod_info.preferred_anti_affinity_terms]
+        if (
+            incoming_terms
+            and snapshot is not None
+            and all_nodes is snapshot.node_info_list
+            and snapshot.table.infos is all_nodes
+            and _incoming_scores_indexed(snapshot.table, s, incoming_terms, ns_labels)
+        ):
+            incoming_terms = []  # done from the table's label index
         if incoming_terms:
             for node_info in all_nodes:
                 if node_info.labels:
@@ -647,6 +660,71 @@ class InterPodAffinity:
                 # The node left the domain that held the conflicting pod.
                 return QueueingHint.QUEUE
         return QueueingHint.QUEUE_SKIP
+
+
+def _incoming_counts_indexed(table: NodeTable, s: PreFilterState) -> bool:
+    """PreFilter's counts of existing pods matching the incoming pod's required affinity
+    (all terms) and anti-affinity terms (each), over ``table.infos``, visiting only the pods
+    the table's label index offers (``NodeTable.candidates``): a pod matching every affinity
+    term carries a pair of the most selective one. The counts equal the node-by-node walk's
+    (upstream ``getIncomingAffinityAntiAffinityCounts`` in
+    ``pkg/scheduler/framework/plugins/interpodaffinity/filtering.go``). False, counting
+    nothing, when a term needed has no selective pair."""
+    incoming = s.pod_info
+    affinity_terms = incoming.required_affinity_terms
+    anti_terms = incoming.required_anti_affinity_terms
+    affinity_pods: PairEntry | None = None
+    if affinity_terms:
+        offered = [table.candidates(t.selector) for t in affinity_terms]
+        usable = [found for found in offered if found is not None]
+        if not usable:
+            return False
+        affinity_pods = min(usable, key=lambda found: len(found[1]))
+    anti_pods: list[PairEntry] = []
+    for term in anti_terms:
+        found = table.candidates(term.selector)
+        if found is None:
+            return False
+        anti_pods.append(found)
+    infos = table.infos
+    if affinity_pods is not None:
+        rows, pods = affinity_pods
+        for r, existing in zip(rows.tolist(), pods, strict=True):
+            if matches_all_terms(affinity_terms, existing, s.ns_labels):
+                labels = infos[r].labels
+                for term in affinity_terms:
+                    _bump(s.affinity_counts, labels, term.topology_key, 1)
+    for term, (rows, pods) in zip(anti_terms, anti_pods, strict=True):
+        for r, existing in zip(rows.tolist(), pods, strict=True):
+            if term_matches(term, existing, s.ns_labels):
+                _bump(s.anti_affinity_counts, infos[r].labels, term.topology_key, 1)
+    return True
+
+
+def _incoming_scores_indexed(
+    table: NodeTable,
+    s: PreScoreState,
+    terms: list[tuple[AffinityTerm, int]],
+    ns_labels: NamespaceLabels,
+) -> bool:
+    """``InterPodAffinity._process_incoming_terms`` for every row of ``table``, visiting only
+    the pods the table's label index offers for each term (``NodeTable.candidates``). False,
+    scoring nothing, when a term has no selective pair."""
+    offered = [table.candidates(term.selector) for term, _ in terms]
+    if any(found is None for found in offered):
+        return False
+    infos = table.infos
+    score = s.topology_score
+    for (term, weight), found in zip(terms, offered, strict=True):
+        assert found is not None
+        key = term.topology_key
+        rows, pods = found
+        for r, existing in zip(rows.tolist(), pods, strict=True):
+            value = infos[r].labels.get(key)
+            if value is not None and term_matches(term, existing, ns_labels):
+                values = score.setdefault(key, {})
+                values[value] = values.get(value, 0) + weight
+    return True
 
 
 def _node_name(pod: dict) -> str:

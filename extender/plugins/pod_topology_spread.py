@@ -80,6 +80,7 @@ from extender.framework.types import (
 )
 
 from .args import duplicate, invalid, is_int, required, unsupported
+from .node_affinity import _required_rows
 
 NAME = "PodTopologySpread"
 PRE_FILTER_STATE_KEY = "PreFilter" + NAME
@@ -218,6 +219,197 @@ def count_pods_matching(pods: Iterable[PodInfo], selector: LabelSelector, namesp
     )
 
 
+def _pre_filter_counts(
+    nodes: Iterable[NodeInfo],
+    constraints: list[Constraint],
+    pod: dict,
+    namespace: str,
+    required: RequiredNodeAffinity,
+) -> list[dict[str, int]]:
+    """PreFilter's domain counts, node by node (the reference for
+    :func:`_pre_filter_counts_indexed`; upstream ``calPreFilterState`` in
+    ``pkg/scheduler/framework/plugins/podtopologyspread/filtering.go``)."""
+    tp_counts: list[dict[str, int]] = [{} for _ in constraints]
+    keys = [c.topology_key for c in constraints]
+    # Per node this loop is the whole cost of PreFilter: skip the inclusion check where
+    # it cannot fail (no nodeSelector/affinity to honor, taints ignored).
+    unconditional = not required.node_selector and required.affinity is None
+    checked = [
+        (
+            i,
+            c,
+            c.topology_key,
+            c.node_taints_policy == HONOR
+            or (c.node_affinity_policy == HONOR and not unconditional),
+        )
+        for i, c in enumerate(constraints)
+    ]
+    for node_info in nodes:
+        labels = node_info.labels
+        if node_info.node is None:
+            continue
+        for key in keys:
+            if key not in labels:
+                break
+        else:
+            for i, c, key, check in checked:
+                if check and not c.matches_inclusion_policies(pod, node_info, required):
+                    continue
+                value = labels[key]
+                count = count_node_pods_matching(node_info, c.selector, namespace)
+                tp_counts[i][value] = tp_counts[i].get(value, 0) + count
+    return tp_counts
+
+
+class _InclusionRows:
+    """The inclusion policies of a pod's constraints as row masks over a table, each
+    computed once: required node affinity (``Constraint.matches_inclusion_policies``'s Honor
+    test, by NodeAffinity's batch form) and tolerated NoSchedule/NoExecute taints (once per
+    taint group)."""
+
+    def __init__(self, table: NodeTable, pod: dict, required: RequiredNodeAffinity) -> None:
+        self.table = table
+        self.pod = pod
+        self.required = required
+        self._affinity: np.ndarray | None = None
+        self._taints: np.ndarray | None = None
+
+    def mask(self, c: Constraint) -> np.ndarray | None:
+        """Rows passing ``c``'s inclusion policies; ``None``: every row passes."""
+        mask: np.ndarray | None = None
+        required = self.required
+        if c.node_affinity_policy == HONOR and (
+            required.node_selector or required.affinity is not None
+        ):
+            if self._affinity is None:
+                self._affinity = _required_rows(self.table, required)
+            mask = self._affinity
+        if c.node_taints_policy == HONOR:
+            if self._taints is None:
+                codes, groups = self.table.taint_groups()
+                tolerations = (self.pod.get("spec") or {}).get("tolerations") or []
+                tolerated = np.fromiter(
+                    (
+                        find_untolerated_taint(g, tolerations, _DO_NOT_SCHEDULE_EFFECTS) is None
+                        for g in groups
+                    ),
+                    bool,
+                    len(groups),
+                )
+                self._taints = tolerated[codes]
+            mask = self._taints if mask is None else mask & self._taints
+        return mask
+
+
+def _matching_rows(table: NodeTable, selector: LabelSelector, namespace: str) -> list[int] | None:
+    """The row of each pod of the table that :func:`count_pods_matching` counts (a row once
+    per such pod), from the table's label index (``NodeTable.candidates``); ``None`` when the
+    selector offers no selective pair (the caller walks the nodes)."""
+    if selector.empty:
+        return []
+    found = table.candidates(selector)
+    if found is None:
+        return None
+    rows, pods = found
+    return [
+        r
+        for r, p in zip(rows.tolist(), pods, strict=True)
+        if not p.deleting and p.namespace == namespace and selector.matches(p.labels)
+    ]
+
+
+def _pre_filter_counts_indexed(
+    table: NodeTable,
+    constraints: list[Constraint],
+    pod: dict,
+    namespace: str,
+    required: RequiredNodeAffinity,
+) -> list[dict[str, int]] | None:
+    """:func:`_pre_filter_counts` over ``table.infos`` without a Python step per node: the
+    eligible rows (node present, every topology key, inclusion policies) as numpy masks, the
+    domains as the distinct values of those rows (first-seen order, count 0), then one
+    increment per matching pod from the label index. ``None`` when a selector has no
+    selective pair."""
+    matched: list[list[int]] = []
+    for c in constraints:
+        rows = _matching_rows(table, c.selector, namespace)
+        if rows is None:
+            return None
+        matched.append(rows)
+    eligible = table.has_node.copy()
+    for c in constraints:
+        eligible &= table.labels(c.topology_key).codes != 0
+    inclusion = _InclusionRows(table, pod, required)
+    tp_counts: list[dict[str, int]] = []
+    for c, rows in zip(constraints, matched, strict=True):
+        mask = inclusion.mask(c)
+        ok = eligible if mask is None else eligible & mask
+        column = table.labels(c.topology_key)
+        codes = column.codes[ok]
+        distinct, first = np.unique(codes, return_index=True)
+        # Codes of present labels are >= 1: their values are strings.
+        values = [v or "" for v in column.values]
+        counts = dict.fromkeys([values[k] for k in distinct[np.argsort(first)].tolist()], 0)
+        if rows:
+            at = np.asarray(rows, dtype=np.int64)
+            for k in column.codes[at[ok[at]]].tolist():
+                counts[values[k]] += 1
+        tp_counts.append(counts)
+    return tp_counts
+
+
+def _pre_score_domains(
+    nodes: Iterable[NodeInfo], constraints: list[Constraint], require_all: bool, s: PreScoreState
+) -> list[int]:
+    """PreScore's ignored nodes and (soft, non-hostname) domains of the feasible ``nodes``,
+    node by node, into ``s``; the number of domains per constraint (upstream
+    ``initPreScoreState`` in ``pkg/scheduler/framework/plugins/podtopologyspread/scoring.go``)."""
+    sizes = [0] * len(constraints)
+    for node_info in nodes:
+        if require_all and not node_has_all_keys(node_info.labels, constraints):
+            s.ignored_nodes.add(node_info.name)
+            continue
+        for i, c in enumerate(constraints):
+            if c.topology_key == HOSTNAME_LABEL:
+                continue  # per-node counts are taken in Score
+            value = node_info.labels.get(c.topology_key, "")
+            if value not in s.tp_counts[i]:
+                s.tp_counts[i][value] = 0
+                sizes[i] += 1
+    return sizes
+
+
+def _pre_score_domains_indexed(
+    table: NodeTable,
+    rows: np.ndarray,
+    constraints: list[Constraint],
+    require_all: bool,
+    s: PreScoreState,
+) -> list[int]:
+    """:func:`_pre_score_domains` for the table's ``rows`` by label columns: a row missing a
+    key is ignored (when every key is required), the domains are the distinct values of the
+    other rows in first-seen order (a missing label counts as the value ``""``)."""
+    keep = np.ones(len(rows), dtype=bool)
+    if require_all:
+        for c in constraints:
+            keep &= table.labels(c.topology_key).codes[rows] != 0
+        names = table.names
+        s.ignored_nodes.update(names[r] for r in rows[~keep].tolist())
+    kept = rows[keep]
+    sizes = [0] * len(constraints)
+    for i, c in enumerate(constraints):
+        if c.topology_key == HOSTNAME_LABEL:
+            continue
+        column = table.labels(c.topology_key)
+        distinct, first = np.unique(column.codes[kept], return_index=True)
+        values = column.values
+        s.tp_counts[i] = dict.fromkeys(
+            (values[k] or "" for k in distinct[np.argsort(first)].tolist()), 0
+        )
+        sizes[i] = len(s.tp_counts[i])
+    return sizes
+
+
 def _round_half_away(value: float) -> int:
     """Go's ``math.Round`` (half away from zero); Python's ``round`` rounds half to even."""
     return int(math.floor(value + 0.5)) if value >= 0 else -int(math.floor(-value + 0.5))
@@ -318,35 +510,19 @@ class PodTopologySpread:
             return None, SKIP
         namespace = (pod.get("metadata") or {}).get("namespace") or "default"
         required = RequiredNodeAffinity(pod)
-        tp_counts: list[dict[str, int]] = [{} for _ in constraints]
-        keys = [c.topology_key for c in constraints]
-        # Per node this loop is the whole cost of PreFilter: skip the inclusion check where
-        # it cannot fail (no nodeSelector/affinity to honor, taints ignored).
-        unconditional = not required.node_selector and required.affinity is None
-        checked = [
-            (
-                i,
-                c,
-                c.topology_key,
-                c.node_taints_policy == HONOR
-                or (c.node_affinity_policy == HONOR and not unconditional),
+        snapshot = state.snapshot
+        if (
+            snapshot is not None
+            and nodes is snapshot.node_info_list
+            and snapshot.table.infos is nodes
+        ):
+            indexed = _pre_filter_counts_indexed(
+                snapshot.table, constraints, pod, namespace, required
             )
-            for i, c in enumerate(constraints)
-        ]
-        for node_info in nodes:
-            labels = node_info.labels
-            if node_info.node is None:
-                continue
-            for key in keys:
-                if key not in labels:
-                    break
-            else:
-                for i, c, key, check in checked:
-                    if check and not c.matches_inclusion_policies(pod, node_info, required):
-                        continue
-                    value = labels[key]
-                    count = count_node_pods_matching(node_info, c.selector, namespace)
-                    tp_counts[i][value] = tp_counts[i].get(value, 0) + count
+            if indexed is not None:
+                state.write(PRE_FILTER_STATE_KEY, PreFilterState(constraints, indexed))
+                return None, None
+        tp_counts = _pre_filter_counts(nodes, constraints, pod, namespace, required)
         state.write(PRE_FILTER_STATE_KEY, PreFilterState(constraints, tp_counts))
         return None, None
 
@@ -443,18 +619,12 @@ class PodTopologySpread:
         s = PreScoreState()
         s.constraints = constraints
         s.tp_counts = [{} for _ in constraints]
-        sizes = [0] * len(constraints)
-        for node_info in nodes:
-            if require_all and not node_has_all_keys(node_info.labels, constraints):
-                s.ignored_nodes.add(node_info.name)
-                continue
-            for i, c in enumerate(constraints):
-                if c.topology_key == HOSTNAME_LABEL:
-                    continue  # per-node counts are taken in Score
-                value = node_info.labels.get(c.topology_key, "")
-                if value not in s.tp_counts[i]:
-                    s.tp_counts[i][value] = 0
-                    sizes[i] += 1
+        table = snapshot.table if snapshot is not None else None
+        rows = table.rows(nodes) if table is not None else None
+        if table is not None and rows is not None:
+            sizes = _pre_score_domains_indexed(table, rows, constraints, require_all, s)
+        else:
+            sizes = _pre_score_domains(nodes, constraints, require_all, s)
         for i, c in enumerate(constraints):
             size = sizes[i]
             if c.topology_key == HOSTNAME_LABEL:
@@ -467,6 +637,16 @@ class PodTopologySpread:
         # a node's own pods); the cheap domain check goes before the inclusion policies.
         counted = [(c, s.tp_counts[i]) for i, c in enumerate(constraints)]
         counted = [(c, counts) for c, counts in counted if c.topology_key != HOSTNAME_LABEL]
+        if (
+            counted
+            and snapshot is not None
+            and all_nodes is snapshot.node_info_list
+            and snapshot.table.infos is all_nodes
+            and self._pre_score_counts_indexed(
+                snapshot.table, pod, constraints, counted, require_all, namespace, required
+            )
+        ):
+            counted = []
         for node_info in all_nodes if counted else ():
             labels = node_info.labels
             if require_all and not node_has_all_keys(labels, constraints):
@@ -480,6 +660,48 @@ class PodTopologySpread:
                 counts[value] += self.match_counts.count(node_info, c.selector, namespace)
         state.write(PRE_SCORE_STATE_KEY, s)
         return None
+
+    @staticmethod
+    def _pre_score_counts_indexed(
+        table: NodeTable,
+        pod: dict,
+        constraints: list[Constraint],
+        counted: list[tuple[Constraint, dict[str, int]]],
+        require_all: bool,
+        namespace: str,
+        required: RequiredNodeAffinity,
+    ) -> bool:
+        """PreScore's counting loop over ``table.infos`` visiting only the rows of matching
+        pods (the label index, ``NodeTable.candidates``): each such row passes the loop's
+        per-node tests (every key when required, a known domain, inclusion policies) once, and
+        adds one per matching pod; rows without one add 0. False, counting nothing, when a
+        selector has no selective pair (the caller walks the nodes)."""
+        matched: list[list[int]] = []
+        for c, _ in counted:
+            rows = _matching_rows(table, c.selector, namespace)
+            if rows is None:
+                return False
+            matched.append(rows)
+        infos = table.infos
+        for (c, counts), rows in zip(counted, matched, strict=True):
+            passed: dict[int, str | None] = {}
+            for r in rows:
+                if r in passed:
+                    value = passed[r]
+                else:
+                    info = infos[r]
+                    labels = info.labels
+                    value = labels.get(c.topology_key, "")
+                    if (
+                        (require_all and not node_has_all_keys(labels, constraints))
+                        or value not in counts
+                        or not c.matches_inclusion_policies(pod, info, required)
+                    ):
+                        value = None
+                    passed[r] = value
+                if value is not None:
+                    counts[value] += 1
+        return True
 
     def score(self, state: CycleState, pod: dict, node_info: NodeInfo) -> tuple[int, Status | None]:
         try:

@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from extender.framework.columns import NodeTable
 from extender.framework.cycle_state import CycleState
 from extender.framework.labels import RequiredNodeAffinity
 from extender.framework.status import Status
@@ -311,11 +312,13 @@ def walk_spread_counts(plugin: PodTopologySpread, pod: dict, nodes: list[NodeInf
 
 @pytest.fixture
 def walk(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
-    """A context in which ``NodeInfo.candidates`` offers every pod: the walk."""
+    """A context in which ``NodeInfo.candidates`` offers every pod and the table's index
+    offers nothing (the plugins walk the nodes): the walk."""
 
     class Walk:
         def __enter__(self) -> None:
             monkeypatch.setattr(NodeInfo, "candidates", lambda self, selector: self.pods)
+            monkeypatch.setattr(NodeTable, "candidates", lambda self, selector: None)
 
         def __exit__(self, *exc: object) -> None:
             monkeypatch.undo()
