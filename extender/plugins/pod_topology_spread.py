@@ -208,6 +208,32 @@ def count_node_pods_matching(node_info: NodeInfo, selector: LabelSelector, names
     return count_pods_matching(pods, selector, namespace) if pods else 0
 
 
+def _host_counts(
+    table: NodeTable, rows: np.ndarray, present: np.ndarray, selector: LabelSelector, namespace: str
+) -> np.ndarray:
+    """:func:`count_pods_matching` over each of ``rows``' own pods (0 where not ``present``),
+    from the table's label-pair index when the selector has a selective pair."""
+    found = None if selector.empty else table.candidates(selector)
+    if found is None:
+        infos = table.infos
+        return np.fromiter(
+            (
+                count_pods_matching(infos[r].pods, selector, namespace) if p else 0
+                for r, p in zip(rows.tolist(), present.tolist(), strict=True)
+            ),
+            np.float64,
+            len(rows),
+        )
+    pod_rows, pods = found
+    keep = [
+        i
+        for i, p in enumerate(pods)
+        if not p.deleting and p.namespace == namespace and selector.matches(p.labels)
+    ]
+    per_row = np.bincount(pod_rows[keep], minlength=len(table)) if keep else np.zeros(len(table))
+    return np.where(present, per_row[rows], 0).astype(np.float64)
+
+
 def count_pods_matching(pods: Iterable[PodInfo], selector: LabelSelector, namespace: str) -> int:
     """Pods in ``namespace`` matching ``selector``, terminating pods excluded."""
     if selector.empty:
@@ -738,15 +764,7 @@ class PodTopologySpread:
             column = table.labels(c.topology_key)
             present = column.codes[rows] != 0
             if c.topology_key == HOSTNAME_LABEL:
-                infos = table.infos
-                count = np.fromiter(
-                    (
-                        count_pods_matching(infos[r].pods, c.selector, namespace) if p else 0
-                        for r, p in zip(rows.tolist(), present.tolist(), strict=True)
-                    ),
-                    np.float64,
-                    len(rows),
-                )
+                count = _host_counts(table, rows, present, c.selector, namespace)
             else:
                 counts = s.tp_counts[i]
                 count = column.map(

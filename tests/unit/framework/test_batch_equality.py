@@ -354,3 +354,22 @@ def test_node_number_score_batch_equals_score() -> None:
         expected = [plugin.score(state, pod, i)[0] for i in snapshot.node_info_list[::-1]]
         assert answer is not None and answer.tolist() == expected
         assert 0 < expected.count(100) < len(expected)
+
+
+@pytest.mark.parametrize("seed", range(0, 120, 3))
+def test_counting_scenarios_plugin_by_plugin(seed: int) -> None:
+    """The counting plugins' batch forms on clusters with terminating pods, three namespaces
+    (with namespaceSelector terms), hostname/zone/rack spreading and overlays of changed
+    clones (the scenarios of tests/unit/plugins/test_counting_index.py)."""
+    from tests.unit.plugins import test_counting_index as scenarios
+
+    rng = random.Random(seed)
+    nodes, pods = scenarios.cluster(rng)
+    snapshot = scenarios.mutated_snapshot(rng, nodes, pods)
+    objects = ApiObjects(namespace_labels=scenarios.NAMESPACE_LABELS, workloads={})
+    incoming = [scenarios.incoming(rng) for _ in range(6)]
+    for i, pod in enumerate(incoming):
+        pod["metadata"]["name"] = f"incoming-{i}"
+        pod["metadata"]["uid"] = f"uid-incoming-{i}"
+    assert _plugin_by_plugin(snapshot, incoming, objects) > 0
+    assert _compare(snapshot, incoming, objects, evaluate_all=True) == len(incoming)
