@@ -533,10 +533,16 @@ class InterPodAffinity:
         total = np.zeros(len(rows), dtype=np.int64)
         for key, values in s.topology_score.items():
             column = table.labels(key)
-            per_value = [0 if v is None else values.get(v, 0) for v in column.values]
-            if any(not -SAFE_AMOUNT < x < SAFE_AMOUNT for x in per_value):
-                return None
-            total += column.map(per_value)[rows]
+            # Only the values that scored (for hostname: the nodes with matching pods).
+            per_value = np.zeros(len(column.values), dtype=np.int64)
+            lookup = column.lookup
+            for value, score in values.items():
+                if not -SAFE_AMOUNT < score < SAFE_AMOUNT:
+                    return None
+                code = lookup.get(value)
+                if code is not None:
+                    per_value[code] = score
+            total += per_value[column.codes[rows]]
         return total
 
     def score_extensions(self) -> InterPodAffinity:
