@@ -35,7 +35,7 @@ saturated or absurd quantity); batch forms then decline and the per-node referen
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TypeVar
 
 import numpy as np
@@ -105,6 +105,18 @@ class LabelColumn:
     def mask(self, accept: Any) -> np.ndarray:
         """Rows whose value (``None`` when absent) satisfies ``accept(value)``."""
         table = np.fromiter((bool(accept(v)) for v in self.values), bool, len(self.values))
+        return table[self.codes]
+
+    def mask_values(self, answers: Iterable[tuple[str, bool]], default: bool) -> np.ndarray:
+        """Rows whose value is listed in ``answers`` get its answer, rows with another value
+        ``default``, rows without the label False: O(answers), not O(distinct values)."""
+        table = np.full(len(self.values), default, dtype=bool)
+        table[0] = False
+        lookup = self.lookup
+        for value, answer in answers:
+            code = lookup.get(value)
+            if code is not None:
+                table[code] = answer
         return table[self.codes]
 
     def map(self, values: Sequence[Any], dtype: Any = np.int64) -> np.ndarray:

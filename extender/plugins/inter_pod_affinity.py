@@ -315,8 +315,8 @@ class InterPodAffinity:
                 key = term.topology_key
                 column = table.labels(key)
                 have_keys &= column.codes != 0
-                pods_exist &= column.mask(
-                    lambda v, k=key: v is not None and s.affinity_counts.get((k, v), 0) > 0
+                pods_exist &= column.mask_values(
+                    ((v, n > 0) for (k, v), n in s.affinity_counts.items() if k == key), False
                 )
             if s.affinity_counts or not matches_all_terms(terms, s.pod_info, s.ns_labels):
                 ok &= have_keys & pods_exist
@@ -325,14 +325,15 @@ class InterPodAffinity:
         if s.anti_affinity_counts:
             for term in s.pod_info.required_anti_affinity_terms:
                 key = term.topology_key
-                ok &= ~table.labels(key).mask(
-                    lambda v, k=key: v is not None and s.anti_affinity_counts.get((k, v), 0) > 0
+                ok &= ~table.labels(key).mask_values(
+                    ((v, n > 0) for (k, v), n in s.anti_affinity_counts.items() if k == key),
+                    False,
                 )
         existing = s.existing_anti_affinity_counts
         if existing:
             for key in {k for k, _ in existing}:
-                ok &= ~table.labels(key).mask(
-                    lambda v, k=key: v is not None and existing.get((k, v), 0) > 0
+                ok &= ~table.labels(key).mask_values(
+                    ((v, n > 0) for (k2, v), n in existing.items() if k2 == key), False
                 )
         return ok
 

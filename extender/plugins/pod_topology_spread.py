@@ -617,10 +617,10 @@ class PodTopologySpread:
             self_match = 1 if c.selector.matches(pod_labels) else 0
             min_match = s.min_match(i)
             counts = s.tp_counts[i]
-            ok &= table.labels(c.topology_key).mask(
-                lambda v, counts=counts, c=c, base=self_match - min_match: (
-                    v is not None and counts.get(v, 0) + base <= c.max_skew
-                )
+            base = self_match - min_match
+            # A domain with no count has 0: the same answer for every such value.
+            ok &= table.labels(c.topology_key).mask_values(
+                ((v, n + base <= c.max_skew) for v, n in counts.items()), base <= c.max_skew
             )
         return ok
 
