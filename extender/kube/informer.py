@@ -68,6 +68,17 @@ def _noop(*args: Any) -> None:
     pass
 
 
+def trim_managed_fields(obj: dict) -> dict:
+    """The informers' default transform: drop ``metadata.managedFields``, which nothing here
+    reads and which is often as large as the rest of the object (client-go's informer
+    ``WithTransform``, as kube-controller-manager uses it in ``cmd/kube-controller-manager/app
+    /controllermanager.go``). An update sent from such an object leaves them as they are."""
+    meta = obj.get("metadata")
+    if meta:
+        meta.pop("managedFields", None)
+    return obj
+
+
 class Informer:
     def __init__(
         self,
@@ -83,8 +94,11 @@ class Informer:
         min_backoff: float = MIN_BACKOFF,
         max_backoff: float = MAX_BACKOFF,
         page_size: int = 500,
+        transform: Callable[[dict], dict] | None = trim_managed_fields,
     ) -> None:
         self.client = client
+        # Applied to every object before it is stored or handed to a handler.
+        self.transform = transform
         self.path = path
         self.query: dict[str, str] = {}
         if field_selector:
@@ -200,6 +214,8 @@ class Informer:
         items, version = self.client.list(self.path, self.query, page_size=self.page_size)
         if self._stop.is_set():
             return
+        if self.transform is not None:
+            items = [self.transform(obj) for obj in items]
         fresh = {object_key(obj): obj for obj in items}
         with self._lock:
             old_store = self.store
@@ -247,6 +263,8 @@ class Informer:
             if version:
                 self.resource_version = version
             return
+        if self.transform is not None:
+            obj = self.transform(obj)
         key = object_key(obj)
         if kind in ("ADDED", "MODIFIED"):
             with self._lock:

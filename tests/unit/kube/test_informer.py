@@ -522,3 +522,46 @@ def test_record_event_and_patch_status(server: FakeApiServer) -> None:
     patch_body = {"status": {"conditions": [{"type": "PodScheduled", "status": "False"}]}}
     client.patch_pod_status("ns", "p", patch_body)
     assert server.requests[-1].body == patch_body
+
+
+def test_managed_fields_are_trimmed_from_listed_and_watched_objects(
+    server: FakeApiServer, client: KubeClient
+) -> None:
+    """As client-go informers with a trimming transform: no managedFields in the store or in
+    what the handlers get (they are most of a small object's size); other metadata kept."""
+    fields = [{"manager": "kubectl", "operation": "Apply", "fieldsV1": {"f:spec": {}}}]
+
+    def managed(obj: dict) -> dict:
+        obj["metadata"]["managedFields"] = list(fields)
+        return obj
+
+    @server.route("GET", "/api/v1/nodes")
+    def list_nodes(request: Request) -> tuple[int, dict]:
+        return 200, {"metadata": {"resourceVersion": "2"}, "items": [managed(node("a", 1, x="1"))]}
+
+    @server.route("GET", "/api/v1/nodes", watch=True)
+    def watch_nodes(request: Request) -> list:
+        return [{"type": "ADDED", "object": managed(node("b", 3))}, Hold()]
+
+    seen: list[dict] = []
+    informer = Informer(
+        client, "/api/v1/nodes", on_add=seen.append, watch_timeout=60, min_backoff=0.01
+    )
+    informer.start()
+    try:
+        wait_until(lambda: len(seen) == 2)
+        assert all("managedFields" not in obj["metadata"] for obj in seen)
+        assert all("managedFields" not in obj["metadata"] for obj in informer.list())
+        assert informer.get("a")["metadata"]["labels"] == {"x": "1"}
+    finally:
+        informer.stop()
+    kept: list[dict] = []
+    untrimmed = Informer(
+        client, "/api/v1/nodes", on_add=kept.append, watch_timeout=60, transform=None
+    )
+    untrimmed.start()
+    try:
+        wait_until(lambda: len(kept) == 2)
+        assert all(obj["metadata"]["managedFields"] == fields for obj in kept)
+    finally:
+        untrimmed.stop()
