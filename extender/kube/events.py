@@ -29,8 +29,9 @@ MAX_NOTE_BYTES = 1024
 REPORTING_CONTROLLER = "kube-extender"
 # Upstream's event broadcaster buffers this many events before dropping.
 MAX_QUEUED_EVENTS = 1000
-# Threads posting events concurrently (see the module docstring).
-EVENT_WORKERS = 4
+# Threads posting events concurrently (see the module docstring): as many as binding workers
+# (the default `parallelism`), so that events keep pace with bindings.
+EVENT_WORKERS = 16
 
 
 class EventSink(Protocol):
