@@ -14,15 +14,18 @@ a TLS server name, a custom hostname to assert, socket options) makes :meth:`for
 return ``None``, and callers keep the generated client's path. Watches always do: they
 stream.
 
-A keep-alive connection the server closed while idle fails the next request before any answer
-arrives; that request is sent again once on a new connection, as Go's ``net/http`` transport
-does for a request the server could not have read (``src/net/http/transport.go``,
-``errServerClosedIdle``).
+A keep-alive connection the server closed while idle (an apiserver restart, its idle timeout)
+is noticed before it is reused, as urllib3's pool does: an idle connection that is readable
+has been closed (or holds garbage) and is replaced. If the close races with the request, the
+request fails before any answer arrives and is sent again once on a new connection, as Go's
+``net/http`` transport does for a request the server could not have read
+(``src/net/http/transport.go``, ``errServerClosedIdle``).
 """
 
 from __future__ import annotations
 
 import http.client
+import select
 import ssl
 import threading
 from typing import Any
@@ -30,7 +33,22 @@ from urllib.parse import urlencode, urlsplit
 
 AUTH_SETTINGS = ["BearerToken"]
 # Failures of a reused connection that mean the server closed it before reading the request.
-_CLOSED_IDLE = (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError)
+_CLOSED_IDLE = (
+    http.client.RemoteDisconnected,
+    BrokenPipeError,
+    ConnectionResetError,
+    ssl.SSLEOFError,
+    ssl.SSLZeroReturnError,
+)
+
+
+def _dropped(sock: object) -> bool:
+    """An idle keep-alive connection with something to read was closed by the server."""
+    try:
+        readable, _, _ = select.select([sock], [], [], 0)
+    except (OSError, ValueError):
+        return True
+    return bool(readable)
 
 
 def _ssl_context(configuration: Any) -> ssl.SSLContext:
@@ -119,6 +137,8 @@ class Transport:
         headers = self.headers(method, path, content_type)
         for attempt in (0, 1):
             conn = self._connection(timeout[0])
+            if conn.sock is not None and _dropped(conn.sock):
+                conn.close()
             reused = conn.sock is not None
             try:
                 if not reused:

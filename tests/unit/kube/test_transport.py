@@ -136,3 +136,37 @@ def test_configurations_it_does_not_cover_keep_the_generated_client() -> None:
         setattr(configuration, field, value)
         assert Transport.for_client(ApiClient(configuration)) is None, field
     assert KubeClient(ApiClient(Configuration(host="http://h")), fast=False).transport is None
+
+
+def test_a_connection_the_server_closed_is_not_reused() -> None:
+    """Closed while idle and noticed before the next request: no failed attempt at all (a
+    request that fails on a reused connection is sent again, which is harmless for these
+    GETs but is a second POST of a binding if the server did read the first)."""
+    server = ScriptedServer(close_after_each=True)
+    try:
+        client = KubeClient(ApiClient(Configuration(host=server.url)))
+        assert client.transport is not None
+        assert client.request("GET", "/a") == {"ok": 1}
+        conn = client.transport._local.conn
+        deadline = 100
+        while not _readable(conn.sock) and deadline:  # the server's close reached us
+            deadline -= 1
+            threading.Event().wait(0.05)
+        sent: list[str] = []
+        original = conn.request
+
+        def spy(method: str, url: str, *args: object, **kwargs: object) -> None:
+            sent.append(url)
+            original(method, url, *args, **kwargs)
+
+        conn.request = spy  # type: ignore[method-assign]
+        assert client.request("GET", "/b") == {"ok": 2}
+        assert sent == ["/b"]
+    finally:
+        server.close()
+
+
+def _readable(sock: socket.socket) -> bool:
+    import select
+
+    return bool(select.select([sock], [], [], 0)[0])
