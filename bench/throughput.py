@@ -13,8 +13,11 @@ timed by each thread's own CPU time). Every unprofiled run also prints where the
 between the first and the last bind: the machine, etcd, kube-apiserver, the scheduler and,
 for ours, its scheduling thread against its other threads (from /proc).
 
+With ``--base TREE`` each row also runs ``kube-extender run`` from another checkout (its own
+``extender`` package: the process starts in TREE), for a before/after under the same load.
+
     python bench/throughput.py [--nodes 500,5000] [--pods 2000] [--workloads single,mixed]
-                               [--profile] [--profile-clock wall|cpu]
+                               [--profile] [--profile-clock wall|cpu] [--base TREE]
 """
 
 from __future__ import annotations
@@ -125,6 +128,7 @@ def run_ours(
     workload: str,
     profile_dir: Path | None = None,
     cpu_clock: bool = False,
+    tree: Path | None = None,
 ) -> float:
     name = f"ours-{tag}"
     config = cp.directory / f"{name}.yaml"
@@ -156,7 +160,7 @@ def run_ours(
         clock = ["--cpu"] if cpu_clock else []
         argv = [sys.executable, str(PROFILED), *clock, str(profile_dir), *args]
     # cwd = this checkout: `python -m extender` imports its tree, not the venv's install.
-    proc = spawn(argv, cp.logs / f"{name}.log", cwd=PROFILED.parents[1])
+    proc = spawn(argv, cp.logs / f"{name}.log", cwd=tree or PROFILED.parents[1])
     try:
         if profile_dir is None:
             pids = {**cp.state.pids, name: proc.pid}
@@ -184,6 +188,12 @@ def main() -> int:
     parser.add_argument("--workloads", default="single,mixed")
     parser.add_argument("--profile", action="store_true", help="also a cProfiled run per row")
     parser.add_argument(
+        "--base",
+        type=lambda path: Path(path).resolve(),
+        help="also run `kube-extender run` from this tree (e.g. a `git worktree` of the base "
+        "commit), between kube-scheduler and this tree: a before/after in one run",
+    )
+    parser.add_argument(
         "--profile-clock",
         choices=("wall", "cpu"),
         default="wall",
@@ -206,9 +216,13 @@ def main() -> int:
                 tag = f"{workload}-{count}"
                 theirs = run_kube_scheduler(cp, kube, args.pods, tag, workload)
                 print(f"  {workload}: kube-scheduler: {theirs:7.1f} pods/s", flush=True)
+                base = None
+                if args.base is not None:
+                    base = run_ours(cp, kube, args.pods, f"base-{tag}", workload, tree=args.base)
+                    print(f"  {workload}: kube-extender (base): {base:7.1f} pods/s", flush=True)
                 ours = run_ours(cp, kube, args.pods, tag, workload)
                 print(f"  {workload}: kube-extender:  {ours:7.1f} pods/s", flush=True)
-                rows.append((count, workload, theirs, ours))
+                rows.append((count, workload, theirs, ours, base))
                 if args.profile:
                     profile_dir = cp.directory / f"profile-{tag}"
                     profiled = run_ours(
@@ -227,12 +241,13 @@ def main() -> int:
         cp.down()
     print(
         f"\n{'nodes':>6} {'workload':>8} {'pods':>6} {'kube-scheduler':>15} "
-        f"{'kube-extender':>14} {'ratio':>6}"
+        f"{'kube-extender':>14} {'ratio':>6}" + (f" {'base':>14} {'ratio':>6}" if args.base else "")
     )
-    for count, workload, theirs, ours in rows:
+    for count, workload, theirs, ours, base in rows:
         print(
             f"{count:>6} {workload:>8} {args.pods:>6} {theirs:>11.1f} p/s {ours:>10.1f} p/s "
             f"{ours / theirs:>6.2f}"
+            + (f" {base:>10.1f} p/s {base / theirs:>6.2f}" if base is not None else "")
         )
     print("kube-scheduler: clientConnection qps/burst 5000; kube-extender: no client rate limit")
     return 0
