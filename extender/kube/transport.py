@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import http.client
 import select
+import socket
 import ssl
 import threading
 from typing import Any
@@ -42,7 +43,7 @@ _CLOSED_IDLE = (
 )
 
 
-def _dropped(sock: object) -> bool:
+def _dropped(sock: socket.socket) -> bool:
     """An idle keep-alive connection with something to read was closed by the server."""
     try:
         readable, _, _ = select.select([sock], [], [], 0)
