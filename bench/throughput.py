@@ -8,15 +8,22 @@ Prints pods/s for each and the ratio ours/kube-scheduler.
 
 With ``--profile`` a third run per row runs ``kube-extender run`` under cProfile in every
 thread (``bench/profiled.py``; slower, its pods/s is printed but not compared) and prints the
-top functions of the scheduling thread and of the other threads.
+top functions of the scheduling thread and of the other threads (``--profile-clock cpu``:
+timed by each thread's own CPU time). Every unprofiled run also prints where the CPU went
+between the first and the last bind: the machine, etcd, kube-apiserver, the scheduler and,
+for ours, its scheduling thread against its other threads (from /proc).
+
+With ``--base TREE`` each row also runs ``kube-extender run`` from another checkout (its own
+``extender`` package: the process starts in TREE), for a before/after under the same load.
 
     python bench/throughput.py [--nodes 500,5000] [--pods 2000] [--workloads single,mixed]
-                               [--profile]
+                               [--profile] [--profile-clock wall|cpu] [--base TREE]
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import pstats
 import sys
 import time
@@ -41,6 +48,63 @@ from bench.workload import describe_mixed  # noqa: E402
 from extender.controlplane import free_port, kube_extender, spawn, stop_pid  # noqa: E402
 
 PROFILED = Path(__file__).resolve().parent / "profiled.py"
+TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def _cpu_seconds(stat: Path) -> float:
+    fields = stat.read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / TICKS  # utime + stime
+
+
+def thread_cpu(pid: int) -> dict[int, float]:
+    """CPU seconds (user + system) of each thread of ``pid``, from /proc (Linux)."""
+    cpu = {}
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            cpu[int(task.name)] = _cpu_seconds(task / "stat")
+        except OSError:
+            continue  # the thread ended meanwhile
+    return cpu
+
+
+def _sample(pids: dict[str, int], ours: int | None) -> tuple[float, dict, dict]:
+    busy = 0.0
+    with open("/proc/stat") as f:
+        cpu = [int(v) for v in f.readline().split()[1:]]
+        busy = (sum(cpu) - cpu[3] - cpu[4]) / TICKS  # all but idle and iowait
+    procs = {}
+    for name, pid in pids.items():
+        try:
+            procs[name] = _cpu_seconds(Path(f"/proc/{pid}/stat"))
+        except OSError:
+            pass
+    return busy, procs, thread_cpu(ours) if ours is not None else {}
+
+
+def cpu_split(recorder: BindRecorder, pids: dict[str, int], ours: int | None = None) -> str:
+    """Where CPU went between the first and the last bind: the whole machine, the control
+    plane's processes and, for ours, the scheduling thread (the main thread, leader election
+    being off) against the process's other threads (the GIL lets one run Python at a time)."""
+    while not recorder.bound and not recorder.done.is_set():
+        time.sleep(0.005)
+    busy0, procs0, threads0 = _sample(pids, ours)
+    started = time.monotonic()
+    recorder.done.wait(1800)
+    busy1, procs1, threads1 = _sample(pids, ours)
+    wall = max(time.monotonic() - started, 1e-9)
+    pods = max(len(recorder.bound) - 1, 1)
+    parts = [f"machine {100 * (busy1 - busy0) / wall:.0f} % of {os.cpu_count()} cores"]
+    for name in procs1:
+        used = procs1[name] - procs0.get(name, 0.0)
+        parts.append(f"{name} {1000 * used / pods:.2f} ms/pod")
+    if ours is not None:
+        main = threads1.get(ours, 0.0) - threads0.get(ours, 0.0)
+        others = sum(v - threads0.get(t, 0.0) for t, v in threads1.items() if t != ours)
+        parts.append(
+            f"scheduling thread {1000 * main / pods:.2f} ms/pod ({100 * main / wall:.0f} % busy),"
+            f" its other threads {1000 * others / pods:.2f} ms/pod"
+        )
+    return ", ".join(parts)
 
 
 def run_kube_scheduler(cp, kube, pods: int, tag: str, workload: str) -> float:
@@ -49,6 +113,7 @@ def run_kube_scheduler(cp, kube, pods: int, tag: str, workload: str) -> float:
     recorder = BindRecorder(kube, name, pods)
     cp.start_scheduler(kube_scheduler_config(name), name=name)
     try:
+        print(f"    {name}: {cpu_split(recorder, dict(cp.state.pids))}", flush=True)
         return recorder.wait(900)
     finally:
         cp.stop_component(name)
@@ -56,7 +121,14 @@ def run_kube_scheduler(cp, kube, pods: int, tag: str, workload: str) -> float:
 
 
 def run_ours(
-    cp, kube, pods: int, tag: str, workload: str, profile_dir: Path | None = None
+    cp,
+    kube,
+    pods: int,
+    tag: str,
+    workload: str,
+    profile_dir: Path | None = None,
+    cpu_clock: bool = False,
+    tree: Path | None = None,
 ) -> float:
     name = f"ours-{tag}"
     config = cp.directory / f"{name}.yaml"
@@ -85,10 +157,14 @@ def run_ours(
     ]
     argv = kube_extender(*args)
     if profile_dir is not None:
-        argv = [sys.executable, str(PROFILED), str(profile_dir), *args]
+        clock = ["--cpu"] if cpu_clock else []
+        argv = [sys.executable, str(PROFILED), *clock, str(profile_dir), *args]
     # cwd = this checkout: `python -m extender` imports its tree, not the venv's install.
-    proc = spawn(argv, cp.logs / f"{name}.log", cwd=PROFILED.parents[1])
+    proc = spawn(argv, cp.logs / f"{name}.log", cwd=tree or PROFILED.parents[1])
     try:
+        if profile_dir is None:
+            pids = {**cp.state.pids, name: proc.pid}
+            print(f"    {name}: {cpu_split(recorder, pids, proc.pid)}", flush=True)
         return recorder.wait(1800)
     finally:
         stop_pid(proc.pid, timeout=60)
@@ -111,6 +187,18 @@ def main() -> int:
     parser.add_argument("--pods", type=int, default=2000)
     parser.add_argument("--workloads", default="single,mixed")
     parser.add_argument("--profile", action="store_true", help="also a cProfiled run per row")
+    parser.add_argument(
+        "--base",
+        type=lambda path: Path(path).resolve(),
+        help="also run `kube-extender run` from this tree (e.g. a `git worktree` of the base "
+        "commit), between kube-scheduler and this tree: a before/after in one run",
+    )
+    parser.add_argument(
+        "--profile-clock",
+        choices=("wall", "cpu"),
+        default="wall",
+        help="cpu: time each thread by its own CPU time (GIL and network waits excluded)",
+    )
     args = parser.parse_args()
     workloads = args.workloads.split(",")
     if "mixed" in workloads:
@@ -128,12 +216,24 @@ def main() -> int:
                 tag = f"{workload}-{count}"
                 theirs = run_kube_scheduler(cp, kube, args.pods, tag, workload)
                 print(f"  {workload}: kube-scheduler: {theirs:7.1f} pods/s", flush=True)
+                base = None
+                if args.base is not None:
+                    base = run_ours(cp, kube, args.pods, f"base-{tag}", workload, tree=args.base)
+                    print(f"  {workload}: kube-extender (base): {base:7.1f} pods/s", flush=True)
                 ours = run_ours(cp, kube, args.pods, tag, workload)
                 print(f"  {workload}: kube-extender:  {ours:7.1f} pods/s", flush=True)
-                rows.append((count, workload, theirs, ours))
+                rows.append((count, workload, theirs, ours, base))
                 if args.profile:
                     profile_dir = cp.directory / f"profile-{tag}"
-                    profiled = run_ours(cp, kube, args.pods, f"prof-{tag}", workload, profile_dir)
+                    profiled = run_ours(
+                        cp,
+                        kube,
+                        args.pods,
+                        f"prof-{tag}",
+                        workload,
+                        profile_dir,
+                        cpu_clock=args.profile_clock == "cpu",
+                    )
                     print(f"  {workload}: kube-extender under cProfile: {profiled:.1f} pods/s")
                     print_profile(profile_dir)
             delete_all_nodes(kube)
@@ -141,12 +241,13 @@ def main() -> int:
         cp.down()
     print(
         f"\n{'nodes':>6} {'workload':>8} {'pods':>6} {'kube-scheduler':>15} "
-        f"{'kube-extender':>14} {'ratio':>6}"
+        f"{'kube-extender':>14} {'ratio':>6}" + (f" {'base':>14} {'ratio':>6}" if args.base else "")
     )
-    for count, workload, theirs, ours in rows:
+    for count, workload, theirs, ours, base in rows:
         print(
             f"{count:>6} {workload:>8} {args.pods:>6} {theirs:>11.1f} p/s {ours:>10.1f} p/s "
             f"{ours / theirs:>6.2f}"
+            + (f" {base:>10.1f} p/s {base / theirs:>6.2f}" if base is not None else "")
         )
     print("kube-scheduler: clientConnection qps/burst 5000; kube-extender: no client rate limit")
     return 0

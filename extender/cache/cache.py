@@ -28,7 +28,11 @@ and disappears with its last pod.
 Snapshots are incremental: the clone of a NodeInfo is reused while the NodeInfo's generation
 is unchanged, so an unchanged node is the same object in consecutive snapshots. Snapshots are
 read-only for their users; ``Snapshot`` fills each clone's ``image_states``, which is derived
-data and the same for any snapshot of the same node set.
+data and the same for any snapshot of the same node set. As upstream's ``UpdateSnapshot``
+(``pkg/scheduler/backend/cache/cache.go``), which walks only the NodeInfos updated since the
+last snapshot, the cache records which nodes a pod change touched, so a snapshot after pod
+changes visits those nodes only, not every node of the cluster (the scheduling loop takes one
+per pod). Node changes rebuild the node order and image summaries from all nodes.
 """
 
 from __future__ import annotations
@@ -79,6 +83,8 @@ class Cache:
         # Nodes added, updated or removed since the last snapshot: the node order and the
         # image summaries must be rebuilt. Pod changes alone only swap NodeInfos.
         self._nodes_changed = True
+        # Names of the NodeInfos whose pods changed since the last snapshot.
+        self._pods_changed: set[str] = set()
 
     # -- nodes ----------------------------------------------------------------------------------
 
@@ -147,6 +153,7 @@ class Cache:
     def _place(self, pod: dict | PodInfo, node: str) -> PodInfo:
         info = self._node_info(node).add_pod(pod)
         self._dirty = True
+        self._pods_changed.add(node)
         return info
 
     def _unplace(self, key: str, node: str) -> None:
@@ -157,6 +164,7 @@ class Cache:
         if info.node is None and not info.pods:
             del self._nodes[node]
         self._dirty = True
+        self._pods_changed.add(node)
 
     def assume_pod(self, pod: dict) -> None:
         """Account ``pod`` (with ``spec.nodeName`` set) on its node before it is bound."""
@@ -276,29 +284,50 @@ class Cache:
         with self._lock:
             if not self._dirty and self._snapshot is not None:
                 return self._snapshot
-            clones: dict[str, NodeInfo] = {}
-            changed: list[NodeInfo] = []
-            generation = 0
-            for name, info in self._nodes.items():
-                if info.node is None:
-                    continue
-                previous = self._clones.get(name)
-                if previous is not None and previous.generation == info.generation:
-                    clones[name] = previous
-                else:
-                    clones[name] = info.clone()
-                    changed.append(clones[name])
-                generation = max(generation, info.generation)
-            self._clones = clones
             if self._nodes_changed or self._snapshot is None:
-                self._snapshot = Snapshot(clones.values(), generation)
+                self._snapshot = self._full_snapshot()
             else:
-                # Only pods moved: keep the node order and image summaries, swap NodeInfos.
-                self._snapshot = self._snapshot.overlay(changed)
-                self._snapshot.generation = generation
+                self._snapshot = self._pods_snapshot(self._snapshot)
             self._dirty = False
             self._nodes_changed = False
+            self._pods_changed.clear()
             return self._snapshot
+
+    def _full_snapshot(self) -> Snapshot:
+        clones: dict[str, NodeInfo] = {}
+        generation = 0
+        for name, info in self._nodes.items():
+            if info.node is None:
+                continue
+            previous = self._clones.get(name)
+            if previous is not None and previous.generation == info.generation:
+                clones[name] = previous
+            else:
+                clones[name] = info.clone()
+            generation = max(generation, info.generation)
+        self._clones = clones
+        return Snapshot(clones.values(), generation)
+
+    def _pods_snapshot(self, previous: Snapshot) -> Snapshot:
+        """Only pods moved, on the nodes in ``_pods_changed``: keep the node order and image
+        summaries, swap the NodeInfos of those nodes (the node set is unchanged, so each of
+        them is in ``_clones`` unless it is a placeholder, which snapshots leave out)."""
+        changed: list[NodeInfo] = []
+        generation = previous.generation
+        for name in self._pods_changed:
+            info = self._nodes.get(name)
+            clone = self._clones.get(name)
+            if info is None or info.node is None or clone is None:
+                continue
+            if clone.generation != info.generation:
+                clone = self._clones[name] = info.clone()
+                changed.append(clone)
+                generation = max(generation, info.generation)
+        if not changed:
+            return previous
+        snapshot = previous.overlay(changed)
+        snapshot.generation = generation
+        return snapshot
 
     def dump(self) -> dict:
         """The cache's content for debugging (JSON-able)."""

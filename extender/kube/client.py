@@ -16,6 +16,7 @@ Errors: any non-2xx answer raises an :class:`~extender.kube.errors.ApiError` (a 
 
 from __future__ import annotations
 
+import http.client
 import logging
 from typing import Any
 
@@ -25,6 +26,7 @@ from kubernetes.client import ApiClient
 from kubernetes.client.exceptions import ApiException
 
 from .errors import ApiError, Gone, NotFound
+from .transport import Transport
 from .watch import WatchStream
 
 log = logging.getLogger(__name__)
@@ -129,13 +131,22 @@ class KubeClient:
 
     Also leader election's ``LeaseClient`` (``get_lease``, ``create_lease``, ``update_lease``)
     and the :class:`~extender.kube.events.EventRecorder`'s sink (``create_event``).
+
+    Requests and answers go through a :class:`~extender.kube.transport.Transport` when the
+    configuration allows it (``fast=True``, the default), else through :func:`raw_request`;
+    watches always take :func:`raw_request`.
     """
 
     def __init__(
-        self, api_client: ApiClient, *, timeout: tuple[float, float] = DEFAULT_TIMEOUT
+        self,
+        api_client: ApiClient,
+        *,
+        timeout: tuple[float, float] = DEFAULT_TIMEOUT,
+        fast: bool = True,
     ) -> None:
         self.api = api_client
         self.timeout = timeout
+        self.transport = Transport.for_client(api_client) if fast else None
 
     # -- raw requests ---------------------------------------------------------------------------
 
@@ -149,6 +160,8 @@ class KubeClient:
         timeout: float | tuple[float, float] | None = None,
     ) -> Any:
         """Send one request; the decoded JSON answer (``None`` for an empty body)."""
+        if self.transport is not None:
+            return self._fast_request(method, path, body, query, content_type, timeout)
         response = raw_request(
             self.api, method, path, body, query, content_type, timeout or self.timeout
         )
@@ -159,6 +172,37 @@ class KubeClient:
         finally:
             response.release_conn()
         return orjson.loads(data) if data else None
+
+    def _fast_request(
+        self,
+        method: str,
+        path: str,
+        body: Any,
+        query: dict | list | None,
+        content_type: str,
+        timeout: float | tuple[float, float] | None,
+    ) -> Any:
+        assert self.transport is not None
+        if body is None or isinstance(body, bytes):
+            data = body
+        elif isinstance(body, bytearray | str):
+            data = bytes(body, "utf-8") if isinstance(body, str) else bytes(body)
+        else:
+            data = orjson.dumps(body)
+        try:
+            status, payload = self.transport.request(
+                method,
+                path,
+                data,
+                _query_params(query),
+                content_type,
+                _timeout(timeout or self.timeout),
+            )
+        except (http.client.HTTPException, OSError) as exc:
+            raise ApiError(0, "ConnectionError", f"{method} {path}: {exc}") from exc
+        if not 200 <= status < 300:
+            raise ApiError.from_response(status, payload)
+        return orjson.loads(payload) if payload else None
 
     def get(self, path: str, **query: Any) -> dict | None:
         """GET ``path``; ``None`` if it does not exist (404)."""

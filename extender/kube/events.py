@@ -2,8 +2,14 @@
 
 As client-go's ``tools/events/event_recorder.go`` and ``event_broadcaster.go``: the recorder
 builds the Event (``reportingController``, ``reportingInstance``, a MicroTime ``eventTime``)
-and a background thread posts it, so a slow apiserver never delays a scheduling cycle; a full
+and background threads post it, so a slow apiserver never delays a scheduling cycle; a full
 queue drops the event and a failed post is logged, never raised.
+
+client-go posts from one goroutine; one Python thread cannot keep up with a scheduler binding
+hundreds of pods a second (each post waits for the apiserver and then for the GIL, which the
+scheduling thread holds), so the queue filled and Scheduled events were dropped. A few
+threads post concurrently instead (``workers``); the order of events is not kept, as it is not
+by the apiserver either (events of one pod carry their own ``eventTime``).
 """
 
 from __future__ import annotations
@@ -23,6 +29,9 @@ MAX_NOTE_BYTES = 1024
 REPORTING_CONTROLLER = "kube-extender"
 # Upstream's event broadcaster buffers this many events before dropping.
 MAX_QUEUED_EVENTS = 1000
+# Threads posting events concurrently (see the module docstring): as many as binding workers
+# (the default `parallelism`), so that events keep pace with bindings.
+EVENT_WORKERS = 16
 
 
 class EventSink(Protocol):
@@ -49,9 +58,9 @@ def truncate(note: str, limit: int = MAX_NOTE_BYTES) -> str:
 class EventRecorder:
     """Records Events about pods through ``client`` (anything with ``create_event``).
 
-    With ``async_events`` (the default) events are queued and posted by a background thread
-    started on first use; without, :meth:`record_event` posts synchronously (still never
-    raising).
+    With ``async_events`` (the default) events are queued and posted by ``workers`` background
+    threads started on first use; without, :meth:`record_event` posts synchronously (still
+    never raising).
     """
 
     def __init__(
@@ -61,14 +70,16 @@ class EventRecorder:
         *,
         controller: str = REPORTING_CONTROLLER,
         async_events: bool = True,
+        workers: int = EVENT_WORKERS,
     ) -> None:
         self.client = client
         self.controller = controller
         # Upstream's recorder names the instance "<controller>-<hostname>" (max 128 chars).
         self.instance = (instance or f"{controller}-{socket.gethostname()}")[:128]
         self.async_events = async_events
+        self.workers = max(1, workers)
         self._events: queue.Queue[dict | None] = queue.Queue(MAX_QUEUED_EVENTS)
-        self._thread: threading.Thread | None = None
+        self._threads: list[threading.Thread] = []
         self._lock = threading.Lock()
 
     def make_event(self, pod: dict, event_type: str, reason: str, action: str, note: str) -> dict:
@@ -123,22 +134,27 @@ class EventRecorder:
         return True
 
     def close(self) -> None:
-        """Post what is queued (briefly) and stop the thread."""
-        if self._thread is not None:
+        """Post what is queued (briefly) and stop the threads."""
+        if self._threads:
             self.flush(2.0)
-            try:
-                self._events.put_nowait(None)
-            except queue.Full:
-                pass
+            for _ in self._threads:
+                try:
+                    self._events.put_nowait(None)
+                except queue.Full:
+                    break
 
     def _ensure_thread(self) -> None:
-        if self._thread is not None:
+        if self._threads:
             return
         with self._lock:
-            if self._thread is None:
-                thread = threading.Thread(target=self._loop, daemon=True, name="events")
-                thread.start()
-                self._thread = thread
+            if not self._threads:
+                threads = [
+                    threading.Thread(target=self._loop, daemon=True, name=f"events_{i}")
+                    for i in range(self.workers)
+                ]
+                for thread in threads:
+                    thread.start()
+                self._threads = threads
 
     def _loop(self) -> None:
         while True:

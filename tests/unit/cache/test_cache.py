@@ -360,3 +360,126 @@ def test_pod_changes_swap_node_infos_without_rebuilding_image_summaries() -> Non
     assert second.get("a").image_states["app:v1"].num_nodes == 2
     cache.add_node(make_node("c"))
     assert [i.name for i in cache.snapshot().node_info_list] == ["a", "b", "c"]
+
+
+# -- incremental snapshots against a rebuild from scratch ----------------------------------------
+
+
+def _describe(snapshot, images: bool = True) -> list[tuple]:
+    """What a plugin can read of a snapshot, as plain values."""
+    return [
+        (
+            info.name,
+            info.generation,
+            sorted(p.key for p in info.pods),
+            info.requested.milli_cpu,
+            info.requested.memory,
+            sorted(p.key for p in info.pods_with_affinity),
+            sorted((name, s.num_nodes) for name, s in info.image_states.items()) if images else [],
+            info.name in snapshot.node_info_map,
+            snapshot.node_info_map[info.name] is info,
+        )
+        for info in snapshot.node_info_list
+    ] + [
+        [i.name for i in snapshot.have_pods_with_affinity_list],
+        [i.name for i in snapshot.have_pods_with_required_anti_affinity_list],
+    ]
+
+
+def _from_scratch(cache: Cache) -> list[tuple]:
+    from extender.framework.types import Snapshot
+
+    return _describe(Snapshot([info.clone() for info in cache._nodes.values()]))
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_incremental_snapshots_equal_a_rebuild_from_scratch(seed: int) -> None:
+    """Random node and pod churn (assume, confirm elsewhere, forget, pods on nodes that do not
+    exist yet or any more): after every step the incremental snapshot reads as one built from
+    all NodeInfos, and every older snapshot still reads as it did when it was taken (but for
+    image summaries, which a new node set recounts on shared clones: see the module)."""
+    import random
+
+    rng = random.Random(seed)
+    cache = Cache()
+    anti = {
+        "podAntiAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": [
+                {"labelSelector": {"matchLabels": {"app": "x"}}, "topologyKey": "zone"}
+            ]
+        }
+    }
+    names = [f"n{i}" for i in range(6)]
+    taken: list[tuple[object, list[tuple]]] = []
+    assumed: dict[str, dict] = {}
+    added: dict[str, dict] = {}
+    for step in range(300):
+        op = rng.random()
+        node = rng.choice(names)
+        if op < 0.12:
+            images = [([f"img:{rng.randint(0, 2)}"], 100)]
+            cache.add_node(make_node(node, labels={"v": str(step)}, images=images))
+        elif op < 0.18:
+            cache.remove_node(make_node(node))
+        elif op < 0.45:
+            uid = f"u{step}"
+            pod = make_pod(f"p{step}", uid=uid, cpu="10m", node_name=node)
+            if rng.random() < 0.3:
+                pod["spec"]["affinity"] = anti
+            cache.assume_pod(pod)
+            assumed[uid] = pod
+        elif op < 0.6 and assumed:
+            uid = rng.choice(sorted(assumed))
+            pod = assumed.pop(uid)
+            if rng.random() < 0.2:  # bound elsewhere than assumed
+                pod = on(pod, rng.choice(names))
+            cache.add_pod(pod)
+            added[uid] = pod
+        elif op < 0.7 and assumed:
+            cache.forget_pod(assumed.pop(rng.choice(sorted(assumed))))
+        elif op < 0.85 and added:
+            cache.remove_pod(added.pop(rng.choice(sorted(added))))
+        else:
+            uid = f"u{step}"
+            pod = make_pod(f"p{step}", uid=uid, cpu="20m", node_name=node)
+            cache.add_pod(pod)
+            added[uid] = pod
+        if rng.random() < 0.6:
+            snapshot = cache.snapshot()
+            assert _describe(snapshot) == _from_scratch(cache), f"step {step}"
+            taken.append((snapshot, _describe(snapshot, images=False)))
+    for snapshot, description in taken:
+        assert _describe(snapshot, images=False) == description
+
+
+class _CountingDict(dict):
+    def __init__(self, *args: object) -> None:
+        super().__init__(*args)
+        self.walks = 0
+
+    def items(self):  # type: ignore[override]
+        self.walks += 1
+        return super().items()
+
+    def values(self):  # type: ignore[override]
+        self.walks += 1
+        return super().values()
+
+
+def test_snapshot_after_pod_changes_does_not_walk_every_node() -> None:
+    """The scheduling loop takes a snapshot per pod; between two, pods moved on a node or two,
+    so the snapshot must visit those, not every NodeInfo (upstream UpdateSnapshot)."""
+    cache = Cache()
+    for i in range(50):
+        cache.add_node(make_node(f"n{i}"))
+    first = cache.snapshot()
+    cache._nodes = _CountingDict(cache._nodes)
+    pod = on(make_pod("p", uid="u-p", cpu="1"), "n7")
+    cache.assume_pod(pod)
+    second = cache.snapshot()
+    cache.add_pod(pod)  # the watch confirms it
+    third = cache.snapshot()
+    assert cache._nodes.walks == 0
+    assert [p.name for p in third.get("n7").pods] == ["p"]
+    assert second.get("n7") is not first.get("n7")
+    assert third.get("n3") is first.get("n3")

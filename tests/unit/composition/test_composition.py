@@ -147,3 +147,33 @@ def test_listers_watching_builds_one_informer_per_kind():
     }
     assert isinstance(listers(SERVICES), StoreLister)
     assert isinstance(listers(STATEFUL_SETS), EmptyLister)
+
+
+class _SyncedInformer:
+    path = "/fake"
+
+    def start(self) -> None:
+        pass
+
+    def wait_for_sync(self, timeout: float | None = None) -> bool:
+        return True
+
+
+def test_the_standalone_scheduler_freezes_its_synced_cache_out_of_the_gc() -> None:
+    """What exists once the caches synced is frozen (``gc.freeze``), so old-generation
+    collections during scheduling do not walk every cached node and pod."""
+    import gc
+
+    from extender.composition import StandaloneScheduler
+    from extender.config import default_config
+
+    runtime = StandaloneScheduler(default_config(), DummyClient())
+    cached = runtime.cache
+    runtime.informers = [_SyncedInformer()]  # type: ignore[list-item]
+    gc.unfreeze()
+    try:
+        runtime.start_informers()
+        assert gc.get_freeze_count() > 0
+        assert not gc.is_tracked(cached) or cached not in gc.get_objects(generation=2)
+    finally:
+        gc.unfreeze()
