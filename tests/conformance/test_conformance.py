@@ -9,6 +9,7 @@ longer runs: ``python -m tests.conformance --seeds N [--volumes]`` (``make confo
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from .generator import clear_choice_cases, generate
@@ -109,7 +110,10 @@ def test_harness_detects_a_broken_plugin(
     harness must report disagreements and pin them on TaintToleration."""
     from extender.plugins import plugin_class
 
-    monkeypatch.setattr(plugin_class("TaintToleration"), "filter", lambda *args: None)
+    broken = plugin_class("TaintToleration")
+    monkeypatch.setattr(broken, "filter", lambda *args: None)
+    # Its batch form too (the runtime answers from it first).
+    monkeypatch.setattr(broken, "filter_batch", lambda self, s, p, table: np.ones(len(table), bool))
     tally = conformance.run_case(generate(BROKEN_PLUGIN_SEED, pods=10))
     assert tally.disagreements, tally.report()
     for result in tally.disagreements:
