@@ -434,6 +434,7 @@ class Snapshot:
         "have_pods_with_required_anti_affinity_list",
         "generation",
         "_table",
+        "_positions",
     )
 
     def __init__(self, node_infos: Iterable[NodeInfo] = (), generation: int = 0) -> None:
@@ -446,6 +447,7 @@ class Snapshot:
         ]
         self.generation = generation
         self._table: NodeTable | None = None
+        self._positions: dict[str, int] | None = None
         self._summarize_images()
 
     @classmethod
@@ -469,14 +471,34 @@ class Snapshot:
         """
         replacing = {info.name: info for info in infos}
         snap = Snapshot.__new__(Snapshot)
-        nodes = [replacing.get(info.name, info) for info in self.node_info_list]
-        nodes += [info for name, info in replacing.items() if name not in self.node_info_map]
+        # Replace by position: the cost is a copy of the list, not a Python pass over it.
+        positions = self._node_positions()
+        nodes = list(self.node_info_list)
+        added = False
+        for name, info in replacing.items():
+            pos = positions.get(name)
+            if pos is None:
+                nodes.append(info)
+                added = True
+            else:
+                nodes[pos] = info
         snap.node_info_list = nodes
         snap.node_info_map = {**self.node_info_map, **replacing}
-        snap.have_pods_with_affinity_list = [i for i in nodes if i.pods_with_affinity]
-        snap.have_pods_with_required_anti_affinity_list = [
-            i for i in nodes if i.pods_with_required_anti_affinity
-        ]
+        snap._positions = None if added else positions
+        # The affinity lists change only if a replaced node holds (or held) such pods.
+        previous = [self.node_info_map.get(name) for name in replacing]
+        touched = list(replacing.values()) + [p for p in previous if p is not None]
+        if added or any(i.pods_with_affinity for i in touched):
+            snap.have_pods_with_affinity_list = [i for i in nodes if i.pods_with_affinity]
+        else:
+            snap.have_pods_with_affinity_list = self.have_pods_with_affinity_list
+        if added or any(i.pods_with_required_anti_affinity for i in touched):
+            snap.have_pods_with_required_anti_affinity_list = [
+                i for i in nodes if i.pods_with_required_anti_affinity
+            ]
+        else:
+            anti = self.have_pods_with_required_anti_affinity_list
+            snap.have_pods_with_required_anti_affinity_list = anti
         snap.generation = self.generation
         snap._table = None
         if self._table is not None and len(nodes) == len(self.node_info_list):
@@ -493,6 +515,12 @@ class Snapshot:
             }
         return snap
 
+    def _node_positions(self) -> dict[str, int]:
+        """Node name -> its index in ``node_info_list`` (shared by overlays: same order)."""
+        if self._positions is None:
+            self._positions = {info.name: i for i, info in enumerate(self.node_info_list)}
+        return self._positions
+
     def _summarize_images(self) -> None:
         counts: dict[str, int] = {}
         sizes: dict[str, int] = {}
@@ -507,17 +535,11 @@ class Snapshot:
     def refresh(self, info: NodeInfo) -> None:
         """``info``, a NodeInfo of this snapshot, was changed in place (a simulation assumes
         pods this way): bring the views derived from the NodeInfos up to date."""
-        for listed, has in (
-            (self.have_pods_with_affinity_list, info.pods_with_affinity),
-            (
-                self.have_pods_with_required_anti_affinity_list,
-                info.pods_with_required_anti_affinity,
-            ),
-        ):
-            if has and info not in listed:
-                listed.append(info)
-            elif not has and info in listed:
-                listed.remove(info)
+        # Rebuilt, not edited: an overlay may share these lists with the snapshot it came from.
+        self.have_pods_with_affinity_list = [i for i in self.node_info_list if i.pods_with_affinity]
+        self.have_pods_with_required_anti_affinity_list = [
+            i for i in self.node_info_list if i.pods_with_required_anti_affinity
+        ]
         if self._table is not None:
             self._table = self._table.derive(self.node_info_list, [self._table.index[info.name]])
 
