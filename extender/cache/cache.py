@@ -41,7 +41,14 @@ import logging
 import threading
 from dataclasses import dataclass
 
-from extender.framework.types import NodeInfo, PodInfo, Snapshot, next_generation, pod_key
+from extender.framework.types import (
+    NodeInfo,
+    PodInfo,
+    Snapshot,
+    next_generation,
+    pod_key,
+    zone_key,
+)
 
 log = logging.getLogger(__name__)
 # What a malformed object raises while it is parsed into a NodeInfo/PodInfo (QuantityError is a
@@ -83,7 +90,7 @@ class Cache:
         # Nodes added, updated or removed since the last snapshot: the node order and the
         # image summaries must be rebuilt. Pod changes alone only swap NodeInfos.
         self._nodes_changed = True
-        # Names of the NodeInfos whose pods changed since the last snapshot.
+        # Names of the NodeInfos whose pods (or node, in place) changed since the last snapshot.
         self._pods_changed: set[str] = set()
 
     # -- nodes ----------------------------------------------------------------------------------
@@ -92,17 +99,26 @@ class Cache:
         with self._lock:
             name = _name(node)
             info = self._nodes.get(name)
+            in_place = False
             try:
                 if info is None:
                     self._nodes[name] = NodeInfo(node)
                 else:
+                    # An update that keeps the node's zone (its place in the node order) and its
+                    # images (the snapshot-wide image counts) only swaps its NodeInfo, like a
+                    # pod change: status updates must not rebuild the whole snapshot.
+                    before = (info.node is not None, zone_key(info), info.images)
                     info.set_node(node)  # an update, or a placeholder whose node arrived
+                    in_place = before == (True, zone_key(info), info.images)
             except MALFORMED as exc:
                 # Go's informer could not decode such an object at all: skip it, loudly.
                 log.error("node %s skipped: malformed object from the API: %s", name, exc)
                 return
             self._dirty = True
-            self._nodes_changed = True
+            if in_place:
+                self._pods_changed.add(name)
+            else:
+                self._nodes_changed = True
 
     def update_node(self, old: dict | None, new: dict) -> None:
         self.add_node(new)

@@ -8,6 +8,7 @@ import threading
 import pytest
 
 from extender.cache import Cache, CacheError
+from extender.framework.columns import NodeTable
 from tests.unit.builders import make_node, make_pod
 
 
@@ -417,7 +418,8 @@ def test_incremental_snapshots_equal_a_rebuild_from_scratch(seed: int) -> None:
         op = rng.random()
         node = rng.choice(names)
         if op < 0.12:
-            images = [([f"img:{rng.randint(0, 2)}"], 100)]
+            # Half the updates keep the node's images: they swap its NodeInfo in place.
+            images = [([f"img:{rng.randint(0, 2) if rng.random() < 0.5 else 0}"], 100)]
             cache.add_node(make_node(node, labels={"v": str(step)}, images=images))
         elif op < 0.18:
             cache.remove_node(make_node(node))
@@ -448,6 +450,12 @@ def test_incremental_snapshots_equal_a_rebuild_from_scratch(seed: int) -> None:
             snapshot = cache.snapshot()
             assert _describe(snapshot) == _from_scratch(cache), f"step {step}"
             taken.append((snapshot, _describe(snapshot, images=False)))
+            # The node table carried across overlays reads as one built anew.
+            table, fresh = snapshot.table, NodeTable(snapshot.node_info_list)
+            for column in ("alloc_milli_cpu", "req_milli_cpu", "pod_count", "unschedulable"):
+                assert getattr(table, column).tolist() == getattr(fresh, column).tolist()
+            ours, theirs = table.labels("v"), fresh.labels("v")
+            assert [ours.values[c] for c in ours.codes] == [theirs.values[c] for c in theirs.codes]
     for snapshot, description in taken:
         assert _describe(snapshot, images=False) == description
 
@@ -483,3 +491,23 @@ def test_snapshot_after_pod_changes_does_not_walk_every_node() -> None:
     assert [p.name for p in third.get("n7").pods] == ["p"]
     assert second.get("n7") is not first.get("n7")
     assert third.get("n3") is first.get("n3")
+
+
+def test_a_node_update_keeping_zone_and_images_swaps_one_node_info() -> None:
+    """Status and label updates (kubelets report every few minutes per node) swap that node's
+    NodeInfo like a pod change; a new zone (node order) or new images (image counts) rebuild."""
+    cache = Cache()
+    for i in range(50):
+        cache.add_node(make_node(f"n{i}", labels={"topology.kubernetes.io/zone": f"z{i % 3}"}))
+    first = cache.snapshot()
+    cache._nodes = _CountingDict(cache._nodes)
+    cache.add_node(make_node("n7", labels={"topology.kubernetes.io/zone": "z1", "new": "x"}))
+    second = cache.snapshot()
+    assert cache._nodes.walks == 0
+    assert second.get("n7").labels["new"] == "x"
+    assert second.get("n3") is first.get("n3")
+    assert [i.name for i in second.node_info_list] == [i.name for i in first.node_info_list]
+    cache.add_node(make_node("n7", labels={"topology.kubernetes.io/zone": "z2"}))
+    third = cache.snapshot()
+    assert cache._nodes.walks > 0  # a new zone: the node order is rebuilt
+    assert third.get("n7").labels["topology.kubernetes.io/zone"] == "z2"
