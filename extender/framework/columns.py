@@ -36,6 +36,7 @@ saturated or absurd quantity); batch forms then decline and the per-node referen
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
+from operator import attrgetter, is_
 from typing import Any, TypeVar
 
 import numpy as np
@@ -198,14 +199,17 @@ class NodeTable:
         mine = self.infos
         if infos is mine:
             return np.arange(len(mine))
+        if not infos:
+            return np.zeros(0, dtype=np.int64)
         index = self.index
-        rows = np.empty(len(infos), dtype=np.int64)
-        for i, info in enumerate(infos):
-            row = index.get(info.name)
-            if row is None or mine[row] is not info:
-                return None
-            rows[i] = row
-        return rows
+        try:
+            # C-level passes: the rows by name, then the same NodeInfo objects at those rows.
+            found = [index[name] for name in map(attrgetter("name"), infos)]
+        except KeyError:
+            return None
+        if not all(map(is_, infos, map(mine.__getitem__, found))):
+            return None
+        return np.array(found, dtype=np.int64)
 
     # -- columns on demand ----------------------------------------------------------------
 

@@ -16,7 +16,7 @@ with upstream's semantics, and reads best in one place.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -55,6 +55,7 @@ from .types import (
     NodeInfo,
     NodePluginScores,
     NodeScore,
+    NodeScoreList,
     PodInfo,
     PostFilterResult,
     PreFilterResult,
@@ -560,7 +561,7 @@ class Framework:
 
     def run_score_plugins(
         self, state: CycleState, pod: dict, nodes: list[NodeInfo]
-    ) -> tuple[list[NodePluginScores], Status | None]:
+    ) -> tuple[Sequence[NodePluginScores], Status | None]:
         """Score, NormalizeScore, validation and weights (upstream ``RunScorePlugins``)."""
         skip = state.skip_score_plugins
         names: list[str] = []
@@ -612,13 +613,7 @@ class Framework:
             totals += weighted
         if not columns:
             return [NodePluginScores(info.name) for info in nodes], None
-        sums = totals.tolist()
-        shared = (names, columns)
-        make = NodePluginScores.from_columns
-        return [
-            make(info.name, total, shared, i)
-            for i, (info, total) in enumerate(zip(nodes, sums, strict=True))
-        ], None
+        return NodeScoreList([i.name for i in nodes], totals.tolist(), (names, columns)), None
 
     def _raw_scores(
         self,

@@ -21,7 +21,7 @@ from .cycle_state import CycleState
 from .handle import MAX_EXTENDER_PRIORITY, Extender
 from .runtime import NO_REJECT, BatchFilter, Framework
 from .status import Code, Status
-from .types import NodeInfo, NodePluginScores, Snapshot
+from .types import NodeInfo, NodePluginScores, NodeScoreList, Snapshot
 
 NO_NODE_AVAILABLE_MSG = "0/{} nodes are available"
 NO_NODES_AVAILABLE = "no nodes available to schedule pods"
@@ -169,7 +169,7 @@ class ScheduleResult:
     suggested_host: str
     evaluated_nodes: int
     feasible_nodes: int
-    scores: list[NodePluginScores] = field(default_factory=list)
+    scores: Sequence[NodePluginScores] = field(default_factory=list)
 
 
 def num_feasible_nodes_to_find(percentage: int | None, num_all_nodes: int) -> int:
@@ -397,7 +397,7 @@ class SchedulingAlgorithm:
 
     def prioritize_nodes(
         self, fwk: Framework, state: CycleState, pod: dict, nodes: list[NodeInfo]
-    ) -> list[NodePluginScores]:
+    ) -> Sequence[NodePluginScores]:
         """PreScore, Score, NormalizeScore, weights and extender priorities (upstream
         ``prioritizeNodes``)."""
         if not fwk.has_score_plugins() and not self.extenders:
@@ -408,6 +408,8 @@ class SchedulingAlgorithm:
         scores, status = fwk.run_score_plugins(state, pod, nodes)
         if status is not None:
             raise SchedulingError(status)
+        if self.extenders:
+            scores = list(scores)  # the extenders add to the entries' totals
         by_name = {entry.name: entry for entry in scores} if self.extenders else {}
         for extender in self.extenders:
             if not extender.is_prioritizer() or not extender.is_interested(pod):
@@ -424,20 +426,26 @@ class SchedulingAlgorithm:
                     entry.total_score += score * factor
         return scores
 
-    def select_host(self, scores: list[NodePluginScores]) -> str:
+    def select_host(self, scores: Sequence[NodePluginScores]) -> str:
         """Highest total; ties broken uniformly at random (reservoir sampling)."""
         if not scores:
             raise ValueError("empty priority list")
-        best = scores[0]
+        if isinstance(scores, NodeScoreList):
+            names, totals = scores.names, scores.totals
+        else:
+            names = [entry.name for entry in scores]
+            totals = [entry.total_score for entry in scores]
+        best, best_total = 0, totals[0]
         seen = 1
-        for entry in scores[1:]:
-            if entry.total_score > best.total_score:
-                best, seen = entry, 1
-            elif entry.total_score == best.total_score:
+        for i in range(1, len(totals)):
+            total = totals[i]
+            if total > best_total:
+                best, best_total, seen = i, total, 1
+            elif total == best_total:
                 seen += 1
                 if self.rng.randrange(seen) == 0:
-                    best = entry
-        return best.name
+                    best = i
+        return names[best]
 
     # -- whole attempt ------------------------------------------------------------------
 

@@ -14,7 +14,7 @@ import itertools
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from enum import Enum
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, overload
 
 from .labels import LabelSelector
 from .resources import Resource, pod_requests
@@ -661,6 +661,53 @@ class NodePluginScores:
 
     def __repr__(self) -> str:
         return f"NodePluginScores({self.name!r}, {self.scores!r}, {self.total_score})"
+
+
+class NodeScoreList(Sequence[NodePluginScores]):
+    """The scored nodes of one cycle, in node order: ``names`` and ``totals`` as plain lists
+    (what picking a host and the extender's prioritize answer read), and a
+    :class:`NodePluginScores` per node made when an entry is first asked for."""
+
+    __slots__ = ("names", "totals", "_columns", "_entries")
+
+    def __init__(
+        self, names: list[str], totals: list[int], columns: tuple[list[str], list[list[int]]]
+    ) -> None:
+        self.names = names
+        self.totals = totals
+        self._columns = columns
+        self._entries: list[NodePluginScores] | None = None
+
+    def _all(self) -> list[NodePluginScores]:
+        if self._entries is None:
+            make, columns = NodePluginScores.from_columns, self._columns
+            self._entries = [
+                make(name, total, columns, i)
+                for i, (name, total) in enumerate(zip(self.names, self.totals, strict=True))
+            ]
+        return self._entries
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+    @overload
+    def __getitem__(self, index: int) -> NodePluginScores: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[NodePluginScores]: ...
+
+    def __getitem__(self, index: int | slice) -> NodePluginScores | list[NodePluginScores]:
+        return self._all()[index]
+
+    def __iter__(self) -> Iterator[NodePluginScores]:
+        return iter(self._all())
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Sequence):
+            return list(self) == list(other)
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
 
 
 class QueuedPodInfo:

@@ -24,7 +24,7 @@ from extender.framework.preemption import fits_without_victims
 from extender.framework.runtime import MAX_NODE_SCORE, Framework
 from extender.framework.schedule import SchedulingAlgorithm, SchedulingError
 from extender.framework.status import Code, Status
-from extender.framework.types import NodeInfo, PodInfo, Snapshot
+from extender.framework.types import NodeInfo, NodeScoreList, PodInfo, Snapshot
 from extender.wire import (
     binding_result,
     filter_result,
@@ -98,7 +98,7 @@ class ExtenderService:
         while True:
             snapshot = self.cache.snapshot()
             lookup = snapshot.node_info_map.get
-            found = [lookup(name) for name in names]
+            found = list(map(lookup, names))
             candidates = [info for info in found if info is not None]
             missing = (
                 [n for n, i in zip(names, found, strict=True) if i is None]
@@ -218,8 +218,12 @@ class ExtenderService:
         # The weighted mean of 0..100 plugin scores, scaled to the extender range 0..10;
         # kube-scheduler multiplies it back by weight x 10.
         scale = MAX_NODE_SCORE * total_weight
+        if isinstance(scores, NodeScoreList):
+            pairs = zip(scores.names, scores.totals, strict=True)
+        else:
+            pairs = ((entry.name, entry.total_score) for entry in scores)
         return host_priority_list(
-            [(entry.name, entry.total_score * MAX_EXTENDER_PRIORITY // scale) for entry in scores]
+            [(name, total * MAX_EXTENDER_PRIORITY // scale) for name, total in pairs]
         )
 
     def preempt(self, args: dict) -> dict:

@@ -137,3 +137,54 @@ def test_no_nodes_is_unresolvable_error():
         SchedulingAlgorithm().schedule_pod(framework(), CycleState(), make_pod("p"), Snapshot())
     assert info.value.status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE
     assert info.value.status.message == "no nodes available to schedule pods"
+
+
+class _FavouringExtender:
+    """A prioritizer that gives one node the top extender score and the others none."""
+
+    name = "favour"
+    weight = 5
+    ignorable = False
+
+    def __init__(self, favourite: str) -> None:
+        self.favourite = favourite
+
+    def is_interested(self, pod):
+        return True
+
+    def is_filter(self):
+        return False
+
+    def is_prioritizer(self):
+        return True
+
+    def is_binder(self):
+        return False
+
+    def supports_preemption(self):
+        return False
+
+    def prioritize(self, pod, nodes):
+        return {info.name: (10 if info.name == self.favourite else 0) for info in nodes}
+
+
+def test_extender_priorities_count_in_the_pick_with_plugin_scores():
+    """Plugin scores (a batch-scored, column-backed score list) plus extender priorities: the
+    host is picked on the sum, not on the plugins' totals alone."""
+    nodes = [make_node(f"node{i}") for i in range(6)]
+    snapshot = Snapshot.from_objects(nodes)
+    profile = Profile(
+        plugins={
+            "preScore": [PluginSpec("NodeNumber")],
+            "score": [PluginSpec("NodeNumber", 1)],
+        }
+    )
+    fwk = Framework(profile, in_tree_registry())
+    pod = make_pod("pod-3")
+    plain = SchedulingAlgorithm(rng=random.Random(1))
+    assert plain.schedule_pod(fwk, CycleState(), pod, snapshot).suggested_host == "node3"
+    algo = SchedulingAlgorithm(extenders=[_FavouringExtender("node5")], rng=random.Random(1))
+    result = algo.schedule_pod(fwk, CycleState(), pod, snapshot)
+    assert result.suggested_host == "node5"
+    totals = {entry.name: entry.total_score for entry in result.scores}
+    assert totals["node5"] == 500 and totals["node3"] == 100
