@@ -107,11 +107,13 @@ def cpu_split(recorder: BindRecorder, pids: dict[str, int], ours: int | None = N
     return ", ".join(parts)
 
 
-def run_kube_scheduler(cp, kube, pods: int, tag: str, workload: str) -> float:
+def run_kube_scheduler(
+    cp, kube, pods: int, tag: str, workload: str, content_type: str | None = None
+) -> float:
     name = f"ks-{tag}"
     create_pods(kube, pods, name, name, workload)
     recorder = BindRecorder(kube, name, pods)
-    cp.start_scheduler(kube_scheduler_config(name), name=name)
+    cp.start_scheduler(kube_scheduler_config(name, content_type=content_type), name=name)
     try:
         print(f"    {name}: {cpu_split(recorder, dict(cp.state.pids))}", flush=True)
         return recorder.wait(900)
@@ -199,6 +201,12 @@ def main() -> int:
         default="wall",
         help="cpu: time each thread by its own CPU time (GIL and network waits excluded)",
     )
+    parser.add_argument(
+        "--json-peer",
+        action="store_true",
+        help="also run kube-scheduler with clientConnection.contentType application/json "
+        "(kube-extender's wire format): what protobuf saves the apiserver",
+    )
     args = parser.parse_args()
     workloads = args.workloads.split(",")
     if "mixed" in workloads:
@@ -216,6 +224,11 @@ def main() -> int:
                 tag = f"{workload}-{count}"
                 theirs = run_kube_scheduler(cp, kube, args.pods, tag, workload)
                 print(f"  {workload}: kube-scheduler: {theirs:7.1f} pods/s", flush=True)
+                if args.json_peer:
+                    json_peer = run_kube_scheduler(
+                        cp, kube, args.pods, f"json-{tag}", workload, "application/json"
+                    )
+                    print(f"  {workload}: kube-scheduler (JSON): {json_peer:7.1f} pods/s")
                 base = None
                 if args.base is not None:
                     base = run_ours(cp, kube, args.pods, f"base-{tag}", workload, tree=args.base)
