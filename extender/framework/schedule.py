@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import random
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -275,7 +275,6 @@ class SchedulingAlgorithm:
             if not evaluate_all:
                 self.next_start_node_index = (start + len(feasible)) % n
             return feasible
-        rejected = 0
         has_nominations = _has_nominations(fwk)
         batch = None if has_nominations else fwk.run_filter_batch(state, pod)
         rows = batch.table.rows(nodes) if batch is not None else None
@@ -288,22 +287,13 @@ class SchedulingAlgorithm:
             if has_nominations
             else fwk.run_filter_plugins
         )
+        visits = (nodes[(start + i) % n] for i in range(n))
         try:
-            for i in range(n):
-                info = nodes[(start + i) % n]
-                status = run(state, pod, info)
-                if status is None:
-                    feasible.append(info)
-                    if len(feasible) >= to_find:
-                        break
-                elif status.code == Code.ERROR:
-                    raise SchedulingError(status)
-                else:
-                    rejected += 1
-                    diagnosis.add_rejection(info.name, status)
+            _scan(((info, run(state, pod, info)) for info in visits), to_find, feasible, diagnosis)
         finally:
             if not evaluate_all:
-                self.next_start_node_index = (start + len(feasible) + rejected) % n
+                visited = len(feasible) + diagnosis.rejected_count
+                self.next_start_node_index = (start + visited) % n
         return feasible
 
     def _filter_batched(
@@ -327,7 +317,6 @@ class SchedulingAlgorithm:
         first = batch.first_reject[rows[order]]
         answered = batch.answered
         feasible: list[NodeInfo] = []
-        rejected = 0
         try:
             if batch.complete:
                 passing = first == NO_REJECT
@@ -339,7 +328,6 @@ class SchedulingAlgorithm:
                 fwk.remember_rows(state, feasible, batch.table, rows[kept])
                 failing = ~passing[:processed]
                 out = [nodes[i] for i in order[:processed][failing].tolist()]
-                rejected = len(out)
                 # The exact statuses come from the rejecting plugins' filter, when asked for.
                 frozen = state.clone()
                 diagnosis.defer(
@@ -348,21 +336,15 @@ class SchedulingAlgorithm:
                     lambda info, k: fwk.run_filter_plugins(frozen, pod, info, answered, k),
                 )
                 return feasible
-            for i, k in zip(order.tolist(), first.tolist(), strict=True):
-                info = nodes[i]
-                status = fwk.run_filter_plugins(state, pod, info, answered, k)
-                if status is None:
-                    feasible.append(info)
-                    if len(feasible) >= to_find:
-                        break
-                elif status.code == Code.ERROR:
-                    raise SchedulingError(status)
-                else:
-                    rejected += 1
-                    diagnosis.add_rejection(info.name, status)
+            checked = (
+                (nodes[i], fwk.run_filter_plugins(state, pod, nodes[i], answered, k))
+                for i, k in zip(order.tolist(), first.tolist(), strict=True)
+            )
+            _scan(checked, to_find, feasible, diagnosis)
         finally:
             if not evaluate_all:
-                self.next_start_node_index = (start + len(feasible) + rejected) % n
+                visited = len(feasible) + diagnosis.rejected_count
+                self.next_start_node_index = (start + visited) % n
         return feasible
 
     def _extender_filter(
@@ -475,6 +457,26 @@ class SchedulingAlgorithm:
             return ScheduleResult(feasible[0].name, evaluated, 1)
         scores = self.prioritize_nodes(fwk, state, pod, feasible)
         return ScheduleResult(self.select_host(scores), evaluated, len(feasible), scores)
+
+
+def _scan(
+    checked: Iterable[tuple[NodeInfo, Status | None]],
+    to_find: int,
+    feasible: list[NodeInfo],
+    diagnosis: Diagnosis,
+) -> None:
+    """Nodes in visiting order with their filter status (computed as the walk reaches them):
+    the feasible ones into ``feasible`` until ``to_find``, the rejected ones into the
+    diagnosis; an Error ends the walk (upstream ``findNodesThatPassFilters``)."""
+    for info, status in checked:
+        if status is None:
+            feasible.append(info)
+            if len(feasible) >= to_find:
+                break
+        elif status.code == Code.ERROR:
+            raise SchedulingError(status)
+        else:
+            diagnosis.add_rejection(info.name, status)
 
 
 def _fresh_state(state: CycleState) -> CycleState:
