@@ -23,7 +23,9 @@ Row ``i`` is ``snapshot.node_info_list[i]``. Columns:
 * ``has_node`` (bool): the row's NodeInfo has its node object;
 * pods by label pair, on demand with :meth:`NodeTable.pods_with_label`: every pod of the
   table's nodes carrying a ``(key, value)`` label, with its row, so that counting plugins
-  visit the few pods that can match a selector instead of every node.
+  visit the few pods that can match a selector instead of every node;
+* plugin data, with :meth:`NodeTable.derived`: computed once per table under a plugin-owned
+  key, and updated across derives from the changed rows (InterPodAffinity's grouped terms).
 
 A table is immutable once built. :meth:`NodeTable.derive` makes the table of a snapshot that
 differs from this one in a few rows (the cache's overlay after a pod was assumed or bound)
