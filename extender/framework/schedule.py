@@ -328,13 +328,14 @@ class SchedulingAlgorithm:
                 fwk.remember_rows(state, feasible, batch.table, rows[kept])
                 failing = ~passing[:processed]
                 out = [nodes[i] for i in order[:processed][failing].tolist()]
-                # The exact statuses come from the rejecting plugins' filter, when asked for.
-                frozen = state.clone()
-                diagnosis.defer(
-                    out,
-                    first[:processed][failing].tolist(),
-                    lambda info, k: fwk.run_filter_plugins(frozen, pod, info, answered, k),
-                )
+                if out:
+                    # The exact statuses come from the rejecting plugins' filter, when read.
+                    frozen = state.clone()
+                    diagnosis.defer(
+                        out,
+                        first[:processed][failing].tolist(),
+                        lambda info, k: fwk.run_filter_plugins(frozen, pod, info, answered, k),
+                    )
                 return feasible
             checked = (
                 (nodes[i], fwk.run_filter_plugins(state, pod, nodes[i], answered, k))
