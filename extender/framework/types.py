@@ -43,18 +43,7 @@ class AffinityTerm:
     """A pod (anti-)affinity term with its namespaces resolved (upstream
     ``pkg/scheduler/framework/plugins/interpodaffinity``)."""
 
-    __slots__ = ("namespaces", "namespace_selector", "selector", "topology_key")
-
-    @property
-    def key(self) -> tuple:
-        """Equal for terms that match the same pods (same namespaces, selectors, key)."""
-        ns_selector = self.namespace_selector
-        return (
-            self.topology_key,
-            self.selector.key,
-            self.namespaces,
-            None if ns_selector is None else ns_selector.key,
-        )
+    __slots__ = ("namespaces", "namespace_selector", "selector", "topology_key", "key")
 
     def __init__(self, term: dict, pod_namespace: str, pod_labels: dict) -> None:
         self.topology_key: str = term.get("topologyKey") or ""
@@ -70,6 +59,13 @@ class AffinityTerm:
         self.namespace_selector = LabelSelector(ns_selector) if ns_selector is not None else None
         if not self.namespaces and self.namespace_selector is None:
             self.namespaces = frozenset((pod_namespace,))
+        # Equal for terms that match the same pods (same namespaces, selectors, key).
+        self.key: tuple = (
+            self.topology_key,
+            self.selector.key,
+            self.namespaces,
+            None if self.namespace_selector is None else self.namespace_selector.key,
+        )
 
     def matches(self, pod: PodInfo, namespace_labels: dict | None = None) -> bool:
         """Whether ``pod`` is in the term's namespaces and its labels match the selector.
@@ -441,10 +437,7 @@ class Snapshot:
         infos = [info for info in node_infos if info.node is not None]
         self.node_info_list = zone_interleaved(infos)
         self.node_info_map = {info.name: info for info in self.node_info_list}
-        self.have_pods_with_affinity_list = [i for i in self.node_info_list if i.pods_with_affinity]
-        self.have_pods_with_required_anti_affinity_list = [
-            i for i in self.node_info_list if i.pods_with_required_anti_affinity
-        ]
+        self._list_affinity_nodes()
         self.generation = generation
         self._table: NodeTable | None = None
         self._positions: dict[str, int] | None = None
@@ -485,18 +478,14 @@ class Snapshot:
         snap.node_info_list = nodes
         snap.node_info_map = {**self.node_info_map, **replacing}
         snap._positions = None if added else positions
-        # The affinity lists change only if a replaced node holds (or held) such pods.
+        # The affinity lists change only if a replaced node holds (or held) such pods (a pod
+        # with required anti-affinity has affinity: one test covers both lists).
         previous = [self.node_info_map.get(name) for name in replacing]
         touched = list(replacing.values()) + [p for p in previous if p is not None]
         if added or any(i.pods_with_affinity for i in touched):
-            snap.have_pods_with_affinity_list = [i for i in nodes if i.pods_with_affinity]
+            snap._list_affinity_nodes()
         else:
             snap.have_pods_with_affinity_list = self.have_pods_with_affinity_list
-        if added or any(i.pods_with_required_anti_affinity for i in touched):
-            snap.have_pods_with_required_anti_affinity_list = [
-                i for i in nodes if i.pods_with_required_anti_affinity
-            ]
-        else:
             anti = self.have_pods_with_required_anti_affinity_list
             snap.have_pods_with_required_anti_affinity_list = anti
         snap.generation = self.generation
@@ -514,6 +503,13 @@ class Snapshot:
                 for name, size in info.images.items()
             }
         return snap
+
+    def _list_affinity_nodes(self) -> None:
+        nodes = self.node_info_list
+        self.have_pods_with_affinity_list = [i for i in nodes if i.pods_with_affinity]
+        self.have_pods_with_required_anti_affinity_list = [
+            i for i in nodes if i.pods_with_required_anti_affinity
+        ]
 
     def _node_positions(self) -> dict[str, int]:
         """Node name -> its index in ``node_info_list`` (shared by overlays: same order)."""
@@ -536,10 +532,7 @@ class Snapshot:
         """``info``, a NodeInfo of this snapshot, was changed in place (a simulation assumes
         pods this way): bring the views derived from the NodeInfos up to date."""
         # Rebuilt, not edited: an overlay may share these lists with the snapshot it came from.
-        self.have_pods_with_affinity_list = [i for i in self.node_info_list if i.pods_with_affinity]
-        self.have_pods_with_required_anti_affinity_list = [
-            i for i in self.node_info_list if i.pods_with_required_anti_affinity
-        ]
+        self._list_affinity_nodes()
         if self._table is not None:
             self._table = self._table.derive(self.node_info_list, [self._table.index[info.name]])
 
