@@ -91,7 +91,7 @@ class Cache:
         # image summaries must be rebuilt. Pod changes alone only swap NodeInfos.
         self._nodes_changed = True
         # Names of the NodeInfos whose pods (or node, in place) changed since the last snapshot.
-        self._pods_changed: set[str] = set()
+        self._touched: set[str] = set()
 
     # -- nodes ----------------------------------------------------------------------------------
 
@@ -116,7 +116,7 @@ class Cache:
                 return
             self._dirty = True
             if in_place:
-                self._pods_changed.add(name)
+                self._touched.add(name)
             else:
                 self._nodes_changed = True
 
@@ -169,7 +169,7 @@ class Cache:
     def _place(self, pod: dict | PodInfo, node: str) -> PodInfo:
         info = self._node_info(node).add_pod(pod)
         self._dirty = True
-        self._pods_changed.add(node)
+        self._touched.add(node)
         return info
 
     def _unplace(self, key: str, node: str) -> None:
@@ -180,7 +180,7 @@ class Cache:
         if info.node is None and not info.pods:
             del self._nodes[node]
         self._dirty = True
-        self._pods_changed.add(node)
+        self._touched.add(node)
 
     def assume_pod(self, pod: dict) -> None:
         """Account ``pod`` (with ``spec.nodeName`` set) on its node before it is bound."""
@@ -306,7 +306,7 @@ class Cache:
                 self._snapshot = self._pods_snapshot(self._snapshot)
             self._dirty = False
             self._nodes_changed = False
-            self._pods_changed.clear()
+            self._touched.clear()
             return self._snapshot
 
     def _full_snapshot(self) -> Snapshot:
@@ -325,12 +325,12 @@ class Cache:
         return Snapshot(clones.values(), generation)
 
     def _pods_snapshot(self, previous: Snapshot) -> Snapshot:
-        """Only pods moved, on the nodes in ``_pods_changed``: keep the node order and image
+        """Only pods moved, on the nodes in ``_touched``: keep the node order and image
         summaries, swap the NodeInfos of those nodes (the node set is unchanged, so each of
         them is in ``_clones`` unless it is a placeholder, which snapshots leave out)."""
         changed: list[NodeInfo] = []
         generation = previous.generation
-        for name in self._pods_changed:
+        for name in self._touched:
             info = self._nodes.get(name)
             clone = self._clones.get(name)
             if info is None or info.node is None or clone is None:
