@@ -139,15 +139,7 @@ def insufficient_resources(
         for name in NATIVE_RESOURCES
         if pod_request.get(name) > 0
     ]
-    ignored = frozenset(ignored_resources)
-    groups = frozenset(ignored_resource_groups)
-    for name, want in pod_request.scalar.items():
-        if want == 0:
-            continue
-        if is_extended_resource_name(name) and (
-            name in ignored or (groups and name.split("/", 1)[0] in groups)
-        ):
-            continue
+    for name, want in checked_scalars(pod_request, ignored_resources, ignored_resource_groups):
         checks.append((name, want, allocatable.scalar.get(name, 0), used.scalar.get(name, 0)))
     for name, want, have, taken in checks:
         if want > have - taken:
@@ -157,6 +149,24 @@ def insufficient_resources(
                 )
             )
     return out
+
+
+def checked_scalars(
+    pod_request: Amounts, ignored_resources: Iterable[str], ignored_resource_groups: Iterable[str]
+) -> list[tuple[str, int]]:
+    """The scalar requests Filter checks: positive, and not an extended resource named in
+    ``ignoredResources`` or whose prefix (before ``/``) is in ``ignoredResourceGroups``."""
+    ignored = frozenset(ignored_resources)
+    groups = frozenset(ignored_resource_groups)
+    return [
+        (name, want)
+        for name, want in pod_request.scalar.items()
+        if want != 0
+        and not (
+            is_extended_resource_name(name)
+            and (name in ignored or (groups and name.split("/", 1)[0] in groups))
+        )
+    ]
 
 
 def fits(pod: dict, node_info: NodeInfo) -> list[InsufficientResource]:
@@ -261,18 +271,9 @@ class NodeResourcesFit:
                 if not -SAFE_AMOUNT < want < SAFE_AMOUNT:
                     return None
                 ok &= want <= alloc - used
-        for name, want in request.scalar.items():
-            if want == 0 or (
-                is_extended_resource_name(name)
-                and (
-                    name in self.ignored_resources
-                    or (
-                        self.ignored_resource_groups
-                        and name.split("/", 1)[0] in self.ignored_resource_groups
-                    )
-                )
-            ):
-                continue
+        for name, want in checked_scalars(
+            request, self.ignored_resources, self.ignored_resource_groups
+        ):
             columns = table.scalar(name)
             if columns is None or not -SAFE_AMOUNT < want < SAFE_AMOUNT:
                 return None
