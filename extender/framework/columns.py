@@ -167,11 +167,17 @@ class NodeTable:
         self.names = [info.name for info in self.infos]
         self.index = {name: i for i, name in enumerate(self.names)}
         rows = [_row(info) for info in self.infos]
-        self.exact = all(-SAFE_AMOUNT < v < SAFE_AMOUNT for row in rows for v in row)
         n = len(rows)
-        if self.exact and n:
-            matrix = np.array(rows, dtype=np.int64)
-        else:
+        try:
+            # One conversion; an amount beyond int64 raises, one beyond SAFE_AMOUNT is seen
+            # by the maximum: either way the table is not exact.
+            matrix = np.array(rows, dtype=np.int64).reshape(n, len(_INT_COLUMNS))
+            self.exact = not n or (
+                int(matrix.min()) > -SAFE_AMOUNT and int(matrix.max()) < SAFE_AMOUNT
+            )
+        except OverflowError:
+            self.exact = False
+        if not self.exact:
             matrix = np.zeros((n, len(_INT_COLUMNS)), dtype=np.int64)
         for j, column in enumerate(_INT_COLUMNS):
             setattr(self, column, np.ascontiguousarray(matrix[:, j]))

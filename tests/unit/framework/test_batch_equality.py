@@ -373,3 +373,12 @@ def test_counting_scenarios_plugin_by_plugin(seed: int) -> None:
         pod["metadata"]["uid"] = f"uid-incoming-{i}"
     assert _plugin_by_plugin(snapshot, incoming, objects) > 0
     assert _compare(snapshot, incoming, objects, evaluate_all=True) == len(incoming)
+
+
+@pytest.mark.parametrize("quantity", ["1e999", "-1e999", "9223372036854775807"])
+def test_a_table_with_an_amount_beyond_int64_room_is_not_exact(quantity: str) -> None:
+    """Saturated quantities (either sign) make the table inexact: batch forms decline."""
+    nodes, _ = make_cluster(3)
+    nodes[1]["status"]["allocatable"] = dict(nodes[1]["status"]["allocatable"], memory=quantity)
+    assert not Snapshot.from_objects(nodes).table.exact
+    assert Snapshot.from_objects(make_cluster(3)[0]).table.exact
