@@ -67,6 +67,16 @@ def measure(cp, kube, pods: int, name: str, extender_url: str | None) -> float:
         delete_all_pods(kube)
 
 
+def _ready(proc: subprocess.Popen, url: str, log: Path) -> tuple[subprocess.Popen, str]:
+    """``proc`` once it answers ``/readyz`` (stopped if it never does)."""
+    try:
+        wait_http_ok(url + "/readyz", proc, log)
+    except BaseException:
+        stop_pid(proc.pid)
+        raise
+    return proc, url
+
+
 def start_extender(cp, workers: int, threads: int) -> tuple[subprocess.Popen, str]:
     config = cp.directory / "bench-extender.yaml"
     config.write_text(EXTENDER_CONFIG)
@@ -93,13 +103,7 @@ def start_extender(cp, workers: int, threads: int) -> tuple[subprocess.Popen, st
         log,
         cwd=Path(__file__).resolve().parents[1],  # this checkout's extender, not the venv's
     )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        wait_http_ok(url + "/readyz", proc, log)
-    except BaseException:
-        stop_pid(proc.pid)
-        raise
-    return proc, url
+    return _ready(proc, f"http://127.0.0.1:{port}", log)
 
 
 def start_null_extender(cp, workers: int, threads: int) -> tuple[subprocess.Popen, str]:
@@ -125,13 +129,7 @@ def start_null_extender(cp, workers: int, threads: int) -> tuple[subprocess.Pope
         log,
         cwd=Path(__file__).resolve().parents[1],
     )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        wait_http_ok(url + "/readyz", proc, log)
-    except BaseException:
-        stop_pid(proc.pid)
-        raise
-    return proc, url
+    return _ready(proc, f"http://127.0.0.1:{port}", log)
 
 
 def main() -> int:
