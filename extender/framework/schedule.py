@@ -69,6 +69,8 @@ class Diagnosis:
             self._deferred_count += len(nodes)
 
     def _resolve(self) -> None:
+        if not self._deferred:
+            return
         deferred, self._deferred, self._deferred_count = self._deferred, [], 0
         for nodes, plugins, resolve in deferred:
             for info, k in zip(nodes, plugins, strict=True):
@@ -78,31 +80,22 @@ class Diagnosis:
                     continue
                 self.add_rejection(info.name, status)
 
+    # What the deferred rejections feed: read through these, after resolving them.
+
     @property
     def node_to_status(self) -> dict[str, Status]:
-        if self._deferred:
-            self._resolve()
+        self._resolve()
         return self._node_to_status
 
     @property
     def unschedulable_plugins(self) -> set[str]:
-        if self._deferred:
-            self._resolve()
+        self._resolve()
         return self._unschedulable_plugins
-
-    @unschedulable_plugins.setter
-    def unschedulable_plugins(self, plugins: set[str]) -> None:
-        self._unschedulable_plugins = plugins
 
     @property
     def pending_plugins(self) -> set[str]:
-        if self._deferred:
-            self._resolve()
+        self._resolve()
         return self._pending_plugins
-
-    @pending_plugins.setter
-    def pending_plugins(self, plugins: set[str]) -> None:
-        self._pending_plugins = plugins
 
     @property
     def rejected_count(self) -> int:
@@ -233,9 +226,9 @@ class SchedulingAlgorithm:
             diagnosis.absent_status = status
             diagnosis.pre_filter_msg = status.message
             if status.code == Code.PENDING:
-                diagnosis.pending_plugins |= rejected_by
+                diagnosis.pending_plugins.update(rejected_by)
             else:
-                diagnosis.unschedulable_plugins |= rejected_by
+                diagnosis.unschedulable_plugins.update(rejected_by)
             return [], diagnosis
 
         candidates = all_nodes if nodes is None else nodes
@@ -246,7 +239,7 @@ class SchedulingAlgorithm:
                 Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
                 f"node(s) didn't satisfy plugin(s) [{' '.join(result.plugins)}]",
             )
-            diagnosis.unschedulable_plugins |= set(result.plugins)
+            diagnosis.unschedulable_plugins.update(result.plugins)
 
         feasible = self._filter(fwk, state, pod, candidates, diagnosis, evaluate_all)
         feasible = self._extender_filter(pod, feasible, diagnosis)
