@@ -285,9 +285,14 @@ class SchedulingAlgorithm:
             _scan(((info, run(state, pod, info)) for info in visits), to_find, feasible, diagnosis)
         finally:
             if not evaluate_all:
-                visited = len(feasible) + diagnosis.rejected_count
-                self.next_start_node_index = (start + visited) % n
+                self._advance(start, n, feasible, diagnosis)
         return feasible
+
+    def _advance(self, start: int, n: int, feasible: list[NodeInfo], diagnosis: Diagnosis) -> None:
+        """The next cycle starts after the nodes this one visited (upstream
+        ``nextStartNodeIndex``): the feasible ones and the rejected ones."""
+        visited = len(feasible) + diagnosis.rejected_count
+        self.next_start_node_index = (start + visited) % n
 
     def _filter_batched(
         self,
@@ -337,8 +342,7 @@ class SchedulingAlgorithm:
             _scan(checked, to_find, feasible, diagnosis)
         finally:
             if not evaluate_all:
-                visited = len(feasible) + diagnosis.rejected_count
-                self.next_start_node_index = (start + visited) % n
+                self._advance(start, n, feasible, diagnosis)
         return feasible
 
     def _extender_filter(
