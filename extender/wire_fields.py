@@ -58,6 +58,7 @@ _CONTAINER = {
     "image": "str",
     "restartPolicy": "str",
     "resources": _RESOURCES,
+    "restartPolicyRules": ("list", {"action": "str"}),
     "ports": (
         "list",
         {"hostPort": "int", "hostIP": "str", "protocol": "str", "containerPort": "int"},
@@ -119,6 +120,8 @@ POD_FIELDS: dict = {
             },
         ),
         "schedulingGates": ("list", {"name": "str"}),
+        "hostNetwork": "bool",
+        "hostUsers": "bool",
         "volumes": ("list", {"name": "str", "image": {"reference": "str"}}),
     },
     "status": {
@@ -134,6 +137,7 @@ NODE_FIELDS: dict = {
         "allocatable": _QUANTITIES,
         "capacity": _QUANTITIES,
         "images": ("list", {"names": ("list", "str"), "sizeBytes": "int"}),
+        "declaredFeatures": ("list", "str"),
     },
 }
 

@@ -5,9 +5,10 @@ The default profile is upstream's MultiPoint list (upstream
 ``pkg/scheduler/apis/config/v1/default_plugins.go``) restricted to the plugins in
 :data:`extender.plugins.IN_TREE_PLUGINS`, in upstream order and with upstream score weights.
 
-Upstream defaults that are absent here, because they need objects we do not model
-(ResourceClaims, node feature declarations, workloads): DynamicResources, and the feature-gated
-NodeDeclaredFeatures and GangScheduling. A config may still *disable* them (a file shared with a
+NodeDeclaredFeatures (feature gate NodeDeclaredFeatures, beta and on in v1.36) comes last, as
+upstream's ``applyFeatureGates`` appends it. Upstream defaults that are absent here, because they
+need objects we do not model (ResourceClaims, workloads): DynamicResources, and the
+feature-gated GangScheduling. A config may still *disable* them (a file shared with a
 real kube-scheduler often does); enabling them is an error. NodeNumber (the teaching plugin)
 is in the registry but opt-in, so it is not in the default profile.
 """
@@ -54,13 +55,13 @@ DEFAULT_MULTI_POINT: tuple[PluginSpec, ...] = (
     PluginSpec("NodeResourcesBalancedAllocation", 1),
     PluginSpec("ImageLocality", 1),
     PluginSpec("DefaultBinder"),
+    PluginSpec("NodeDeclaredFeatures"),
 )
 
 # Upstream plugins we do not implement: a config may disable them (no-op), not enable them.
 UPSTREAM_ONLY_PLUGINS: frozenset[str] = frozenset(
     {
         "DynamicResources",
-        "NodeDeclaredFeatures",
         "GangScheduling",
     }
 )

@@ -31,6 +31,7 @@ IN_TREE_PLUGINS: dict[str, str] = {
     ),
     "ImageLocality": "image_locality:ImageLocality",
     "DefaultBinder": "default_binder:DefaultBinder",
+    "NodeDeclaredFeatures": "node_declared_features:NodeDeclaredFeatures",
     "NodeNumber": "node_number:NodeNumber",
 }
 

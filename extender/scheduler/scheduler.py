@@ -485,6 +485,9 @@ def node_update_action(old: dict, new: dict) -> ActionType:
         action |= ActionType.UPDATE_NODE_CONDITION
     if o_meta.get("annotations") != n_meta.get("annotations"):
         action |= ActionType.UPDATE_NODE_ANNOTATION
+    # Upstream extractNodeFeaturesChange (gate NodeDeclaredFeatures, on): the list is sorted.
+    if (o_status.get("declaredFeatures") or []) != (n_status.get("declaredFeatures") or []):
+        action |= ActionType.UPDATE_NODE_DECLARED_FEATURE
     return action
 
 

@@ -65,6 +65,7 @@ DEFAULT_FILTER = [
     "VolumeZone",
     "PodTopologySpread",
     "InterPodAffinity",
+    "NodeDeclaredFeatures",
 ]
 DEFAULT_PRE_FILTER = [
     "NodeAffinity",
@@ -76,6 +77,7 @@ DEFAULT_PRE_FILTER = [
     "VolumeZone",
     "PodTopologySpread",
     "InterPodAffinity",
+    "NodeDeclaredFeatures",
 ]
 DEFAULT_PRE_SCORE = [
     "TaintToleration",
@@ -419,6 +421,7 @@ EXPECTED_POINTS: dict[str, frozenset[str]] = {
     "VolumeBinding": frozenset({"preFilter", "filter", "preScore", "score", "reserve", "preBind"}),
     "VolumeZone": frozenset({"preFilter", "filter"}),
     "NodeNumber": frozenset({"preScore", "score", "permit"}),
+    "NodeDeclaredFeatures": frozenset({"preFilter", "filter"}),
 }
 
 
