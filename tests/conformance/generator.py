@@ -4,8 +4,9 @@ One seed gives one :class:`Case`: namespaces, nodes (labels, taints, allocatable
 unschedulable), existing pods already bound through ``spec.nodeName`` and pending pods that
 exercise every default filter plugin (requests incl. init containers, sidecars and RuntimeClass
 overhead, nodeSelector, node affinity, tolerations, host ports, topology spread, inter-pod
-(anti-)affinity, priority). The same seed always gives the same case (``random.Random(seed)``,
-no other source of randomness), so a disagreement found by a long run can be replayed.
+(anti-)affinity, priority, restart rules that need a node's declared feature). The same seed
+always gives the same case (``random.Random(seed)``, no other source of randomness), so a
+disagreement found by a long run can be replayed.
 
 Everything generated must be accepted by the apiserver: extended resources have requests equal
 to limits, toleration ``Exists`` has no value, ``Gt``/``Lt`` take one integer, ``matchFields``
@@ -61,6 +62,20 @@ CPUS = ("100m", "250m", "500m", "1", "1500m", "2")
 MEMORIES = ("64Mi", "256Mi", "512Mi", "1Gi", "2Gi", "3Gi")
 SMALL_CPUS = ("50m", "100m", "100m", "250m", "500m", "1", "2")
 SMALL_MEMORIES = ("64Mi", "128Mi", "256Mi", "512Mi", "1Gi", "2Gi")
+# NodeDeclaredFeatures: what nodes may declare (two the v1.36 registry infers from a pod spec, one
+# it knows but never requires, two it does not know) and the restart rule that requires one.
+RESTART_ALL = "RestartAllContainersOnContainerExits"
+DECLARABLE_FEATURES = (
+    RESTART_ALL,
+    "UserNamespacesHostNetworkSupport",
+    "ExtendWebSocketsToKubelet",
+    "ConformanceFeature",
+    "Conformance/subFeature",
+)
+RESTART_ALL_RULE = {
+    "action": "RestartAllContainers",
+    "exitCodes": {"operator": "In", "values": [42]},
+}
 
 
 @dataclass
@@ -106,6 +121,9 @@ class Generator:
         self.uses_runtime_class = False
         self.gpus_left: dict[str, int] = {}
         self.used: dict[str, tuple[int, int]] = {}  # node -> (milli cpu, memory) of bound pods
+        # Node features and restart rules (NodeDeclaredFeatures) draw from their own stream, so
+        # adding them left every other choice of a seed as it was.
+        self.feature_rng = random.Random(seed * 7919 + 17)
 
     # -- helpers --------------------------------------------------------------------------
 
@@ -209,6 +227,9 @@ class Generator:
         }
         if images:
             status["images"] = images
+        features = self.declared_features()
+        if features:
+            status["declaredFeatures"] = features
         return {
             "apiVersion": "v1",
             "kind": "Node",
@@ -216,6 +237,24 @@ class Generator:
             "spec": spec,
             "status": status,
         }
+
+    def declared_features(self) -> list[str]:
+        """``status.declaredFeatures``: sorted and unique (the apiserver checks both)."""
+        rng = self.feature_rng
+        if rng.random() < 0.4:
+            return []
+        return sorted(rng.sample(DECLARABLE_FEATURES, rng.randint(1, len(DECLARABLE_FEATURES))))
+
+    def restart_rules(self, containers: list[dict], init: list[dict]) -> None:
+        """Sometimes a container (or a non-sidecar init container) whose exit with code 42
+        restarts the whole pod: the pod then needs RestartAllContainersOnContainerExits."""
+        rng = self.feature_rng
+        if rng.random() >= 0.15:
+            return
+        candidates = containers + [c for c in init if c.get("restartPolicy") != "Always"]
+        target = rng.choice(candidates)
+        target["restartPolicy"] = "Never"
+        target["restartPolicyRules"] = [copy.deepcopy(RESTART_ALL_RULE)]
 
     # -- containers -----------------------------------------------------------------------
 
@@ -583,6 +622,7 @@ class Generator:
             sidecar = self.container("sidecar", self.resources(gpu_rate=0.04), ports)
             sidecar["restartPolicy"] = "Always"
             init.insert(self.rng.randint(0, len(init)), sidecar)
+        self.restart_rules(containers, init)
         if init:
             spec["initContainers"] = init
         if self.chance(0.08):

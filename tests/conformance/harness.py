@@ -82,6 +82,7 @@ FILTER_PLUGINS = (
     "NodeResourcesFit",
     "PodTopologySpread",
     "InterPodAffinity",
+    "NodeDeclaredFeatures",
 )
 # The volume plugins (between NodeResourcesFit and PodTopologySpread upstream): compared on
 # their own only in volume cases (:mod:`tests.conformance.volumes`).
@@ -94,6 +95,7 @@ PRE_FILTER_PLUGINS = frozenset(
         "NodeResourcesFit",
         "PodTopologySpread",
         "InterPodAffinity",
+        "NodeDeclaredFeatures",
         *VOLUME_PLUGINS,
     )
 )
@@ -585,7 +587,8 @@ def trimmed(obj: dict) -> dict:
         out.pop("status", None)
     else:
         status = out.get("status") or {}
-        out["status"] = {k: status[k] for k in ("allocatable", "images", "phase") if k in status}
+        kept = ("allocatable", "images", "phase", "declaredFeatures")
+        out["status"] = {k: status[k] for k in kept if k in status}
     return out
 
 

@@ -1,7 +1,7 @@
 """Differential conformance: feasible node sets (and clear-cut choices) of our core against the
 real kube-scheduler, on seeded generated clusters. See :mod:`tests.conformance.harness`.
 
-CI runs a fixed set of seeds (250 pending pods, each also through the eight single-plugin
+CI runs a fixed set of seeds (250 pending pods, each also through the nine single-plugin
 profiles) and a fixed set of volume seeds (:mod:`tests.conformance.volumes`: 100 pods with
 PVCs, PVs, StorageClasses and CSINodes, each also through the twelve single-plugin profiles);
 longer runs: ``python -m tests.conformance --seeds N [--volumes]`` (``make conformance``).
@@ -81,6 +81,7 @@ def test_each_plugin_alone_agrees_with_kube_scheduler(ci_tally: Tally) -> None:
         "NodeResourcesFit",
         "PodTopologySpread",
         "InterPodAffinity",
+        "NodeDeclaredFeatures",
     }, ci_tally.report()
 
 
