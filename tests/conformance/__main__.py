@@ -1,6 +1,7 @@
 """Longer differential runs: ``python -m tests.conformance --seeds N --pods-per-seed M``.
 
-Starts its own control plane (etcd, kube-apiserver, kube-scheduler) in a temporary directory,
+Starts its own control plane (etcd, kube-apiserver, kube-scheduler; with ``--dra`` also
+kube-controller-manager's resourceclaim-controller) in a temporary directory,
 runs seeds ``first .. first+N-1`` and prints the agreement per plugin and every disagreement
 (with a JSON reproduction under ``--repro-dir``). Exit status 1 if anything disagreed.
 """
@@ -49,6 +50,20 @@ def main(argv: list[str] | None = None) -> int:
         help="the volume cases (StorageClasses, PVs, PVCs, CSINodes; tests/conformance/volumes.py) "
         "instead of the general ones; no score checks",
     )
+    parser.add_argument(
+        "--dra",
+        action="store_true",
+        help="the DRA cases (DeviceClasses, ResourceSlices, claims and templates; "
+        "tests/conformance/dra.py) instead of the general ones: messages compared too",
+    )
+    parser.add_argument(
+        "--devices",
+        type=int,
+        default=2,
+        metavar="K",
+        help="DRA cases: per seed, bind up to K pods with claims through kube-scheduler and "
+        "compare the devices allocated with ours (default 2; 0: off)",
+    )
     parser.add_argument("--repro-dir", type=Path, default=Path("conformance-repro"))
     parser.add_argument(
         "--attach",
@@ -57,7 +72,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
 
-    missing = missing_plugins()
+    missing = missing_plugins(dra=args.dra)
     if missing:
         for name, why in missing.items():
             print(f"plugin {name} not usable yet: {why}", file=sys.stderr)
@@ -83,8 +98,10 @@ def main(argv: list[str] | None = None) -> int:
                 isolate=args.isolate,
                 scores=args.scores,
                 volumes=args.volumes,
+                dra=args.dra,
+                devices=args.devices,
             )
-            if not args.no_clear_choice and not args.volumes:
+            if not args.no_clear_choice and not args.volumes and not args.dra:
                 for case, best in clear_choice_cases():
                     check = runner.run_score_case(case)
                     print(f"{case.case_id}: expected {best}, {check.describe().strip()}")
@@ -95,7 +112,8 @@ def main(argv: list[str] | None = None) -> int:
                 cp.down()
         tally.seconds = time.monotonic() - started
         print(tally.report())
-    return 0 if not tally.disagreements and not tally.score_disagreements else 1
+    failed = tally.disagreements or tally.score_disagreements or tally.device_disagreements
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

@@ -98,6 +98,10 @@ class Case:
     # :mod:`tests.conformance.volumes`), created in this order; a PV's claimRef uid is filled
     # in by the harness, a ``status`` goes through the status subresource.
     storage: list[dict] = field(default_factory=list)
+    # DeviceClasses, ResourceSlices, ResourceClaimTemplates, ResourceClaims (DRA cases,
+    # :mod:`tests.conformance.dra`), created in this order; a ``status`` (a claim's allocation)
+    # goes through the status subresource.
+    dra: list[dict] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
     @property

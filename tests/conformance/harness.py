@@ -64,8 +64,13 @@ from extender.framework.handle import (
 )
 from extender.framework.profile import PluginSpec, Profile
 from extender.framework.runtime import Framework
-from extender.framework.schedule import FitError, SchedulingAlgorithm, SchedulingError
-from extender.framework.status import Status
+from extender.framework.schedule import (
+    FitError,
+    SchedulingAlgorithm,
+    SchedulingError,
+    fit_error_message,
+)
+from extender.framework.status import Code, Status
 from extender.framework.types import NodePluginScores, Snapshot
 from extender.kube import ApiError
 
@@ -88,6 +93,11 @@ FILTER_PLUGINS = (
 # their own only in volume cases (:mod:`tests.conformance.volumes`).
 VOLUME_PLUGINS = ("VolumeRestrictions", "NodeVolumeLimits", "VolumeBinding", "VolumeZone")
 ALL_FILTER_PLUGINS = (*FILTER_PLUGINS[:6], *VOLUME_PLUGINS, *FILTER_PLUGINS[6:])
+# DynamicResources (between InterPodAffinity and NodeDeclaredFeatures upstream): compared on its
+# own only in DRA cases (:mod:`tests.conformance.dra`), with the filters those cases exercise.
+DRA_PLUGINS = ("DynamicResources",)
+DRA_CASE_PLUGINS = ("NodeAffinity", "NodeResourcesFit", "DynamicResources")
+PROFILE_PLUGINS = (*ALL_FILTER_PLUGINS[:-1], *DRA_PLUGINS, ALL_FILTER_PLUGINS[-1])
 PRE_FILTER_PLUGINS = frozenset(
     (
         "NodeAffinity",
@@ -97,6 +107,7 @@ PRE_FILTER_PLUGINS = frozenset(
         "InterPodAffinity",
         "NodeDeclaredFeatures",
         *VOLUME_PLUGINS,
+        *DRA_PLUGINS,
     )
 )
 PROFILE = "conformance"
@@ -207,7 +218,7 @@ def scheduler_config(extender_url: str) -> dict:
             "plugins": {"postFilter": {"disabled": [{"name": "*"}]}},
         }
     ]
-    for plugin in ALL_FILTER_PLUGINS:
+    for plugin in PROFILE_PLUGINS:
         profiles.append(
             {
                 "schedulerName": isolated_profile_name(plugin),
@@ -248,12 +259,18 @@ def scheduler_config(extender_url: str) -> dict:
 # -- our side -----------------------------------------------------------------------------
 
 
-def missing_plugins() -> dict[str, str]:
-    """Filter plugins whose module or class cannot be loaded yet (written in parallel)."""
+def missing_plugins(dra: bool = False) -> dict[str, str]:
+    """Filter plugins whose module or class cannot be loaded yet (written in parallel); with
+    ``dra``, also the DRA plugins, which must be in our default profile."""
     from extender.plugins import plugin_class
 
     missing = {}
-    for name in ALL_FILTER_PLUGINS:
+    if dra:
+        in_profile = {s.name for s in base_profile().plugins.get("filter", ())}
+        for name in DRA_PLUGINS:
+            if name not in in_profile:
+                missing[name] = "not in our default profile"
+    for name in (*ALL_FILTER_PLUGINS, *(DRA_PLUGINS if dra else ())):
         try:
             plugin_class(name)
         except Exception as exc:  # noqa: BLE001 - any import problem means "not usable yet"
@@ -299,8 +316,13 @@ class Verdict:
 
     feasible: frozenset[str] | None
     error: str = ""
+    # The pod's FailedScheduling message (kube-scheduler: its PodScheduled condition; ours:
+    # the FitError text with the recording extender's rejection of every feasible node).
+    message: str = ""
     # ours only: node -> (plugin, reasons) for every rejected node
     rejected: dict[str, tuple[str, str]] = field(default_factory=dict)
+    # ours only: the cycle state after filtering every node (DRA: the allocations per node)
+    state: CycleState | None = field(default=None, repr=False)
 
     def describe(self) -> str:
         if self.feasible is None:
@@ -327,6 +349,21 @@ STORAGE_KINDS: dict[str, Kind] = {
 }
 
 
+# The DRA objects of a DRA case, by kind (resource.k8s.io/v1): what DynamicResources reads, and
+# the templates kube-controller-manager's resourceclaim-controller makes claims from.
+DEVICE_CLASSES = Kind("resource.k8s.io", "v1", "deviceclasses", namespaced=False)
+RESOURCE_SLICES = Kind("resource.k8s.io", "v1", "resourceslices", namespaced=False)
+RESOURCE_CLAIMS = Kind("resource.k8s.io", "v1", "resourceclaims")
+RESOURCE_CLAIM_TEMPLATES = Kind("resource.k8s.io", "v1", "resourceclaimtemplates")
+DRA_KINDS: dict[str, Kind] = {
+    "DeviceClass": DEVICE_CLASSES,
+    "ResourceSlice": RESOURCE_SLICES,
+    "ResourceClaimTemplate": RESOURCE_CLAIM_TEMPLATES,
+    "ResourceClaim": RESOURCE_CLAIMS,
+}
+CLAIM_CONTROLLER = "kube-controller-manager-resourceclaim"
+
+
 def storage_path(kind: Kind, obj: dict) -> str:
     """The collection path of ``obj`` (namespaced or cluster-scoped)."""
     if kind.namespaced:
@@ -336,6 +373,8 @@ def storage_path(kind: Kind, obj: dict) -> str:
 
 def case_plugins(case: Case) -> tuple[str, ...]:
     """The filter plugins compared on their own for ``case``'s pods."""
+    if case.dra:
+        return DRA_CASE_PLUGINS
     return ALL_FILTER_PLUGINS if case.storage else FILTER_PLUGINS
 
 
@@ -396,6 +435,10 @@ def our_verdict(
         return Verdict(None, error=str(exc))
     rejected = {}
     names = {info.name for info in feasible}
+    # kube-scheduler's message: the recording extender rejects every node that passed.
+    for name in sorted(names):
+        diagnosis.add_rejection(name, Status(Code.UNSCHEDULABLE, RECORDED_MESSAGE))
+    message = fit_error_message(len(snapshot.node_info_list), diagnosis)
     for info in snapshot.node_info_list:
         if info.name in names:
             continue
@@ -405,7 +448,7 @@ def our_verdict(
             continue
         plugin = status.plugin or _subset_plugins(status) or "?"
         rejected[info.name] = (plugin, "; ".join(status.reasons))
-    return Verdict(frozenset(names), rejected=rejected)
+    return Verdict(frozenset(names), rejected=rejected, message=message, state=state)
 
 
 def _subset_plugins(status: Status) -> str:
@@ -427,10 +470,16 @@ class PodResult:
     # isolated per-plugin comparisons: plugin -> (theirs, ours)
     isolated: dict[str, tuple[Verdict, Verdict]] = field(default_factory=dict)
     repro: dict | None = None
+    # DRA cases: the FailedScheduling messages must agree too
+    compare_messages: bool = False
+
+    @property
+    def messages_agree(self) -> bool:
+        return not self.compare_messages or self.theirs.message == self.ours.message
 
     @property
     def agree(self) -> bool:
-        return _same(self.theirs, self.ours)
+        return _same(self.theirs, self.ours) and self.messages_agree
 
 
 def _same(theirs: Verdict, ours: Verdict) -> bool:
@@ -457,6 +506,10 @@ class Tally:
     shapes: Counter = field(default_factory=Counter)
     disagreements: list[PodResult] = field(default_factory=list)
     score_checks: list[ScoreResult] = field(default_factory=list)
+    # DRA cases: FailedScheduling messages compared / agreed, and the devices checks
+    messages: int = 0
+    messages_agreed: int = 0
+    device_checks: list[DeviceResult] = field(default_factory=list)
     cases: int = 0
     seconds: float = 0.0
 
@@ -466,6 +519,9 @@ class Tally:
             self.pods_agreed += 1
         else:
             self.disagreements.append(result)
+        if result.compare_messages:
+            self.messages += 1
+            self.messages_agreed += result.theirs.message == result.ours.message
         theirs, ours = result.theirs, result.ours
         all_nodes = list(all_nodes)
         if theirs.feasible is None:
@@ -492,8 +548,15 @@ class Tally:
     def score_disagreements(self) -> list[ScoreResult]:
         return [c for c in self.score_checks if not c.agree]
 
+    @property
+    def device_disagreements(self) -> list[DeviceResult]:
+        return [c for c in self.device_checks if not c.agree]
+
     def merge(self, other: Tally) -> None:
         self.score_checks.extend(other.score_checks)
+        self.device_checks.extend(other.device_checks)
+        self.messages += other.messages
+        self.messages_agreed += other.messages_agreed
         self.pods += other.pods
         self.pods_agreed += other.pods_agreed
         self.node_total.update(other.node_total)
@@ -515,31 +578,43 @@ class Tally:
             + (f", error {self.shapes['error']}" if self.shapes["error"] else ""),
             "  node verdicts by our deciding plugin (agreed/total):",
         ]
-        for plugin in (*ALL_FILTER_PLUGINS, FEASIBLE):
-            if plugin in VOLUME_PLUGINS and not self.node_total[plugin]:
+        for plugin in (*PROFILE_PLUGINS, FEASIBLE):
+            if plugin in (*VOLUME_PLUGINS, *DRA_PLUGINS) and not self.node_total[plugin]:
                 continue
             lines.append(f"    {plugin:<20} {self.node_agreed[plugin]}/{self.node_total[plugin]}")
-        for plugin in sorted(set(self.node_total) - set(ALL_FILTER_PLUGINS) - {FEASIBLE}):
+        for plugin in sorted(set(self.node_total) - set(PROFILE_PLUGINS) - {FEASIBLE}):
             lines.append(f"    {plugin:<20} {self.node_agreed[plugin]}/{self.node_total[plugin]}")
         if self.isolated_total:
             lines.append(
                 "  isolated plugin profiles, pods agreed/total (pods where it rejected a node):"
             )
-            for plugin in ALL_FILTER_PLUGINS:
-                if plugin in VOLUME_PLUGINS and not self.isolated_total[plugin]:
+            for plugin in PROFILE_PLUGINS:
+                if plugin in (*VOLUME_PLUGINS, *DRA_PLUGINS) and not self.isolated_total[plugin]:
                     continue
                 lines.append(
                     f"    {plugin:<20} "
                     f"{self.isolated_agreed[plugin]}/{self.isolated_total[plugin]} "
                     f"({self.isolated_rejecting[plugin]})"
                 )
+        if self.messages:
+            lines.append(
+                f"  FailedScheduling messages agreed: {self.messages_agreed}/{self.messages}"
+            )
         if self.score_checks:
             agreed = len(self.score_checks) - len(self.score_disagreements)
             lines.append(f"  clear-choice bindings agreed: {agreed}/{len(self.score_checks)}")
+        if self.device_checks:
+            agreed = len(self.device_checks) - len(self.device_disagreements)
+            lines.append(
+                f"  bindings with claims, node and devices agreed: "
+                f"{agreed}/{len(self.device_checks)}"
+            )
         for result in self.disagreements:
             lines.append(describe_disagreement(result))
         for check in self.score_disagreements:
             lines.append(check.describe())
+        for device_check in self.device_disagreements:
+            lines.append(device_check.describe())
         return "\n".join(lines)
 
 
@@ -562,6 +637,9 @@ def describe_disagreement(result: PodResult) -> str:
             )
         for node in sorted(ours.feasible - theirs.feasible):
             lines.append(f"    {node}: ours feasible, kube-scheduler rejected")
+    if not result.messages_agree:
+        lines.append(f"    kube-scheduler message: {theirs.message}")
+        lines.append(f"    our message:            {ours.message}")
     for plugin, (t, o) in result.isolated.items():
         if not _same(t, o):
             lines.append(
@@ -664,6 +742,7 @@ class Conformance:
         # and pod events; its storage informers started with the others and have had the
         # storage objects' events for as long as the nodes' and pods' took.
         self.create_storage(case)
+        self.create_dra(case)
         for node in case.nodes:
             self.create_node(node)
         for pod in case.existing_pods:
@@ -715,6 +794,66 @@ class Conformance:
                     {"status": obj["status"]},
                     content_type="application/merge-patch+json",
                 )
+
+    def ensure_claim_controller(self) -> None:
+        """kube-controller-manager with only the resourceclaim-controller (claims from
+        ResourceClaimTemplates, reservations of deleted pods dropped), for DRA cases."""
+        if not self.cp.running().get(CLAIM_CONTROLLER):
+            self.cp.start_controller_manager(
+                controllers="resourceclaim-controller", name=CLAIM_CONTROLLER
+            )
+
+    def create_dra(self, case: Case) -> None:
+        """Create the case's DeviceClasses, ResourceSlices, templates and claims (in that
+        order); a claim's ``status`` (an allocation) goes through the status subresource."""
+        if case.dra:
+            self.ensure_claim_controller()
+        for obj in case.dra:
+            kind = DRA_KINDS[obj["kind"]]
+            body = {k: v for k, v in obj.items() if k != "status"}
+            try:
+                created = self.kube.request("POST", storage_path(kind, obj), body)
+            except ApiError as exc:
+                if exc.status != 422:
+                    raise
+                raise AssertionError(
+                    f"the apiserver rejected generated {obj['kind']} "
+                    f"{obj['metadata']['name']}: {exc.message}\n{json.dumps(body, indent=1)}"
+                ) from exc
+            if obj.get("status"):
+                self.kube.request(
+                    "PATCH",
+                    f"{storage_path(kind, obj)}/{created['metadata']['name']}/status",
+                    {"status": obj["status"]},
+                    content_type="application/merge-patch+json",
+                )
+
+    def delete_dra(self, case: Case) -> None:
+        """Delete the claims of the case's namespaces (generated ones too; finalizers dropped:
+        the scheduler's allocations carry one), templates, slices and classes."""
+        if not case.dra:
+            return
+        for ns in case.namespaces:
+            for kind in (RESOURCE_CLAIMS, RESOURCE_CLAIM_TEMPLATES):
+                path = namespaced_path(kind, ns)
+                for obj in self._list(path):
+                    name = obj["metadata"]["name"]
+                    try:
+                        if obj["metadata"].get("finalizers"):
+                            self.kube.request(
+                                "PATCH",
+                                f"{path}/{name}",
+                                {"metadata": {"finalizers": None}},
+                                content_type="application/merge-patch+json",
+                            )
+                        self.kube.request("DELETE", f"{path}/{name}")
+                    except ApiError as exc:
+                        if exc.status != 404:
+                            raise
+        for kind in (RESOURCE_SLICES, DEVICE_CLASSES):
+            self.kube.request(
+                "DELETE", kind.path, query={"labelSelector": f"{CASE_LABEL}={case.case_id}"}
+            )
 
     def delete_storage(self, case: Case) -> None:
         """Delete the case's storage objects; the protection finalizers (no controller
@@ -847,6 +986,7 @@ class Conformance:
                 if exc.status != 404:
                     raise
         self.delete_storage(case)
+        self.delete_dra(case)
         self.kube.request(
             "DELETE", "/api/v1/nodes", query={"labelSelector": f"{CASE_LABEL}={case.case_id}"}
         )
@@ -877,6 +1017,16 @@ class Conformance:
                 else:
                     found = self._list(kind.path, labelSelector=f"{CASE_LABEL}={case.case_id}")
                 objects.workloads[kind] = found
+        if case.dra:
+            for kind in (DEVICE_CLASSES, RESOURCE_SLICES):
+                objects.workloads[kind] = self._list(
+                    kind.path, labelSelector=f"{CASE_LABEL}={case.case_id}"
+                )
+            objects.workloads[RESOURCE_CLAIMS] = [
+                o
+                for ns in case.namespaces
+                for o in self._list(namespaced_path(RESOURCE_CLAIMS, ns))
+            ]
         return nodes, pods, objects
 
     # -- observing kube-scheduler ------------------------------------------------------------
@@ -903,21 +1053,28 @@ class Conformance:
 
         return list(self.pool.map(create, pods))
 
-    def observe(self, pods: list[dict], timeout: float = WAIT_TIMEOUT) -> dict[str, Verdict]:
-        """kube-scheduler's feasible set for each pod (keyed ``ns/name``)."""
+    def observe(
+        self, pods: list[dict], timeout: float = WAIT_TIMEOUT, messages: bool = False
+    ) -> dict[str, Verdict]:
+        """kube-scheduler's feasible set for each pod (keyed ``ns/name``); with ``messages``,
+        also its FailedScheduling message (waits for every pod's PodScheduled condition)."""
         assert self.extender is not None
         keys = {f"{p['metadata']['namespace']}/{p['metadata']['name']}" for p in pods}
         namespaces = {p["metadata"]["namespace"] for p in pods}
         verdicts: dict[str, Verdict] = {}
+        conditions: dict[str, dict] = {}
+
+        def done() -> bool:
+            return len(verdicts) == len(keys) and (not messages or keys <= set(conditions))
+
         deadline = time.monotonic() + timeout
         while True:
             for key in keys - set(verdicts):
                 names = self.extender.recorded(key)
                 if names is not None:
                     verdicts[key] = Verdict(frozenset(names))
-            if len(verdicts) == len(keys):
-                return verdicts
-            conditions = {}
+            if done():
+                break
             for ns in namespaces:
                 for p in self._list(f"/api/v1/namespaces/{ns}/pods"):
                     key = f"{ns}/{p['metadata']['name']}"
@@ -937,35 +1094,64 @@ class Conformance:
                     verdicts[key] = Verdict(
                         None, error=f"{cond.get('reason')}: {cond.get('message')}"
                     )
-            if len(verdicts) == len(keys):
-                return verdicts
+            if done():
+                break
             if time.monotonic() > deadline:
-                missing = sorted(keys - set(verdicts))
+                missing = sorted(keys - set(verdicts)) or sorted(keys - set(conditions))
                 raise AssertionError(
                     f"kube-scheduler did not evaluate {missing[:5]} within {timeout:g}s; "
                     f"its log:\n{self.scheduler_log()}"
                 )
             time.sleep(POLL)
+        if messages:
+            for key, verdict in verdicts.items():
+                verdict.message = conditions[key].get("message") or ""
+        return verdicts
+
+    def refreshed(self, pods: list[dict]) -> list[dict]:
+        """``pods`` as the apiserver serves them now (DRA: the resourceclaim-controller has
+        written ``status.resourceClaimStatuses``, the names of the claims it generated)."""
+        out = []
+        for pod in pods:
+            ns, name = pod["metadata"]["namespace"], pod["metadata"]["name"]
+            out.append(self.kube.get(f"/api/v1/namespaces/{ns}/pods/{name}") or pod)
+        return out
 
     # -- one case -------------------------------------------------------------------------
 
-    def run_case(self, case: Case, *, isolate: bool = False, scores: int = 0) -> Tally:
-        """Load ``case``, compare every pending pod, diagnose disagreements, clean up."""
+    def run_case(
+        self, case: Case, *, isolate: bool = False, scores: int = 0, devices: int = 0
+    ) -> Tally:
+        """Load ``case``, compare every pending pod, diagnose disagreements, clean up. A DRA
+        case also compares FailedScheduling messages, and with ``devices`` binds up to that
+        many pods through kube-scheduler and compares the devices allocated."""
         started = time.monotonic()
         tally = Tally(cases=1)
+        dra = bool(case.dra)
         self.setup(case)
         try:
             nodes, bound, objects = self.state(case)
             node_names = [n["metadata"]["name"] for n in nodes]
             created = self.submit(case.pending_pods, PROFILE)
-            theirs = self.observe(created)
+            theirs = self.observe(created, messages=dra)
+            if dra:
+                # The claims generated from templates exist now (kube-scheduler waited for them).
+                created = self.refreshed(created)
+                nodes, bound, objects = self.state(case)
             full = filter_profile()
             results = []
             for pod in created:
                 key = f"{pod['metadata']['namespace']}/{pod['metadata']['name']}"
                 ours = our_verdict(full, nodes, bound, pod, objects)
                 results.append(
-                    PodResult(case.case_id, case.seed, pod["metadata"]["name"], theirs[key], ours)
+                    PodResult(
+                        case.case_id,
+                        case.seed,
+                        pod["metadata"]["name"],
+                        theirs[key],
+                        ours,
+                        compare_messages=dra,
+                    )
                 )
             to_isolate = [
                 (r, p)
@@ -973,7 +1159,9 @@ class Conformance:
                 if isolate or not r.agree
             ]
             if to_isolate:
-                self.isolate(to_isolate, nodes, bound, objects, case_plugins(case))
+                self.isolate(
+                    to_isolate, nodes, bound, objects, case_plugins(case), case if dra else None
+                )
             for result, pod in zip(results, created, strict=True):
                 if not result.agree or any(not _same(t, o) for t, o in result.isolated.values()):
                     result.repro = self.reproduction(result, pod, nodes, bound, objects)
@@ -984,6 +1172,8 @@ class Conformance:
             if scores:
                 # Last: binding changes the state the feasibility answers were computed on.
                 tally.add_scores(self.score_checks(case, created, results, scores))
+            if devices and dra:
+                tally.device_checks.extend(self.device_checks(case, results, devices))
         finally:
             self.teardown(case)
             if self.extender is not None:
@@ -998,6 +1188,7 @@ class Conformance:
         bound: list[dict],
         objects: ApiObjects,
         plugins: tuple[str, ...] = FILTER_PLUGINS,
+        dra_case: Case | None = None,
     ) -> None:
         """Each pod again through every single-plugin profile, on both sides."""
         originals = [pod for _, pod in items]
@@ -1006,6 +1197,9 @@ class Conformance:
             for plugin in plugins
         }
         theirs = self.observe([pod for batch in batches.values() for pod in batch])
+        if dra_case is not None:
+            batches = {plugin: self.refreshed(batch) for plugin, batch in batches.items()}
+            nodes, bound, objects = self.state(dra_case)
         for plugin, created in batches.items():
             profile = filter_profile([plugin])
             for (result, _), pod in zip(items, created, strict=True):
@@ -1063,6 +1257,13 @@ class Conformance:
             # Spread and inter-pod affinity count pods on every node: give the whole state.
             repro["all_nodes"] = [trimmed(n) for n in nodes]
             repro["all_bound_pods"] = [trimmed(p) for p in bound]
+        if objects is not None and objects.workloads.get(RESOURCE_SLICES) is not None:
+            repro["dra"] = {
+                kind.resource: [trimmed(o) for o in objects.workloads.get(kind, ())]
+                for kind in (DEVICE_CLASSES, RESOURCE_SLICES, RESOURCE_CLAIMS)
+            }
+            repro["kube_scheduler_message"] = theirs.message
+            repro["our_message"] = ours.message
         if objects is not None and plugins & set(VOLUME_PLUGINS):
             repro["storage"] = {
                 kind.resource: [trimmed(o) for o in objects.workloads.get(kind, ())]
@@ -1133,6 +1334,74 @@ class Conformance:
         finally:
             self.teardown(case)
 
+    def device_checks(self, case: Case, results: list[PodResult], limit: int) -> list[DeviceResult]:
+        """Up to ``limit`` pods with claims that kube-scheduler and we both find feasible: each
+        bound through kube-scheduler in turn, then its claims' ``status.allocation`` compared
+        with what our allocator picks on the node kube-scheduler chose, in the state it chose
+        in (the claims it just allocated read back unallocated)."""
+        checks: list[DeviceResult] = []
+        for result in results:
+            if len(checks) >= limit:
+                break
+            original = next(p for p in case.pending_pods if p["metadata"]["name"] == result.pod)
+            if not result.agree or not result.ours.feasible:
+                continue
+            if not original["spec"].get("resourceClaims") or _asks_extended(original):
+                continue
+            ns = original["metadata"]["namespace"]
+            claims_path = namespaced_path(RESOURCE_CLAIMS, ns)
+            allocated_before = {
+                c["metadata"]["name"]
+                for c in self._list(claims_path)
+                if (c.get("status") or {}).get("allocation")
+            }
+            node = self.bind_through_kube_scheduler(original, "-dev")
+            name = original["metadata"]["name"] + "-dev"
+            if node.startswith("("):
+                checks.append(DeviceResult(case.case_id, name, node, {}, {}, note=node))
+                continue
+            pod = self.kube.get(f"/api/v1/namespaces/{ns}/pods/{name}") or {}
+            names = pod_claim_names(pod)
+            claims = {c["metadata"]["name"]: c for c in self._list(claims_path)}
+            theirs = {
+                pod_claim: allocation_summary(
+                    (claims.get(claim) or {}).get("status", {}).get("allocation")
+                )
+                for pod_claim, claim in names.items()
+                if claim not in allocated_before
+            }
+            # Our view of the state kube-scheduler decided in: this pod pending, its new
+            # allocations undone.
+            nodes, bound, objects = self.state(case)
+            bound = [p for p in bound if p["metadata"].get("uid") != pod["metadata"].get("uid")]
+            fresh = {names[c] for c in theirs}
+            undone = []
+            for claim in objects.workloads.get(RESOURCE_CLAIMS, ()):
+                if claim["metadata"]["name"] in fresh:
+                    claim = copy.deepcopy(claim)
+                    claim.pop("status", None)
+                    claim["metadata"].pop("finalizers", None)
+                undone.append(claim)
+            objects.workloads[RESOURCE_CLAIMS] = undone
+            pending = copy.deepcopy(pod)
+            pending["spec"].pop("nodeName", None)
+            pending["status"] = {
+                k: v for k, v in (pod.get("status") or {}).items() if k == "resourceClaimStatuses"
+            }
+            verdict = our_verdict(filter_profile(), nodes, bound, pending, objects)
+            mine = our_allocations(verdict.state, node)
+            if isinstance(mine, str):
+                checks.append(DeviceResult(case.case_id, name, node, theirs, {}, note=mine))
+                continue
+            ours = {pod_claim: mine.get(names[pod_claim]) for pod_claim in theirs}
+            note = (
+                ""
+                if node in (verdict.feasible or ())
+                else "kube-scheduler's node is not feasible for us"
+            )
+            checks.append(DeviceResult(case.case_id, name, node, theirs, ours, note=note))
+        return checks
+
     def score_checks(
         self, case: Case, created: list[dict], results: list[PodResult], limit: int
     ) -> list[ScoreResult]:
@@ -1160,6 +1429,87 @@ class Conformance:
 
 
 @dataclass
+class DeviceResult:
+    """One pod with claims bound by kube-scheduler: the devices its claims got there, and the
+    ones our allocator picks on that node (per pod claim name: sorted results and the
+    allocation's node selector)."""
+
+    case_id: str
+    pod: str
+    node: str
+    theirs: dict[str, Any]
+    ours: dict[str, Any]
+    note: str = ""
+
+    @property
+    def agree(self) -> bool:
+        return not self.note and self.theirs == self.ours
+
+    def describe(self) -> str:
+        lines = [
+            f"  DEVICES {'agree' if self.agree else 'DISAGREE'} {self.case_id}/{self.pod} "
+            f"on {self.node}" + (f": {self.note}" if self.note else "")
+        ]
+        for claim in sorted(set(self.theirs) | set(self.ours)):
+            lines.append(f"    claim {claim}: kube-scheduler {self.theirs.get(claim)}")
+            lines.append(f"    claim {claim}: ours           {self.ours.get(claim)}")
+        return "\n".join(lines)
+
+
+def allocation_summary(allocation: dict | None) -> dict | None:
+    """What a device comparison looks at in a claim's ``status.allocation``."""
+    if not allocation:
+        return None
+    results = sorted(
+        (
+            r.get("request", ""),
+            r.get("driver", ""),
+            r.get("pool", ""),
+            r.get("device", ""),
+            bool(r.get("adminAccess")),
+            tuple(sorted((r.get("consumedCapacity") or {}).items())),
+        )
+        for r in (allocation.get("devices") or {}).get("results") or ()
+    )
+    return {"results": results, "nodeSelector": allocation.get("nodeSelector")}
+
+
+def pod_claim_names(pod: dict) -> dict[str, str]:
+    """Pod claim name -> ResourceClaim name (generated ones from ``resourceClaimStatuses``)."""
+    generated = {
+        s.get("name"): s.get("resourceClaimName")
+        for s in (pod.get("status") or {}).get("resourceClaimStatuses") or ()
+    }
+    out = {}
+    for ref in (pod.get("spec") or {}).get("resourceClaims") or ():
+        name = ref.get("resourceClaimName") or generated.get(ref.get("name"))
+        if name:
+            out[ref["name"]] = name
+    return out
+
+
+def our_allocations(state: CycleState | None, node: str) -> dict[str, dict | None] | str:
+    """Claim name -> the allocation our DynamicResources Filter computed on ``node`` for each
+    claim it had to allocate (its cycle state after filtering every node), or why not."""
+    if state is None:
+        return "our filter did not run"
+    try:
+        s = state.read("DynamicResources")
+    except Exception as exc:  # noqa: BLE001 - a missing or renamed state: report, not crash
+        return f"no DynamicResources state: {exc!r}"
+    allocations = getattr(s, "node_allocations", {}).get(node)
+    if allocations is None:
+        return f"no allocation on {node}"
+    to_allocate = [claim for _, claim in s.claims.to_allocate()]
+    if len(to_allocate) != len(allocations):
+        return f"{len(allocations)} allocations for {len(to_allocate)} claims"
+    return {
+        claim["metadata"]["name"]: allocation_summary(result)
+        for claim, result in zip(to_allocate, allocations, strict=True)
+    }
+
+
+@dataclass
 class ScoreResult:
     case_id: str
     pod: str
@@ -1182,6 +1532,15 @@ class ScoreResult:
         return "\n".join(lines)
 
 
+def _asks_extended(pod: dict) -> bool:
+    """Whether a DRA case's pod asks for an extended resource (served by a DeviceClass)."""
+    for container in pod["spec"].get("containers") or ():
+        for name in (container.get("resources") or {}).get("requests") or {}:
+            if "/" in name:
+                return True
+    return False
+
+
 def run_seeds(
     conformance: Conformance,
     seeds: Iterable[int],
@@ -1192,20 +1551,30 @@ def run_seeds(
     scores: int = 0,
     out: Callable[[str], None] = print,
     volumes: bool = False,
+    dra: bool = False,
+    devices: int = 2,
 ) -> Tally:
-    """Run ``seeds``: the general cases, or with ``volumes`` the volume cases
+    """Run ``seeds``: the general cases, with ``volumes`` the volume cases
     (:mod:`tests.conformance.volumes`; no score checks there: binding a pod with unbound
-    claims would wait for a PV controller that does not run)."""
+    claims would wait for a PV controller that does not run), with ``dra`` the DRA cases
+    (:mod:`tests.conformance.dra`: messages compared too, and ``devices`` pods per seed bound
+    to compare the devices allocated; no score checks)."""
+    from .dra import generate_dra_case
     from .volumes import generate_volume_case
 
     total = Tally()
     for seed in seeds:
-        if volumes:
+        if dra:
+            case = generate_dra_case(seed, pods=pods_per_seed, max_nodes=min(max_nodes, 6))
+            scores = 0
+        elif volumes:
             case = generate_volume_case(seed, pods=pods_per_seed, max_nodes=min(max_nodes, 6))
             scores = 0
         else:
             case = gen.generate(seed, pods=pods_per_seed, max_nodes=max_nodes)
-        tally = conformance.run_case(case, isolate=isolate, scores=scores)
+        tally = conformance.run_case(
+            case, isolate=isolate, scores=scores, devices=devices if dra else 0
+        )
         out(
             f"seed {seed}: {tally.pods_agreed}/{tally.pods} agreed "
             f"({len(case.nodes) + 1} nodes, {len(case.existing_pods)} bound pods, "
