@@ -70,15 +70,19 @@ def new_allocator(
     """``structured.NewAllocator`` over the allocated state; ``.allocate(node, claims,
     deadline)`` answers per node."""
     module = structured()
+    capacity: dict = {}
+    for device, consumed in allocated.consumed:
+        module.insert_consumed(capacity, device, module.consumed_capacity_from_json(consumed))
     state = module.AllocatedState(
         allocated_devices=allocated.devices,
         allocated_shared_device_ids=allocated.shared,
-        aggregated_capacity=allocated.consumed,
+        aggregated_capacity=capacity,
     )
     return module.Allocator(allocator_features(features), state, class_lister, slices, cel_cache)
 
 
-def allocation_errors() -> tuple[type[BaseException], type[BaseException]]:
-    """(AllocatorError, AllocationTimeout) of the allocator package."""
+def allocation_errors() -> tuple[type[Exception], type[Exception], type[Exception]]:
+    """(AllocatorError, AllocationTimeout, FailedAllocationOnNode) of the allocator package:
+    fatal, past the deadline, and not on this node (both others are AllocatorErrors)."""
     module = structured()
-    return module.AllocatorError, module.AllocationTimeout
+    return module.AllocatorError, module.AllocationTimeout, module.FailedAllocationOnNode

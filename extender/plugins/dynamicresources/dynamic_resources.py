@@ -42,6 +42,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+import numpy as np
+
+from extender.framework.columns import NodeTable
 from extender.framework.cycle_state import CycleState, StateNotFound
 from extender.framework.events import (
     ActionType,
@@ -57,7 +60,11 @@ from extender.framework.handle import (
     Handle,
 )
 from extender.framework.labels import NodeSelector
-from extender.framework.normalize import MAX_NODE_SCORE, default_normalize_score
+from extender.framework.normalize import (
+    MAX_NODE_SCORE,
+    default_normalize_score,
+    default_normalize_score_batch,
+)
 from extender.framework.status import SKIP, Code, Status, unresolvable
 from extender.framework.types import (
     NodeInfo,
@@ -372,15 +379,15 @@ class DynamicResources:
             deadline = None
             if self.features.scheduler_filter_timeout and self.filter_timeout > 0:
                 deadline = time.monotonic() + self.filter_timeout
-            allocator_error, allocation_timeout = alloc_bridge.allocation_errors()
+            allocator_error, allocation_timeout, failed_on_node = alloc_bridge.allocation_errors()
             try:
                 results = s.allocator.allocate(node, to_allocate, deadline)
             except allocation_timeout:
                 # Potentially transient: an Error retries with backoff.
                 return Status.error(f"node {node_info.name}: timed out trying to allocate devices")
+            except failed_on_node as exc:
+                return unresolvable(str(exc))  # not fatal: other nodes may still work
             except allocator_error as exc:
-                if getattr(exc, "failed_on_node", False):
-                    return unresolvable(str(exc))  # other nodes may still work
                 return Status.error(str(exc))
             if results is None or len(results) != len(to_allocate):
                 return unresolvable(ERR_CANNOT_ALLOCATE)
@@ -445,6 +452,16 @@ class DynamicResources:
         except ValueError as exc:
             return 0, Status.error(str(exc))
 
+    def score_batch(
+        self, state: CycleState, pod: dict, table: NodeTable, rows: np.ndarray
+    ) -> np.ndarray | None:
+        """:meth:`score` for the table's ``rows`` when the pod has no claims (all 0), the
+        common case; per node otherwise."""
+        s = state.get(STATE_KEY)
+        if isinstance(s, _State) and s.claims.empty():
+            return np.zeros(len(rows), dtype=np.int64)
+        return None
+
     def score_extensions(self) -> DynamicResources:
         return self
 
@@ -453,6 +470,11 @@ class DynamicResources:
     ) -> Status | None:
         default_normalize_score(MAX_NODE_SCORE, False, scores)
         return None
+
+    def normalize_score_batch(
+        self, state: CycleState, pod: dict, nodes: list[NodeInfo], scores: np.ndarray
+    ) -> np.ndarray | None:
+        return default_normalize_score_batch(MAX_NODE_SCORE, False, scores)
 
     # -- Reserve / Unreserve -----------------------------------------------------------------
 

@@ -41,8 +41,8 @@ class AllocatedDevices:
 
     devices: set[DeviceID] = field(default_factory=set)
     shared: set[SharedDeviceID] = field(default_factory=set)
-    # device -> capacity name -> quantities consumed (strings, as the API writes them)
-    consumed: dict[DeviceID, dict[str, list[str]]] = field(default_factory=dict)
+    # (device, capacity name -> quantity as the API writes it), one entry per shared result
+    consumed: list[tuple[DeviceID, dict[str, str]]] = field(default_factory=list)
 
     def add_claim(self, claim: dict, consumable_capacity: bool) -> None:
         """``foreachAllocatedDevice``: admin-access results are not allocated; with
