@@ -339,7 +339,9 @@ class DynamicResources:
         try:
             data: _State = state.read(STATE_KEY)
         except StateNotFound:
-            return Status.error(f'reading "{STATE_KEY}" from cycleState: not found')
+            # Upstream's fwk.ErrNotFound text (e.g. PostFilter after an earlier PreFilter
+            # plugin rejected the pod, so this one's PreFilter never ran).
+            return Status.error("not found")
         return data
 
     def filter(self, state: CycleState, pod: dict, node_info: NodeInfo) -> Status | None:
