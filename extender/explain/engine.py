@@ -65,6 +65,19 @@ class DryRunClient:
     def patch_pod_status(self, namespace: str, name: str, patch: dict) -> dict | None:
         return None
 
+    # ResourceClaims: a dry run reads them from the cluster it was given and writes nothing.
+    def get_resource_claim(self, namespace: str, name: str) -> dict | None:
+        return None
+
+    def update_resource_claim(self, claim: dict) -> dict:
+        return claim
+
+    def update_resource_claim_status(self, claim: dict) -> dict:
+        return claim
+
+    def patch_resource_claim_status(self, namespace: str, name: str, patch: dict) -> dict:
+        return {}
+
 
 def dry_run_twin(fwk: Framework, client: DryRunClient | None = None) -> Framework:
     """A framework of the same profile and plugins whose handle cannot write: a
