@@ -63,6 +63,7 @@ PODS ?= 25
 conformance: setup controlplane
 	$(BIN)/python -m tests.conformance --seeds $(SEEDS) --pods-per-seed $(PODS) --isolate
 	$(BIN)/python -m tests.conformance --volumes --seeds $(SEEDS) --pods-per-seed $(PODS) --isolate
+	$(BIN)/python -m tests.conformance --dra --seeds $(SEEDS) --pods-per-seed $(PODS) --isolate
 
 ## The chaos soak (issue 12): faults under a seeded churn, then the invariants. `make test`
 ## runs a short one (tests/chaos, marker chaos); this is the long one: make chaos MINUTES=10

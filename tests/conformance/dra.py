@@ -67,8 +67,12 @@ def gpu(s: str) -> str:
 class DraGenerator:
     """Builds one DRA :class:`Case` from a seed. All choices go through ``self.rng``."""
 
-    def __init__(self, seed: int, pods: int = 25, max_nodes: int = 6) -> None:
+    def __init__(
+        self, seed: int, pods: int = 25, max_nodes: int = 6, extended: bool = True
+    ) -> None:
         self.seed = seed
+        # Whether pods also ask for extended resources that DeviceClasses provide.
+        self.use_extended = extended
         self.rng = random.Random(seed)
         self.num_pods = pods
         self.max_nodes = max_nodes
@@ -196,7 +200,8 @@ class DraGenerator:
             self.device_class("broken", [on_gpu, f'{gpu("nosuchattribute")} == "x"'])
         extended = f"{SHARED_DOMAIN}/gpu-{self.case_id}"
         self.device_class("ext", [on_gpu], extendedResourceName=extended)
-        self.extended = [extended, IMPLICIT_EXTENDED + self.cls("gpu")]
+        if self.use_extended:
+            self.extended = [extended, IMPLICIT_EXTENDED + self.cls("gpu")]
 
     # -- slices -----------------------------------------------------------------------------
 
@@ -595,9 +600,10 @@ class DraGenerator:
         return None
 
 
-def generate_dra_case(seed: int, pods: int = 25, max_nodes: int = 6) -> Case:
-    """The DRA case for ``seed``: same seed, same case."""
-    return DraGenerator(seed, pods=pods, max_nodes=max_nodes).case()
+def generate_dra_case(seed: int, pods: int = 25, max_nodes: int = 6, extended: bool = True) -> Case:
+    """The DRA case for ``seed``: same seed, same case. ``extended=False``: no pod asks for an
+    extended resource a DeviceClass provides (DRAExtendedResource)."""
+    return DraGenerator(seed, pods=pods, max_nodes=max_nodes, extended=extended).case()
 
 
 def clone(obj: dict) -> dict:

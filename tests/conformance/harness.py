@@ -452,6 +452,27 @@ def our_verdict(
     return Verdict(frozenset(names), rejected=rejected, message=message, state=state)
 
 
+def first_error_of_any_node(
+    ours: Verdict,
+    theirs: Verdict,
+    profile: Profile,
+    nodes: list[dict],
+    bound: list[dict],
+    pod: dict,
+    objects: ApiObjects,
+) -> Verdict:
+    """kube-scheduler filters nodes in parallel and reports the first Error any of them
+    returns: when both sides failed with different errors, ours agrees if some node, filtered
+    alone, fails with kube-scheduler's (we filter in order and report the first node's)."""
+    if ours.message == theirs.message:
+        return ours
+    for node in nodes:
+        alone = our_verdict(profile, [node], bound, pod, objects)
+        if alone.feasible is None and alone.message == theirs.message:
+            return alone
+    return ours
+
+
 def _subset_plugins(status: Status) -> str:
     """The PreFilter plugins named by the status of nodes outside a PreFilterResult."""
     match = re.search(r"\[([^\]]*)\]", status.message)
@@ -1144,6 +1165,10 @@ class Conformance:
             for pod in created:
                 key = f"{pod['metadata']['namespace']}/{pod['metadata']['name']}"
                 ours = our_verdict(full, nodes, bound, pod, objects)
+                if dra and theirs[key].feasible is None and ours.feasible is None:
+                    ours = first_error_of_any_node(
+                        ours, theirs[key], full, nodes, bound, pod, objects
+                    )
                 results.append(
                     PodResult(
                         case.case_id,
@@ -1368,6 +1393,8 @@ class Conformance:
                 verdict = our_verdict(filter_profile(), nodes, bound, pod, objects)
                 if verdict.feasible is not None and not verdict.feasible:
                     continue
+                if verdict.feasible is None and node == f"(not bound: {verdict.error})":
+                    continue  # the same Error both sides
                 note = f"kube-scheduler {node}, ours {verdict.describe()}"
                 checks.append(DeviceResult(case.case_id, name, node, {}, {}, note=note))
                 continue
@@ -1565,19 +1592,23 @@ def run_seeds(
     volumes: bool = False,
     dra: bool = False,
     devices: int = 2,
+    extended: bool = True,
 ) -> Tally:
     """Run ``seeds``: the general cases, with ``volumes`` the volume cases
     (:mod:`tests.conformance.volumes`; no score checks there: binding a pod with unbound
     claims would wait for a PV controller that does not run), with ``dra`` the DRA cases
     (:mod:`tests.conformance.dra`: messages compared too, and ``devices`` pods per seed bound
-    to compare the devices allocated; no score checks)."""
+    to compare the devices allocated; no score checks; ``extended=False``: no pod asks for an
+    extended resource served by a DeviceClass)."""
     from .dra import generate_dra_case
     from .volumes import generate_volume_case
 
     total = Tally()
     for seed in seeds:
         if dra:
-            case = generate_dra_case(seed, pods=pods_per_seed, max_nodes=min(max_nodes, 6))
+            case = generate_dra_case(
+                seed, pods=pods_per_seed, max_nodes=min(max_nodes, 6), extended=extended
+            )
             scores = 0
         elif volumes:
             case = generate_volume_case(seed, pods=pods_per_seed, max_nodes=min(max_nodes, 6))
