@@ -210,6 +210,27 @@ def nodes_of(kube: Kube) -> list[str]:
     return [n["metadata"]["name"] for n in kube.get("/api/v1/nodes")["items"]]
 
 
+def test_a_freed_device_goes_to_the_waiting_pod(dra, control_plane, processes) -> None:
+    """The resource-claim controller deallocates the claim of a deleted pod; that claim
+    update requeues the pod waiting for the device (well before the 5 minutes after which
+    unschedulable pods are retried anyway)."""
+    kube = dra
+    standalone(control_plane, kube, processes)
+    node = f"{kube.namespace}-gpu"
+    kube.create_node(node)
+    publish_slice(kube, node, devices=1)
+    template = claim_template(kube, device_class(kube))
+    gpu_pod(kube, "holder", template)
+    assert kube.wait_bound("holder", timeout=60) == node
+    gpu_pod(kube, "waiter", template)
+    wait_until(
+        lambda: "cannot allocate all claims" in kube.why_pending("waiter"), 30, "FailedScheduling"
+    )
+    kube.delete_pod("holder")
+    assert kube.wait_bound("waiter", timeout=60) == node
+    assert allocated_devices(pod_claim(kube, "waiter")) == [("gpu", driver(kube), node, "gpu-0")]
+
+
 def test_missing_class_then_created(dra, control_plane, processes) -> None:
     kube = dra
     standalone(control_plane, kube, processes)

@@ -37,6 +37,7 @@ import copy
 import logging
 import threading
 import time
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -167,6 +168,11 @@ def _rfc3339(moment: datetime) -> str:
     return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+# Services id -> the claim tracker its profiles share.
+_TRACKERS: dict[int, ClaimTracker] = {}
+_TRACKERS_LOCK = threading.Lock()
+
+
 class DynamicResources:
     name = NAME
     reads = (DEVICE_CLASSES, RESOURCE_SLICES, RESOURCE_CLAIMS)
@@ -192,7 +198,6 @@ class DynamicResources:
         raise_errors(errors)
         self._tracker: ClaimTracker | None = None
         self._cel_cache: Any = None
-        self._tracker_lock = threading.Lock()
         # How the cycle's allocator is built (``structured.NewAllocator``).
         self.new_allocator: Callable[..., Any] = alloc_bridge.new_allocator
         self.clock: Callable[[], datetime] = _now
@@ -201,10 +206,21 @@ class DynamicResources:
 
     @property
     def tracker(self) -> ClaimTracker:
+        """The claim tracker, one per process like upstream's DRA manager: the profiles of
+        one scheduler (one ``Services``) share it, so two profiles never hand out the same
+        in-flight device."""
         if self._tracker is None:
-            with self._tracker_lock:
+            with _TRACKERS_LOCK:
                 if self._tracker is None:
-                    self._tracker = ClaimTracker(self.handle.lister(RESOURCE_CLAIMS))
+                    services = getattr(self.handle, "services", None)
+                    key = id(services) if services is not None else None
+                    tracker = _TRACKERS.get(key) if key is not None else None
+                    if tracker is None:
+                        tracker = ClaimTracker(self.handle.lister(RESOURCE_CLAIMS))
+                        if key is not None:
+                            _TRACKERS[key] = tracker
+                            weakref.finalize(services, _TRACKERS.pop, key, None)
+                    self._tracker = tracker
         return self._tracker
 
     def _cel(self) -> Any:
