@@ -54,6 +54,7 @@ from cel_expr_python import cel
 from cel_expr_python.ext import ext_bindings, ext_strings
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 
+from extender.dra import celast
 from extender.dra import quantity as quantity_lib
 from extender.dra import semver as semver_lib
 
@@ -216,6 +217,32 @@ def _less_than(a: Any, b: Any) -> bool:
     return _compare_to(a, b) == -1
 
 
+@lru_cache(maxsize=256)
+def _regex(pattern: str) -> re.Pattern[str]:
+    try:
+        return re.compile(pattern)
+    except re.error as e:
+        raise CELError(f"Illegal regex: {e}") from None
+
+
+def _find(text: str, pattern: str) -> str:
+    """regex.go ``find``: the leftmost match, or the empty string."""
+    match = _regex(pattern).search(text)
+    return match.group(0) if match else ""
+
+
+def _find_all(text: str, pattern: str, limit: int = -1) -> list[str]:
+    """regex.go ``findAll`` (Go's ``FindAllString``: a negative limit means all)."""
+    if limit == 0:
+        return []
+    found = []
+    for match in _regex(pattern).finditer(text):
+        found.append(match.group(0))
+        if 0 < limit <= len(found):
+            break
+    return found
+
+
 _T = cel.Type
 
 
@@ -297,6 +324,21 @@ def _kubernetes_library() -> cel.CelExtension:
                 o("is_semver_string_bool", B, [STR, B], _is_semver_normalize),
             ],
         ),
+        # regex.go (Go's RE2 syntax; Python's re agrees on the common subset)
+        f("find", [o("string_find_string", STR, [STR, STR], _find, True)]),
+        f(
+            "findAll",
+            [
+                o("string_find_all_string", _T.List(STR), [STR, STR], _find_all, True),
+                o(
+                    "string_find_all_string_int",
+                    _T.List(STR),
+                    [STR, STR, INT],
+                    _find_all,
+                    True,
+                ),
+            ],
+        ),
         f("major", [o("semver_major", INT, [S], lambda a: _from_semver_msg(a).major, True)]),
         f("minor", [o("semver_minor", INT, [S], lambda a: _from_semver_msg(a).minor, True)]),
         f("patch", [o("semver_patch", INT, [S], lambda a: _from_semver_msg(a).patch, True)]),
@@ -307,7 +349,12 @@ def _kubernetes_library() -> cel.CelExtension:
 def _new_env() -> cel.Env:
     return cel.NewEnv(
         _POOL,
-        variables={"device": _T.Map(_T.STRING, _T.DYN)},
+        variables={
+            "device": _T.Map(_T.STRING, _T.DYN),
+            # The lookup views of device.attributes and device.capacity (see _analyze).
+            _ATTRIBUTES_VIEW: _T.Map(_T.STRING, _T.DYN),
+            _CAPACITY_VIEW: _T.Map(_T.STRING, _T.DYN),
+        },
         extensions=[
             ext_strings.ExtStrings(2),
             ext_bindings.ExtBindings(),
@@ -315,6 +362,17 @@ def _new_env() -> cel.Env:
         ],
     )
 
+
+_ATTRIBUTES_VIEW = "__dra_attributes_lookup__"
+_CAPACITY_VIEW = "__dra_capacity_lookup__"
+_VIEWS = {"attributes": _ATTRIBUTES_VIEW, "capacity": _CAPACITY_VIEW}
+# The fields of upstream's kubernetes.DRADevice object type (DRAConsumableCapacity on).
+_DEVICE_FIELDS = frozenset(("driver", "attributes", "capacity", "allowMultipleAllocations"))
+# cel-go's names of their types, for the result-type check of `device.<field>` alone.
+_DEVICE_FIELD_TYPES = {
+    "driver": "string",
+    "capacity": "map(string, map(string, kubernetes.Quantity))",
+}
 
 _ENV_LOCK = threading.Lock()
 _ENV: cel.Env | None = None
@@ -459,21 +517,52 @@ def _device_value(device: CELDevice) -> dict[str, Any]:
     }
 
 
+@dataclass(frozen=True, slots=True)
+class _Lookups:
+    """The domains an expression looks up directly in device.attributes / device.capacity."""
+
+    attributes: frozenset[str] = frozenset()
+    capacity: frozenset[str] = frozenset()
+
+
+def _with_defaults(domains: dict[str, Any], keys: frozenset[str]) -> dict[str, Any]:
+    """The map with an empty map for each looked-up domain the device does not have."""
+    missing = [k for k in keys if k not in domains]
+    if not missing:
+        return domains
+    view: dict[str, Any] = dict(domains)
+    for key in missing:
+        view[key] = {}
+    return view
+
+
 class CompilationResult:
     """One compiled selector expression (``CompilationResult`` of compile.go)."""
 
-    __slots__ = ("expression", "error", "_program")
+    __slots__ = ("expression", "error", "_program", "_lookups")
 
-    def __init__(self, expression: str, error: CELError | None, program: Any = None) -> None:
+    def __init__(
+        self,
+        expression: str,
+        error: CELError | None,
+        program: Any = None,
+        lookups: _Lookups | None = None,
+    ) -> None:
         self.expression = expression
         self.error = error
         self._program = program
+        self._lookups = lookups or _Lookups()
 
     def device_matches(self, device: CELDevice) -> bool:
         """Evaluate against one device; a runtime error raises CELError (upstream's text)."""
         if self.error is not None:
             raise self.error
-        variables = {"device": _device_value(device)}
+        value = _device_value(device)
+        variables = {
+            "device": value,
+            _ATTRIBUTES_VIEW: _with_defaults(value["attributes"], self._lookups.attributes),
+            _CAPACITY_VIEW: _with_defaults(value["capacity"], self._lookups.capacity),
+        }
         try:
             result = self._program.eval(data=variables)
         except RuntimeError as e:
@@ -488,6 +577,90 @@ class CompilationResult:
             f"CEL result of type {type_name} could not be converted to bool: "
             f"type conversion error from '{type_name}' to 'bool'"
         )
+
+
+def _string_constant(node: Any) -> str | None:
+    if node.WhichOneof("expr_kind") != "const_expr":
+        return None
+    if node.const_expr.WhichOneof("constant_kind") != "string_value":
+        return None
+    return str(node.const_expr.string_value)
+
+
+def _analyze(checked: Any, expression: str) -> tuple[str | None, _Lookups, bool]:
+    """What the C++ checker cannot know about ``device``; edits ``checked`` in place.
+
+    Upstream's ``device`` is an object type with four fields; here it is a map, so a select of
+    another field is reported as cel-go's ``undefined field``. A lookup of a domain the device
+    lacks gives an empty map upstream (``newStringInterfaceMapWithDefault``), while ``in``,
+    ``size`` and the macros see the real domains: each ``device.attributes[...]`` and
+    ``device.capacity[...]`` (index or field select) is pointed at a view variable that also
+    holds an empty map for every constant key the expression looks up. A computed key (rare:
+    selectors name their domains) gets no default.
+
+    Returns (compile error text or None, the looked-up keys, whether the AST was edited).
+    """
+    refs = checked.reference_map
+    shadowed = any(
+        "device"
+        in (
+            node.comprehension_expr.iter_var,
+            node.comprehension_expr.accu_var,
+            node.comprehension_expr.iter_var2,
+        )
+        for node in celast.walk(checked.expr)
+        if node.WhichOneof("expr_kind") == "comprehension_expr"
+    )
+
+    def device_field(node: Any) -> str | None:
+        """The field name if ``node`` is ``device.<field>``."""
+        if shadowed or node.WhichOneof("expr_kind") != "select_expr":
+            return None
+        operand = node.select_expr.operand
+        if operand.WhichOneof("expr_kind") != "ident_expr":
+            return None
+        if operand.ident_expr.name != "device" or operand.id not in refs:
+            return None
+        return str(node.select_expr.field)
+
+    keys: dict[str, set[str]] = {"attributes": set(), "capacity": set()}
+    rewrites: list[tuple[Any, str]] = []
+    for node in celast.walk(checked.expr):
+        kind = node.WhichOneof("expr_kind")
+        if kind == "ident_expr" and node.ident_expr.name in (_ATTRIBUTES_VIEW, _CAPACITY_VIEW):
+            message = f"undeclared reference to '{node.ident_expr.name}' (in container '')"
+            return celast.error_at(checked, node.id, expression, message), _Lookups(), False
+        field = device_field(node)
+        if field is not None and field not in _DEVICE_FIELDS:
+            message = f"undefined field '{field}'"
+            return celast.error_at(checked, node.id, expression, message), _Lookups(), False
+        # A lookup: M[k] or M.k where M is device.attributes or device.capacity.
+        if kind == "call_expr" and node.call_expr.function == "_[_]":
+            target = node.call_expr.args[0]
+            name = device_field(target)
+            if name in _VIEWS:
+                rewrites.append((target, name))
+                key = _string_constant(node.call_expr.args[1])
+                if key is not None:
+                    keys[name].add(key)
+        elif kind == "select_expr":
+            name = device_field(node.select_expr.operand)
+            if name in _VIEWS:
+                rewrites.append((node.select_expr.operand, name))
+                keys[name].add(str(node.select_expr.field))
+    root_field = device_field(checked.expr)
+    if root_field in _DEVICE_FIELD_TYPES:
+        message = (
+            f"must evaluate to bool or the unknown type, not {_DEVICE_FIELD_TYPES[root_field]}"
+        )
+        return message, _Lookups(), False
+    for target, name in rewrites:
+        view = _VIEWS[name]
+        target.ClearField("select_expr")
+        target.ident_expr.name = view
+        refs[target.id].name = view
+    lookups = _Lookups(frozenset(keys["attributes"]), frozenset(keys["capacity"]))
+    return None, lookups, bool(rewrites)
 
 
 def compile_expression(expression: str) -> CompilationResult:
@@ -505,7 +678,15 @@ def compile_expression(expression: str) -> CompilationResult:
             expression,
             CELError(f"must evaluate to bool or the unknown type, not {_type_name(output.name())}"),
         )
-    return CompilationResult(expression, None, program)
+    checked = celast.decode(program.serialize())
+    error, lookups, edited = _analyze(checked, expression)
+    if error is not None:
+        if error.startswith("ERROR:"):
+            error = "compilation failed: " + error
+        return CompilationResult(expression, CELError(error))
+    if edited:
+        program = env.deserialize(celast.encode(checked))
+    return CompilationResult(expression, None, program, lookups)
 
 
 class CELCache:
