@@ -52,7 +52,7 @@ from typing import Any
 
 from cel_expr_python import cel
 from cel_expr_python.ext import ext_bindings, ext_strings
-from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+from google.protobuf import descriptor_pb2, descriptor_pool, message_factory, struct_pb2
 
 from extender.dra import celast
 from extender.dra import quantity as quantity_lib
@@ -97,16 +97,52 @@ def _message_types() -> tuple[descriptor_pool.DescriptorPool, type, type]:
     q.field.add(name="exponent", number=2, type=field.TYPE_INT64, label=field.LABEL_OPTIONAL)
     s = proto.message_type.add(name="Semver")
     s.field.add(name="version", number=1, type=field.TYPE_STRING, label=field.LABEL_OPTIONAL)
-    pool = descriptor_pool.DescriptorPool()
-    pool.Add(proto)
+    # What the checker sees of upstream's kubernetes.DRADevice object: its four fields, the
+    # two maps as map(string, map(string, dyn)) (a Struct is a JSON object to CEL). At run
+    # time only driver and allowMultipleAllocations are read from it: every use of the maps
+    # is pointed at a plain variable (see _analyze).
+    proto.dependency.append("google/protobuf/struct.proto")
+    d = proto.message_type.add(name="DRADevice")
+    d.field.add(name="driver", number=1, type=field.TYPE_STRING, label=field.LABEL_OPTIONAL)
+    d.field.add(
+        name="allowMultipleAllocations", number=2, type=field.TYPE_BOOL, label=field.LABEL_OPTIONAL
+    )
+    for number, name in ((3, "attributes"), (4, "capacity")):
+        entry = d.nested_type.add(name=name.capitalize() + "Entry")
+        entry.options.map_entry = True
+        entry.field.add(name="key", number=1, type=field.TYPE_STRING, label=field.LABEL_OPTIONAL)
+        entry.field.add(
+            name="value",
+            number=2,
+            type=field.TYPE_MESSAGE,
+            label=field.LABEL_OPTIONAL,
+            type_name=".google.protobuf.Struct",
+        )
+        d.field.add(
+            name=name,
+            number=number,
+            type=field.TYPE_MESSAGE,
+            label=field.LABEL_REPEATED,
+            type_name=f".kubernetes.DRADevice.{name.capitalize()}Entry",
+        )
+    # The default pool: the checker resolves the well-known types (google.protobuf.Struct,
+    # Value, ...) in the pool it is given, and without them a dyn value cannot be the range
+    # of a comprehension. The file name is ours alone.
+    pool = descriptor_pool.Default()
+    assert pool.FindFileByName(struct_pb2.DESCRIPTOR.name)  # imported: in the default pool
+    try:
+        pool.FindFileByName(proto.name)
+    except KeyError:
+        pool.Add(proto)
     quantity_cls = message_factory.GetMessageClass(
         pool.FindMessageTypeByName("kubernetes.Quantity")
     )
     semver_cls = message_factory.GetMessageClass(pool.FindMessageTypeByName("kubernetes.Semver"))
-    return pool, quantity_cls, semver_cls
+    device_cls = message_factory.GetMessageClass(pool.FindMessageTypeByName("kubernetes.DRADevice"))
+    return pool, quantity_cls, semver_cls, device_cls
 
 
-_POOL, _QuantityMsg, _SemverMsg = _message_types()
+_POOL, _QuantityMsg, _SemverMsg, _DeviceMsg = _message_types()
 _QUANTITY = cel.Type("kubernetes.Quantity")
 _SEMVER = cel.Type("kubernetes.Semver")
 
@@ -350,10 +386,10 @@ def _new_env() -> cel.Env:
     return cel.NewEnv(
         _POOL,
         variables={
-            "device": _T.Map(_T.STRING, _T.DYN),
-            # The lookup views of device.attributes and device.capacity (see _analyze).
-            _ATTRIBUTES_VIEW: _T.Map(_T.STRING, _T.DYN),
-            _CAPACITY_VIEW: _T.Map(_T.STRING, _T.DYN),
+            "device": _T("kubernetes.DRADevice"),
+            # device.attributes and device.capacity, as they are and with defaults
+            # (see _analyze).
+            **{name: _DOMAINS for name in _HIDDEN},
         },
         extensions=[
             ext_strings.ExtStrings(2),
@@ -363,16 +399,14 @@ def _new_env() -> cel.Env:
     )
 
 
-_ATTRIBUTES_VIEW = "__dra_attributes_lookup__"
-_CAPACITY_VIEW = "__dra_capacity_lookup__"
-_VIEWS = {"attributes": _ATTRIBUTES_VIEW, "capacity": _CAPACITY_VIEW}
-# The fields of upstream's kubernetes.DRADevice object type (DRAConsumableCapacity on).
-_DEVICE_FIELDS = frozenset(("driver", "attributes", "capacity", "allowMultipleAllocations"))
-# cel-go's names of their types, for the result-type check of `device.<field>` alone.
-_DEVICE_FIELD_TYPES = {
-    "driver": "string",
-    "capacity": "map(string, map(string, kubernetes.Quantity))",
+# The variables that stand in for device.attributes and device.capacity: the maps as they
+# are, and the lookup views with an empty map for each looked-up domain the device lacks.
+_VARIABLES = {
+    "attributes": ("__dra_attributes__", "__dra_attributes_lookup__"),
+    "capacity": ("__dra_capacity__", "__dra_capacity_lookup__"),
 }
+_HIDDEN = frozenset(name for pair in _VARIABLES.values() for name in pair)
+_DOMAINS = _T.Map(_T.STRING, _T.Map(_T.STRING, _T.DYN))
 
 _ENV_LOCK = threading.Lock()
 _ENV: cel.Env | None = None
@@ -499,7 +533,8 @@ def _capacity_value(name: str, capacity: Mapping[str, Any]) -> Any:
         raise CELError(f"capacity {name}: {e}") from None
 
 
-def _device_value(device: CELDevice) -> dict[str, Any]:
+def _device_maps(device: CELDevice) -> tuple[dict[str, Any], dict[str, Any]]:
+    """device.attributes and device.capacity as CEL values (``DeviceMatches``)."""
     attributes: dict[str, dict[str, Any]] = {}
     for name, attribute in device.attributes.items():
         value = _attribute_value(name, attribute)
@@ -509,12 +544,7 @@ def _device_value(device: CELDevice) -> dict[str, Any]:
     for name, cap in device.capacity.items():
         domain, ident = _split_name(name, device.driver)
         capacity.setdefault(domain, {})[ident] = _capacity_value(name, cap)
-    return {
-        "driver": device.driver,
-        "allowMultipleAllocations": bool(device.allow_multiple_allocations),
-        "attributes": attributes,
-        "capacity": capacity,
-    }
+    return attributes, capacity
 
 
 @dataclass(frozen=True, slots=True)
@@ -557,11 +587,16 @@ class CompilationResult:
         """Evaluate against one device; a runtime error raises CELError (upstream's text)."""
         if self.error is not None:
             raise self.error
-        value = _device_value(device)
+        attributes, capacity = _device_maps(device)
         variables = {
-            "device": value,
-            _ATTRIBUTES_VIEW: _with_defaults(value["attributes"], self._lookups.attributes),
-            _CAPACITY_VIEW: _with_defaults(value["capacity"], self._lookups.capacity),
+            "device": _DeviceMsg(
+                driver=device.driver,
+                allowMultipleAllocations=bool(device.allow_multiple_allocations),
+            ),
+            "__dra_attributes__": attributes,
+            "__dra_attributes_lookup__": _with_defaults(attributes, self._lookups.attributes),
+            "__dra_capacity__": capacity,
+            "__dra_capacity_lookup__": _with_defaults(capacity, self._lookups.capacity),
         }
         try:
             result = self._program.eval(data=variables)
@@ -587,80 +622,75 @@ def _string_constant(node: Any) -> str | None:
     return str(node.const_expr.string_value)
 
 
-def _analyze(checked: Any, expression: str) -> tuple[str | None, _Lookups, bool]:
-    """What the C++ checker cannot know about ``device``; edits ``checked`` in place.
+def _analyze(checked: Any, expression: str) -> tuple[str | None, _Lookups]:
+    """Point device.attributes and device.capacity at plain variables; edits ``checked``.
 
-    Upstream's ``device`` is an object type with four fields; here it is a map, so a select of
-    another field is reported as cel-go's ``undefined field``. A lookup of a domain the device
-    lacks gives an empty map upstream (``newStringInterfaceMapWithDefault``), while ``in``,
-    ``size`` and the macros see the real domains: each ``device.attributes[...]`` and
-    ``device.capacity[...]`` (index or field select) is pointed at a view variable that also
-    holds an empty map for every constant key the expression looks up. A computed key (rare:
-    selectors name their domains) gets no default.
+    The checker knows ``device`` as a message with upstream's four fields (so an unknown field
+    or a non-bool result is its compile error), but the maps' values are Python dicts. Every
+    use of ``device.attributes`` / ``device.capacity`` becomes a variable: a lookup
+    (``M[k]``, ``M.k``, ``has(M.k)``) the lookup view, anything else (``in``, ``size``, the
+    macros, ``cel.bind``) the map as it is. Upstream's map answers a lookup of a domain the
+    device lacks with an empty map (``newStringInterfaceMapWithDefault``) while ``in`` and
+    iteration see the real domains; the lookup view holds an empty map for every constant key
+    the expression looks up. A computed key (rare: selectors name their domains) gets no
+    default.
 
-    Returns (compile error text or None, the looked-up keys, whether the AST was edited).
+    Returns (compile error text or None, the looked-up keys).
     """
     refs = checked.reference_map
-    shadowed = any(
-        "device"
-        in (
-            node.comprehension_expr.iter_var,
-            node.comprehension_expr.accu_var,
-            node.comprehension_expr.iter_var2,
-        )
-        for node in celast.walk(checked.expr)
-        if node.WhichOneof("expr_kind") == "comprehension_expr"
-    )
 
-    def device_field(node: Any) -> str | None:
-        """The field name if ``node`` is ``device.<field>``."""
-        if shadowed or node.WhichOneof("expr_kind") != "select_expr":
+    def device_map(node: Any, bound: frozenset[str]) -> str | None:
+        """ "attributes" or "capacity" if ``node`` is ``device.attributes`` / ``.capacity``."""
+        if node.WhichOneof("expr_kind") != "select_expr" or node.select_expr.test_only:
             return None
         operand = node.select_expr.operand
-        if operand.WhichOneof("expr_kind") != "ident_expr":
+        if operand.WhichOneof("expr_kind") != "ident_expr" or operand.id not in refs:
             return None
-        if operand.ident_expr.name != "device" or operand.id not in refs:
-            return None
-        return str(node.select_expr.field)
+        if operand.ident_expr.name != "device" or "device" in bound:
+            return None  # a comprehension variable named device is not the device
+        field = str(node.select_expr.field)
+        return field if field in _VARIABLES else None
 
     keys: dict[str, set[str]] = {"attributes": set(), "capacity": set()}
-    rewrites: list[tuple[Any, str]] = []
-    for node in celast.walk(checked.expr):
+    lookups: dict[int, str] = {}  # node id of a map used for a lookup -> its map
+    uses: list[tuple[Any, str]] = []
+    for node, bound in celast.walk_scoped(checked.expr):
         kind = node.WhichOneof("expr_kind")
-        if kind == "ident_expr" and node.ident_expr.name in (_ATTRIBUTES_VIEW, _CAPACITY_VIEW):
+        if kind == "ident_expr" and node.ident_expr.name in _HIDDEN:
             message = f"undeclared reference to '{node.ident_expr.name}' (in container '')"
-            return celast.error_at(checked, node.id, expression, message), _Lookups(), False
-        field = device_field(node)
-        if field is not None and field not in _DEVICE_FIELDS:
-            message = f"undefined field '{field}'"
-            return celast.error_at(checked, node.id, expression, message), _Lookups(), False
-        # A lookup: M[k] or M.k where M is device.attributes or device.capacity.
+            return celast.error_at(checked, node.id, expression, message), _Lookups()
         if kind == "call_expr" and node.call_expr.function == "_[_]":
             target = node.call_expr.args[0]
-            name = device_field(target)
-            if name in _VIEWS:
-                rewrites.append((target, name))
+            name = device_map(target, bound)
+            if name:
+                lookups[target.id] = name
                 key = _string_constant(node.call_expr.args[1])
                 if key is not None:
                     keys[name].add(key)
         elif kind == "select_expr":
-            name = device_field(node.select_expr.operand)
-            if name in _VIEWS:
-                rewrites.append((node.select_expr.operand, name))
+            operand = node.select_expr.operand
+            name = device_map(operand, bound)
+            if name:
+                lookups[operand.id] = name
                 keys[name].add(str(node.select_expr.field))
-    root_field = device_field(checked.expr)
-    if root_field in _DEVICE_FIELD_TYPES:
-        message = (
-            f"must evaluate to bool or the unknown type, not {_DEVICE_FIELD_TYPES[root_field]}"
-        )
-        return message, _Lookups(), False
-    for target, name in rewrites:
-        view = _VIEWS[name]
-        target.ClearField("select_expr")
-        target.ident_expr.name = view
-        refs[target.id].name = view
-    lookups = _Lookups(frozenset(keys["attributes"]), frozenset(keys["capacity"]))
-    return None, lookups, bool(rewrites)
+        name = device_map(node, bound)
+        if name:
+            uses.append((node, name))
+    for node, name in uses:
+        exact, lookup = _VARIABLES[name]
+        variable = lookup if node.id in lookups else exact
+        node.ClearField("select_expr")
+        node.ident_expr.name = variable
+        refs[node.id].name = variable
+    return None, _Lookups(frozenset(keys["attributes"]), frozenset(keys["capacity"]))
+
+
+_UNDEFINED_FIELD = re.compile(r"undefined field '([^']*)' not found in struct '[^']*'")
+
+
+def _compile_message(message: str) -> str:
+    """A C++ checker error in cel-go's words."""
+    return _UNDEFINED_FIELD.sub(r"undefined field '\1'", _strip_status(message))
 
 
 def compile_expression(expression: str) -> CompilationResult:
@@ -670,7 +700,7 @@ def compile_expression(expression: str) -> CompilationResult:
         program = env.compile(expression)
     except RuntimeError as e:
         return CompilationResult(
-            expression, CELError("compilation failed: " + _strip_status(str(e)))
+            expression, CELError("compilation failed: " + _compile_message(str(e)))
         )
     output = program.return_type()
     if output != _T.BOOL and output != _T.DYN:
@@ -679,13 +709,12 @@ def compile_expression(expression: str) -> CompilationResult:
             CELError(f"must evaluate to bool or the unknown type, not {_type_name(output.name())}"),
         )
     checked = celast.decode(program.serialize())
-    error, lookups, edited = _analyze(checked, expression)
+    error, lookups = _analyze(checked, expression)
     if error is not None:
         if error.startswith("ERROR:"):
             error = "compilation failed: " + error
         return CompilationResult(expression, CELError(error))
-    if edited:
-        program = env.deserialize(celast.encode(checked))
+    program = env.deserialize(celast.encode(checked))
     return CompilationResult(expression, None, program, lookups)
 
 

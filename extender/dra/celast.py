@@ -266,3 +266,29 @@ def error_at(checked: Any, expr_id: int, source: str, message: str) -> str:
     line, column = location(checked, expr_id, source)
     text = source.split("\n")[line - 1] if source else ""
     return f"ERROR: <input>:{line}:{column}: {message}\n | {text}\n | {'.' * (column - 1)}^"
+
+
+def walk_scoped(expr: Any) -> Iterator[tuple[Any, frozenset[str]]]:
+    """Every node with the comprehension variables in scope there (parents first).
+
+    A comprehension's range and initial accumulator are outside its variables; the loop
+    condition and step see the iteration variables and the accumulator; the result sees the
+    accumulator only.
+    """
+    stack: list[tuple[Any, frozenset[str]]] = [(expr, frozenset())]
+    while stack:
+        node, bound = stack.pop()
+        yield node, bound
+        if node.WhichOneof("expr_kind") == "comprehension_expr":
+            comp = node.comprehension_expr
+            loop = bound | {comp.iter_var, comp.accu_var} | ({comp.iter_var2} - {""})
+            scoped = [
+                (comp.iter_range, bound),
+                (comp.accu_init, bound),
+                (comp.loop_condition, loop),
+                (comp.loop_step, loop),
+                (comp.result, bound | {comp.accu_var}),
+            ]
+        else:
+            scoped = [(child, bound) for child in children(node)]
+        stack.extend(reversed(scoped))
