@@ -54,7 +54,7 @@ from cel_expr_python import cel
 from cel_expr_python.ext import ext_bindings, ext_strings
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory, struct_pb2
 
-from extender.dra import celast
+from extender.dra import celast, celcost
 from extender.dra import quantity as quantity_lib
 from extender.dra import semver as semver_lib
 
@@ -65,6 +65,12 @@ CEL_SELECTOR_EXPRESSION_MAX_COST = 1_000_000
 DEFAULT_CACHE_SIZE = 10
 
 COST_LIMIT_EXCEEDED = "operation cancelled: actual cost limit exceeded"
+# The substitute for cel-go's meter (see "Cost" above): an expression whose static worst case
+# is far past the limit, or that may build a value this large, is never evaluated.
+_REFUSED_COST = 1000 * CEL_SELECTOR_EXPRESSION_MAX_COST
+_REFUSED_SIZE = 10_000_000
+# The C++ runtime's own bound (cel-expr-python: 10,000 comprehension iterations an evaluation).
+_ITERATION_BUDGET = "Iteration budget exceeded"
 
 
 class CELError(Exception):
@@ -236,21 +242,25 @@ def _s_cmp(a: Any, b: Any) -> int:
     return _from_semver_msg(a).compare(_from_semver_msg(b))
 
 
-def _compare_to(a: Any, b: Any) -> int:
-    """compareTo of two quantities or two semvers; anything else has no overload."""
+def _compare(function: str, a: Any, b: Any) -> int:
+    """Two quantities or two semvers; anything else has no overload (cel-go's words)."""
     if isinstance(a, _QuantityMsg) and isinstance(b, _QuantityMsg):
         return _q_cmp(a, b)
     if isinstance(a, _SemverMsg) and isinstance(b, _SemverMsg):
         return _s_cmp(a, b)
-    raise CELError("no such overload")
+    raise CELError(f"no such overload: {function}")
+
+
+def _compare_to(a: Any, b: Any) -> int:
+    return _compare("compareTo", a, b)
 
 
 def _greater_than(a: Any, b: Any) -> bool:
-    return _compare_to(a, b) == 1
+    return _compare("isGreaterThan", a, b) == 1
 
 
 def _less_than(a: Any, b: Any) -> bool:
-    return _compare_to(a, b) == -1
+    return _compare("isLessThan", a, b) == -1
 
 
 @lru_cache(maxsize=256)
@@ -433,6 +443,7 @@ def _strip_status(message: str) -> str:
 
 
 _KEY_NOT_FOUND = "Key not found in map : "
+_NO_OVERLOAD = "No matching overloads found"
 
 
 def _runtime_message(message: str) -> str:
@@ -442,11 +453,46 @@ def _runtime_message(message: str) -> str:
         if len(key) >= 2 and key[0] == key[-1] == '"':
             key = key[1:-1]
         return f"no such key: {key}"
+    if message == _ITERATION_BUDGET:
+        return COST_LIMIT_EXCEEDED
     if message == "divide by zero":
         return "division by zero"
-    if message.startswith("No matching overloads found"):
-        return "no such overload"
+    if message.startswith(_NO_OVERLOAD):
+        # "No matching overloads found : (int64).isGreaterThan(struct)" -> the function name
+        names = re.findall(r"([A-Za-z_][A-Za-z0-9_.]*)\(", message[len(_NO_OVERLOAD) :])
+        return f"no such overload: {names[-1]}" if names else "no such overload"
+    if message.startswith("Index error: index="):
+        found = re.match(r"Index error: index=(-?\d+) size=(\d+)", message)
+        if found:
+            return f"index '{found[1]}' out of range in list size '{found[2]}'"
     return message
+
+
+# cel-go's ConvertToNative(bool) errors, by the result's type (the reachable ones: a selector's
+# result is only not bool when its type is dyn, i.e. an attribute or capacity value).
+_CONVERSION_ERRORS = {
+    "int": "unsupported type conversion from 'int' to bool",
+    "uint": "unsupported type conversion from 'uint' to bool",
+    "string": "unsupported native conversion from string to 'bool'",
+    "double": "type conversion error from Double to 'bool'",
+    "bytes": "type conversion error from Bytes to 'bool'",
+    "null_type": "type conversion error from 'null_type' to 'bool'",
+    "kubernetes.Semver": "type conversion error from 'Semver' to 'bool'",
+    "kubernetes.Quantity": "type conversion error from 'Quantity' to 'bool'",
+}
+
+
+def _not_bool(type_name: str) -> str:
+    """``DeviceMatches``' error for a result that is not a bool."""
+    if type_name.startswith("list("):
+        detail = "type conversion error from list to 'bool'"
+    elif type_name.startswith("map("):
+        detail = "unsupported type conversion: bool to map"
+    else:
+        detail = _CONVERSION_ERRORS.get(
+            type_name, f"type conversion error from '{type_name}' to 'bool'"
+        )
+    return f"CEL result of type {type_name} could not be converted to bool: {detail}"
 
 
 def _type_name(name: str) -> str:
@@ -569,7 +615,7 @@ def _with_defaults(domains: dict[str, Any], keys: frozenset[str]) -> dict[str, A
 class CompilationResult:
     """One compiled selector expression (``CompilationResult`` of compile.go)."""
 
-    __slots__ = ("expression", "error", "_program", "_lookups")
+    __slots__ = ("expression", "error", "max_cost", "_program", "_lookups")
 
     def __init__(
         self,
@@ -577,9 +623,12 @@ class CompilationResult:
         error: CELError | None,
         program: Any = None,
         lookups: _Lookups | None = None,
+        max_cost: int | None = None,
     ) -> None:
         self.expression = expression
         self.error = error
+        # The worst-case cost (cel-go's estimate, extender.dra.celcost); None after an error.
+        self.max_cost = max_cost
         self._program = program
         self._lookups = lookups or _Lookups()
 
@@ -587,6 +636,8 @@ class CompilationResult:
         """Evaluate against one device; a runtime error raises CELError (upstream's text)."""
         if self.error is not None:
             raise self.error
+        if self._program is None:
+            raise CELError(COST_LIMIT_EXCEEDED)
         attributes, capacity = _device_maps(device)
         variables = {
             "device": _DeviceMsg(
@@ -607,11 +658,7 @@ class CompilationResult:
             return bool(result.value())
         if kind == _T.ERROR:
             raise CELError(_runtime_message(str(result.value())))
-        type_name = _type_name(kind.name())
-        raise CELError(
-            f"CEL result of type {type_name} could not be converted to bool: "
-            f"type conversion error from '{type_name}' to 'bool'"
-        )
+        raise CELError(_not_bool(_type_name(kind.name())))
 
 
 def _string_constant(node: Any) -> str | None:
@@ -708,14 +755,25 @@ def compile_expression(expression: str) -> CompilationResult:
             expression,
             CELError(f"must evaluate to bool or the unknown type, not {_type_name(output.name())}"),
         )
-    checked = celast.decode(program.serialize())
+    try:
+        checked = celast.decode(program.serialize())
+    except celast.DecodeError:
+        # Deeper than protobuf's nesting limit (100), past the parser's 32 levels only
+        # through macros; upstream's parser allows 250 levels.
+        return CompilationResult(expression, CELError("compilation failed: nested too deeply"))
     error, lookups = _analyze(checked, expression)
     if error is not None:
         if error.startswith("ERROR:"):
             error = "compilation failed: " + error
         return CompilationResult(expression, CELError(error))
     program = env.deserialize(celast.encode(checked))
-    return CompilationResult(expression, None, program, lookups)
+    try:
+        cost, largest = celcost.estimate(checked, celcost.device_variables(sorted(_HIDDEN)))
+    except RecursionError:
+        cost, largest = celcost.UNBOUNDED, celcost.UNBOUNDED
+    if cost > _REFUSED_COST or largest > _REFUSED_SIZE:
+        program = None  # never evaluated: device_matches reports the cost limit
+    return CompilationResult(expression, None, program, lookups, cost)
 
 
 class CELCache:

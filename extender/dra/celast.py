@@ -17,6 +17,9 @@ from collections.abc import Iterator
 from typing import Any
 
 from google.protobuf import any_pb2, descriptor_pb2, descriptor_pool, message_factory
+from google.protobuf.message import DecodeError
+
+__all__ = ["DecodeError", "children", "decode", "encode", "error_at", "walk", "walk_scoped"]
 
 CHECKED_EXPR_TYPE_URL = "type.googleapis.com/cel.expr.CheckedExpr"
 
