@@ -367,6 +367,17 @@ def test_upstream_case(name: str) -> None:
     assert result.device_matches(_device(case)) is case.expect_match
 
 
+@pytest.mark.parametrize(
+    "name", sorted(n for n, c in UPSTREAM_CASES.items() if not c.expect_compile_error)
+)
+def test_upstream_cost_estimate(name: str) -> None:
+    # cel-go's worst-case estimate with the DRA environment's sizes (compile.go's
+    # sizeEstimator); the scheduler's cache does not need it, the cost limit does (celcost.py).
+    case = UPSTREAM_CASES[name]
+    result = compile_expression(case.expression)
+    assert result.max_cost == case.expect_cost
+
+
 def test_the_upstream_table_is_complete() -> None:
     # 69 cases in compile_test.go at v0.36.3: each is ported or named as not applicable.
     assert not set(UPSTREAM_CASES) & set(NOT_APPLICABLE)
