@@ -99,8 +99,8 @@ def _message_types() -> tuple[descriptor_pool.DescriptorPool, type, type]:
         name="extender/dra/kubernetes_cel.proto", package="kubernetes", syntax="proto3"
     )
     q = proto.message_type.add(name="Quantity")
-    q.field.add(name="unscaled", number=1, type=field.TYPE_STRING, label=field.LABEL_OPTIONAL)
-    q.field.add(name="exponent", number=2, type=field.TYPE_INT64, label=field.LABEL_OPTIONAL)
+    # One field, "<unscaled>e<exponent>" of the normalized value: equal text, equal quantity.
+    q.field.add(name="value", number=1, type=field.TYPE_STRING, label=field.LABEL_OPTIONAL)
     s = proto.message_type.add(name="Semver")
     s.field.add(name="version", number=1, type=field.TYPE_STRING, label=field.LABEL_OPTIONAL)
     # What the checker sees of upstream's kubernetes.DRADevice object: its four fields, the
@@ -154,11 +154,17 @@ _SEMVER = cel.Type("kubernetes.Semver")
 
 
 def _to_quantity_msg(q: quantity_lib.Quantity) -> Any:
-    return _QuantityMsg(unscaled=str(q.unscaled), exponent=q.exponent)
+    return _QuantityMsg(value=f"{q.unscaled}e{q.exponent}")
+
+
+@lru_cache(maxsize=4096)
+def _quantity_of_text(text: str) -> quantity_lib.Quantity:
+    unscaled, _, exponent = text.partition("e")
+    return quantity_lib.Quantity(int(unscaled or "0"), int(exponent or "0"))
 
 
 def _from_quantity_msg(msg: Any) -> quantity_lib.Quantity:
-    return quantity_lib.Quantity(int(msg.unscaled or "0"), msg.exponent)
+    return _quantity_of_text(msg.value)
 
 
 @lru_cache(maxsize=1024)
@@ -178,7 +184,7 @@ def _from_semver_msg(msg: Any) -> semver_lib.Version:
 
 
 def _quantity(text: str) -> Any:
-    return _to_quantity_msg(quantity_lib.parse(text))
+    return _quantity_msg_of(text)
 
 
 def _is_quantity(text: str) -> bool:
@@ -541,21 +547,22 @@ def _split_type_args(text: str) -> list[str]:
 
 def _attribute_value(name: str, attribute: Mapping[str, Any]) -> Any:
     """``getAttributeValue``: the one value of a DeviceAttribute (list values: gate off)."""
-    if not isinstance(attribute, Mapping):
+    # type() before isinstance(): this runs for every attribute of every device.
+    if type(attribute) is not dict and not isinstance(attribute, Mapping):
         raise CELError(f"attribute {name}: unsupported attribute value")
     value = attribute.get("int")
-    if value is not None and isinstance(value, int) and not isinstance(value, bool):
+    if type(value) is int:
         return value
     value = attribute.get("bool")
-    if isinstance(value, bool):
+    if type(value) is bool:
         return value
     value = attribute.get("string")
-    if isinstance(value, str):
+    if type(value) is str:
         return value
     value = attribute.get("version")
-    if isinstance(value, str):
+    if type(value) is str:
         try:
-            return _to_semver_msg(_semver_of(value))
+            return _semver_msg_of(value)
         except semver_lib.SemverError as e:
             raise CELError(f"attribute {name}: parse semantic version: {e}") from None
     raise CELError(f"attribute {name}: unsupported attribute value")
@@ -569,12 +576,24 @@ def _split_name(name: str, default_domain: str) -> tuple[str, str]:
     return domain, ident
 
 
+@lru_cache(maxsize=4096)
+def _quantity_msg_of(text: str) -> Any:
+    # The same message object for the same text: messages handed to the runtime are only read.
+    return _to_quantity_msg(quantity_lib.parse(text))
+
+
+@lru_cache(maxsize=4096)
+def _semver_msg_of(text: str) -> Any:
+    return _to_semver_msg(_semver_of(text))
+
+
 def _capacity_value(name: str, capacity: Mapping[str, Any]) -> Any:
-    value = capacity.get("value") if isinstance(capacity, Mapping) else None
-    if isinstance(value, bool) or not isinstance(value, str | int | float):
+    is_mapping = type(capacity) is dict or isinstance(capacity, Mapping)
+    value = capacity.get("value") if is_mapping else None
+    if type(value) not in (str, int, float):
         raise CELError(f"capacity {name}: missing value")
     try:
-        return _to_quantity_msg(quantity_lib.parse(str(value)))
+        return _quantity_msg_of(str(value))
     except quantity_lib.QuantityError as e:
         raise CELError(f"capacity {name}: {e}") from None
 
@@ -593,12 +612,59 @@ def _device_maps(device: CELDevice) -> tuple[dict[str, Any], dict[str, Any]]:
     return attributes, capacity
 
 
+class _DeviceValues:
+    """A device's CEL values, built once: every selector of every pod reads the same device."""
+
+    __slots__ = ("device", "message", "attributes", "capacity", "error")
+
+    def __init__(self, device: CELDevice) -> None:
+        self.device = device  # held: the cache is keyed by its id
+        self.message = _DeviceMsg(
+            driver=device.driver,
+            allowMultipleAllocations=bool(device.allow_multiple_allocations),
+        )
+        self.error: CELError | None = None
+        self.attributes: dict[str, Any] = {}
+        self.capacity: dict[str, Any] = {}
+        try:
+            self.attributes, self.capacity = _device_maps(device)
+        except CELError as e:
+            self.error = e
+
+
+# Keyed by identity (a CELDevice holds dicts: it has no hash). The allocator builds one
+# CELDevice per device of a ResourceSlice and keeps it while the slice is unchanged, so a
+# device's values are built once, not once a selector and pod; its mappings must not change.
+_DEVICE_CACHE_SIZE = 8192
+_RESULTS_SIZE = 65536
+_DEVICE_CACHE: OrderedDict[int, _DeviceValues] = OrderedDict()
+_DEVICE_CACHE_LOCK = threading.Lock()
+
+
+def _device_values(device: CELDevice) -> _DeviceValues:
+    key = id(device)
+    with _DEVICE_CACHE_LOCK:
+        entry = _DEVICE_CACHE.get(key)
+        if entry is not None and entry.device is device:
+            _DEVICE_CACHE.move_to_end(key)
+            return entry
+    entry = _DeviceValues(device)
+    with _DEVICE_CACHE_LOCK:
+        _DEVICE_CACHE[key] = entry
+        _DEVICE_CACHE.move_to_end(key)
+        while len(_DEVICE_CACHE) > _DEVICE_CACHE_SIZE:
+            _DEVICE_CACHE.popitem(last=False)
+    return entry
+
+
 @dataclass(frozen=True, slots=True)
 class _Lookups:
     """The domains an expression looks up directly in device.attributes / device.capacity."""
 
     attributes: frozenset[str] = frozenset()
     capacity: frozenset[str] = frozenset()
+    # The variables the edited AST reads: only those are handed to the runtime.
+    variables: frozenset[str] = frozenset(("device",))
 
 
 def _with_defaults(domains: dict[str, Any], keys: frozenset[str]) -> dict[str, Any]:
@@ -615,7 +681,7 @@ def _with_defaults(domains: dict[str, Any], keys: frozenset[str]) -> dict[str, A
 class CompilationResult:
     """One compiled selector expression (``CompilationResult`` of compile.go)."""
 
-    __slots__ = ("expression", "error", "max_cost", "_program", "_lookups")
+    __slots__ = ("expression", "error", "max_cost", "_program", "_lookups", "_results")
 
     def __init__(
         self,
@@ -631,31 +697,61 @@ class CompilationResult:
         self.max_cost = max_cost
         self._program = program
         self._lookups = lookups or _Lookups()
+        # id(device) -> (device, match or error text): a selector's answer for a device never
+        # changes (the expression and the device are all it reads), and the same devices are
+        # asked again for every pod that uses the class.
+        self._results: dict[int, tuple[CELDevice, bool | str]] = {}
 
     def device_matches(self, device: CELDevice) -> bool:
         """Evaluate against one device; a runtime error raises CELError (upstream's text)."""
         if self.error is not None:
-            raise self.error
+            raise CELError(str(self.error))  # a new one each time: tracebacks accumulate
+        known = self._results.get(id(device))
+        outcome: bool | str
+        if known is not None and known[0] is device:
+            outcome = known[1]
+        else:
+            try:
+                outcome = self._evaluate(device)
+            except CELError as e:
+                outcome = str(e)
+            if len(self._results) >= _RESULTS_SIZE:
+                self._results.clear()
+            self._results[id(device)] = (device, outcome)
+        if isinstance(outcome, str):
+            raise CELError(outcome)
+        return outcome
+
+    def _evaluate(self, device: CELDevice) -> bool:
         if self._program is None:
             raise CELError(COST_LIMIT_EXCEEDED)
-        attributes, capacity = _device_maps(device)
-        variables = {
-            "device": _DeviceMsg(
-                driver=device.driver,
-                allowMultipleAllocations=bool(device.allow_multiple_allocations),
-            ),
-            "__dra_attributes__": attributes,
-            "__dra_attributes_lookup__": _with_defaults(attributes, self._lookups.attributes),
-            "__dra_capacity__": capacity,
-            "__dra_capacity_lookup__": _with_defaults(capacity, self._lookups.capacity),
-        }
+        values = _device_values(device)
+        if values.error is not None:
+            raise CELError(str(values.error))
+        used = self._lookups.variables
+        variables: dict[str, Any] = {}
+        if "device" in used:
+            variables["device"] = values.message
+        if "__dra_attributes__" in used:
+            variables["__dra_attributes__"] = values.attributes
+        if "__dra_attributes_lookup__" in used:
+            variables["__dra_attributes_lookup__"] = _with_defaults(
+                values.attributes, self._lookups.attributes
+            )
+        if "__dra_capacity__" in used:
+            variables["__dra_capacity__"] = values.capacity
+        if "__dra_capacity_lookup__" in used:
+            variables["__dra_capacity_lookup__"] = _with_defaults(
+                values.capacity, self._lookups.capacity
+            )
         try:
             result = self._program.eval(data=variables)
         except RuntimeError as e:
             raise CELError(_runtime_message(str(e))) from None
+        value = result.value()
+        if type(value) is bool:
+            return value
         kind = result.type()
-        if kind == _T.BOOL:
-            return bool(result.value())
         if kind == _T.ERROR:
             raise CELError(_runtime_message(str(result.value())))
         raise CELError(_not_bool(_type_name(kind.name())))
@@ -729,7 +825,13 @@ def _analyze(checked: Any, expression: str) -> tuple[str | None, _Lookups]:
         node.ClearField("select_expr")
         node.ident_expr.name = variable
         refs[node.id].name = variable
-    return None, _Lookups(frozenset(keys["attributes"]), frozenset(keys["capacity"]))
+    variables = frozenset(
+        node.ident_expr.name
+        for node in celast.walk(checked.expr)
+        if node.WhichOneof("expr_kind") == "ident_expr"
+        and node.ident_expr.name in _HIDDEN | {"device"}
+    )
+    return None, _Lookups(frozenset(keys["attributes"]), frozenset(keys["capacity"]), variables)
 
 
 _UNDEFINED_FIELD = re.compile(r"undefined field '([^']*)' not found in struct '[^']*'")
