@@ -93,7 +93,7 @@ class CELDevice:
 # --- the kubernetes.Quantity and kubernetes.Semver value types ----------------------------
 
 
-def _message_types() -> tuple[descriptor_pool.DescriptorPool, type, type]:
+def _message_types() -> tuple[Any, Any, Any, Any]:
     field = descriptor_pb2.FieldDescriptorProto
     proto = descriptor_pb2.FileDescriptorProto(
         name="extender/dra/kubernetes_cel.proto", package="kubernetes", syntax="proto3"
