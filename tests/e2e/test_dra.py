@@ -296,3 +296,25 @@ def test_kube_scheduler_agrees_and_the_extender_filter_agrees(
     }
     status, reply = ext.post("filter", {"Pod": probe, "NodeNames": names})
     assert status == 200 and reply["NodeNames"] == [], reply
+
+
+def test_prefilter_rejection_by_another_plugin_gives_kube_schedulers_message(
+    kube, control_plane, processes, kube_scheduler
+) -> None:
+    """DynamicResources' PostFilter also runs when another PreFilter plugin (here
+    VolumeBinding) rejected the pod: kube-scheduler v1.36 ends the message with its
+    ``not found`` and does not preempt; so do we."""
+    kube_scheduler(scheduler_config(None))
+    standalone(control_plane, kube, processes)
+    kube.create_node(f"{kube.namespace}-n1")
+    missing = [{"name": "d", "persistentVolumeClaim": {"claimName": "missing"}}]
+    kube.scheduler_name = "default-scheduler"
+    kube.create_pod("theirs", volumes=missing)
+    kube.scheduler_name = PROFILE
+    kube.create_pod("ours", volumes=missing)
+    theirs = wait_until(lambda: events_for(kube, "theirs", "FailedScheduling"), 30, "theirs")
+    ours = wait_until(lambda: events_for(kube, "ours", "FailedScheduling"), 30, "ours")
+    n = len(nodes_of(kube))
+    expected = f'0/{n} nodes are available: persistentvolumeclaim "missing" not found. not found'
+    assert theirs[-1]["note"] == expected
+    assert ours[-1]["note"] == expected

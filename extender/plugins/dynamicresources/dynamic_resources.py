@@ -115,6 +115,7 @@ ERR_DEVICE_BINDING_FAILED = "device binding failed"
 MSG_DEALLOCATED = "deallocation of ResourceClaim completed"
 MSG_NO_CLAIMS = "no new claims to deallocate"
 MSG_STILL_NOT_SCHEDULABLE = "still not schedulable"
+MSG_NOT_FOUND = "not found"  # fwk.ErrNotFound
 
 
 def _timeout_arg(args: dict, key: str, default: str, errors: list[str]) -> float:
@@ -355,9 +356,8 @@ class DynamicResources:
         try:
             data: _State = state.read(STATE_KEY)
         except StateNotFound:
-            # Upstream's fwk.ErrNotFound text (e.g. PostFilter after an earlier PreFilter
-            # plugin rejected the pod, so this one's PreFilter never ran).
-            return Status.error("not found")
+            # Upstream's fwk.ErrNotFound text.
+            return Status.error(MSG_NOT_FOUND)
         return data
 
     def filter(self, state: CycleState, pod: dict, node_info: NodeInfo) -> Status | None:
@@ -427,7 +427,12 @@ class DynamicResources:
     ) -> tuple[PostFilterResult | None, Status]:
         s = self._state(state)
         if isinstance(s, Status):
-            return None, s
+            # An earlier PreFilter plugin rejected the pod, so ours never ran. Upstream answers
+            # an Error ("not found") here, which ends PostFilter before preemption and becomes
+            # the FitError's tail (kube-scheduler writes `0/1 nodes are available: <reason>.
+            # not found`). Unresolvable with that text is what our runtime turns into the same
+            # message and the same stop; an Error would be dropped from the message.
+            return None, unresolvable(MSG_NOT_FOUND)
         if s.claims.empty():
             return None, Status(Code.UNSCHEDULABLE, MSG_NO_CLAIMS)
         uid = meta(pod).get("uid")

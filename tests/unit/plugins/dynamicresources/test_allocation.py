@@ -146,9 +146,10 @@ def test_postfilter_without_claims() -> None:
         None,
         Status(Code.UNSCHEDULABLE, "no new claims to deallocate"),
     )
-    # Another PreFilter plugin rejected the pod first: upstream's ErrNotFound.
+    # Another PreFilter plugin rejected the pod first: upstream's ErrNotFound ends PostFilter
+    # (no preemption) and is the FitError's tail.
     _, status = pl.post_filter(cycle(), pod, {})
-    assert status.code == Code.ERROR and status.reasons == ("not found",)
+    assert status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE and status.reasons == ("not found",)
 
 
 def test_allocated_claim_on_this_node_is_reserved_in_prebind() -> None:
