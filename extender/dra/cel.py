@@ -3,41 +3,80 @@
 Upstream: ``k8s.io/dynamic-resource-allocation/cel/compile.go`` (the environment, the
 ``device`` variable, the result check) and ``cache.go`` (the LRU of compiled expressions), on
 the Kubernetes base environment of ``k8s.io/apiserver/pkg/cel/environment/base.go`` with the
-``quantity`` and ``semver`` libraries of ``k8s.io/apiserver/pkg/cel/library/``.
+``quantity``, ``semver`` and ``regex`` libraries of ``k8s.io/apiserver/pkg/cel/library/``.
+Feature gates as v1.36 sets them: DRAConsumableCapacity on, DRAListTypeAttributes off.
 
-An expression sees one variable, ``device``:
+An expression sees one variable, ``device``, an object with four fields:
 
 - ``device.driver`` (string),
 - ``device.attributes[domain][id]``: bool, int, string or ``semver`` values; an attribute
   written without a domain is filed under the driver's name,
 - ``device.capacity[domain][id]``: ``quantity`` values,
-- ``device.allowMultipleAllocations`` (bool; DRAConsumableCapacity is on in v1.36).
+- ``device.allowMultipleAllocations`` (bool, false when unset).
 
 Looking up a domain the device does not have gives an empty map (upstream's
 ``newStringInterfaceMapWithDefault``), so ``"x" in device.attributes["other.example.com"]`` is
 false and ``device.attributes["other.example.com"].x`` fails with ``no such key: x``;
 ``"other.example.com" in device.attributes`` is still false.
 
-Library: ``cel-expr-python`` (Google's CEL C++ runtime with its Python bindings, wheels for
-CPython 3.11 on linux x86_64). Of the candidates it is the one with a real type checker
-(upstream's compile errors: undeclared references, no matching overload, the result type), the
-cel-spec string extensions (``ext.Strings`` version 2, as upstream) and ``cel.bind``, receiver-
-style custom functions, and speed: tens of thousands of evaluations per second against about a
-thousand for ``cel-python`` (pure Python, no checker, no string extensions, no ``cel.bind``);
-``common-expression-language`` (Rust bindings) has no checker, no string extensions, no
-``cel.bind`` and cannot carry custom value types. ``quantity`` and ``semver`` values are
-protobuf messages (``kubernetes.Quantity``, ``kubernetes.Semver``: upstream's type names) in a
-private descriptor pool, holding a normalized value so that CEL's ``==`` is the library's
-semantic equality (``quantity("1k") == quantity("1000")``).
+The interface (the structured allocator's): ``CELCache.get_or_compile`` gives a
+``CompilationResult`` whose ``error`` is a compile error and whose ``device_matches`` answers
+for one ``CELDevice`` or raises ``CELError``; ``str(e)`` is upstream's text, which the allocator
+wraps as ``CEL compile error: ...`` / ``CEL runtime error: ...``. A device's CEL values are built
+once per ``CELDevice`` object and a selector's answer per device is kept (it depends on nothing
+else): the allocator must hand the same object for an unchanged device, and never mutate it.
 
-Cost: cel-go meters every evaluation and stops it past ``CELSelectorExpressionMaxCost``
+Library: ``cel-expr-python`` 0.1 (Google's CEL C++ runtime with its Python bindings; wheels
+for CPython 3.11 on linux x86_64). Of the candidates it is the only one with a type checker
+(upstream's compile errors: syntax, undeclared references, no matching overload, undefined
+fields, the result type), and it has the cel-spec string extensions (``ext.Strings`` version 2,
+as upstream), ``cel.bind``, optional types, receiver-style custom functions and protobuf
+message values, and it is fast: a compiled selector evaluates in a few microseconds, against
+about a millisecond for ``cel-python`` (``celpy``: pure Python, no checker, no string extensions,
+no ``cel.bind``). ``common-expression-language`` (Rust bindings) has no checker, no string
+extensions, no ``cel.bind`` and cannot carry custom value types.
+
+How upstream's environment is rebuilt on it:
+
+- ``quantity`` and ``semver`` values are protobuf messages named as upstream's types
+  (``kubernetes.Quantity``, ``kubernetes.Semver``) holding a normalized value, so CEL's ``==``
+  is the libraries' semantic equality (``quantity("1k") == quantity("1000")``). The C++ runtime
+  dispatches on kinds and both are of the message kind, so ``isGreaterThan``, ``isLessThan``
+  and ``compareTo`` are one overload on dyn each that compares two quantities or two semvers.
+- ``device`` is a ``kubernetes.DRADevice`` message to the checker (upstream's four fields);
+  after checking, every use of ``device.attributes`` / ``device.capacity`` in the AST is
+  pointed at a plain variable, a lookup at a view with the empty-map default (``_analyze``,
+  on the checked AST read and edited through ``extender.dra.celast``).
+- Error texts: the C++ runtime's words are rewritten to cel-go's (``no such key: x``,
+  ``division by zero``, ``no such overload: f``, ``index '3' out of range in list size '1'``,
+  the result conversion errors of ``DeviceMatches``).
+
+Cost. cel-go meters every evaluation and stops one past ``CELSelectorExpressionMaxCost``
 (1,000,000) with ``operation cancelled: actual cost limit exceeded``; the C++ runtime has no
-cost meter. See ``_cost`` below for the bounded substitute.
+meter. The substitute, stated honestly: (1) ``extender.dra.celcost`` computes cel-go's
+worst-case estimate (equal to upstream's on all of ``compile_test.go``'s cost figures) and an
+expression whose estimate is over 1000 times the limit, or which may build a value of more than
+10 million elements or characters, is never evaluated: ``device_matches`` reports the cost
+limit; (2) every evaluation runs under cel-expr-python's budget of 10,000 comprehension
+iterations, reported with the same text. The API server refuses a selector whose estimate is
+over the limit (``validateCELSelector``), so for every selector it accepted neither bound
+changes an answer upstream gives, except a selector that really iterates more than 10,000
+times (only nested comprehensions can; upstream allows it while the metered cost stays under
+the limit, about 100,000 iterations).
 
-Not carried over from the base environment (the selectors of DRA drivers do not use them; an
-expression that does gets upstream's compile error for an undeclared reference): the
-``url``, ``ip``/``cidr``, ``format``, ``sets`` and ``lists`` (ext) libraries, optional types
-and two-variable comprehensions.
+Known differences (none reachable by the selectors DRA drivers document):
+
+- The C++ parser allows 32 levels of nesting (cel-go: 250): deeper expressions are compile
+  errors (``Expression recursion limit exceeded``).
+- Not carried over from the base environment: the ``url``, ``ip``/``cidr``, ``format.named``,
+  ``sets`` and ``lists`` libraries (ext and Kubernetes), two-variable comprehensions; an
+  expression using them gets the compile error of an undeclared reference.
+- ``quantity(...).isGreaterThan(semver(...))`` is a runtime ``no such overload`` (upstream: a
+  compile error); ``isInteger()``/``asInteger()`` of a quantity written with fraction digits
+  that is still integral (``"1.0"``, ``"1.5Ki"``) succeed (see ``extender.dra.quantity``).
+- ``find``/``findAll`` use Python's ``re`` (Go: RE2); the two agree on the common syntax.
+- A lookup with a computed domain key (``device.attributes[k]``, ``k`` not a constant) of a
+  domain the device lacks fails with ``no such key`` instead of giving an empty map.
 """
 
 from __future__ import annotations
@@ -51,7 +90,7 @@ from functools import lru_cache
 from typing import Any
 
 from cel_expr_python import cel
-from cel_expr_python.ext import ext_bindings, ext_strings
+from cel_expr_python.ext import ext_bindings, ext_optional, ext_strings
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory, struct_pb2
 
 from extender.dra import celast, celcost
@@ -410,6 +449,7 @@ def _new_env() -> cel.Env:
         extensions=[
             ext_strings.ExtStrings(2),
             ext_bindings.ExtBindings(),
+            ext_optional.ExtOptional(),
             _kubernetes_library(),
         ],
     )
@@ -422,6 +462,8 @@ _VARIABLES = {
     "capacity": ("__dra_capacity__", "__dra_capacity_lookup__"),
 }
 _HIDDEN = frozenset(name for pair in _VARIABLES.values() for name in pair)
+# Index, optional index (m[?k]) and optional select (m.?k): all look a key up (mapper.Find).
+_LOOKUP_FUNCTIONS = frozenset(("_[_]", "_[?_]", "_?._"))
 _DOMAINS = _T.Map(_T.STRING, _T.Map(_T.STRING, _T.DYN))
 
 _ENV_LOCK = threading.Lock()
@@ -802,7 +844,7 @@ def _analyze(checked: Any, expression: str) -> tuple[str | None, _Lookups]:
         if kind == "ident_expr" and node.ident_expr.name in _HIDDEN:
             message = f"undeclared reference to '{node.ident_expr.name}' (in container '')"
             return celast.error_at(checked, node.id, expression, message), _Lookups()
-        if kind == "call_expr" and node.call_expr.function == "_[_]":
+        if kind == "call_expr" and node.call_expr.function in _LOOKUP_FUNCTIONS:
             target = node.call_expr.args[0]
             name = device_map(target, bound)
             if name:
