@@ -75,6 +75,8 @@ Known differences (none reachable by the selectors DRA drivers document):
   compile error); ``isInteger()``/``asInteger()`` of a quantity written with fraction digits
   that is still integral (``"1.0"``, ``"1.5Ki"``) succeed (see ``extender.dra.quantity``).
 - ``find``/``findAll`` use Python's ``re`` (Go: RE2); the two agree on the common syntax.
+- A quantity or semver value shows its one message field (``.value``, ``.version``) and can be
+  built as a message literal (``kubernetes.Quantity{...}``); upstream's types have neither.
 - A lookup with a computed domain key (``device.attributes[k]``, ``k`` not a constant) of a
   domain the device lacks fails with ``no such key`` instead of giving an empty map.
 """
@@ -129,7 +131,7 @@ class CELDevice:
     allow_multiple_allocations: bool | None = None
 
 
-# --- the kubernetes.Quantity and kubernetes.Semver value types ----------------------------
+# --- the message types: kubernetes.Quantity, kubernetes.Semver, kubernetes.DRADevice --------
 
 
 def _message_types() -> tuple[Any, Any, Any, Any]:
@@ -174,7 +176,7 @@ def _message_types() -> tuple[Any, Any, Any, Any]:
     # Value, ...) in the pool it is given, and without them a dyn value cannot be the range
     # of a comprehension. The file name is ours alone.
     pool = descriptor_pool.Default()
-    assert pool.FindFileByName(struct_pb2.DESCRIPTOR.name)  # imported: in the default pool
+    pool.FindFileByName(struct_pb2.DESCRIPTOR.name)  # there once struct_pb2 is imported
     try:
         pool.FindFileByName(proto.name)
     except KeyError:
@@ -507,8 +509,8 @@ def _runtime_message(message: str) -> str:
         return "division by zero"
     if message.startswith(_NO_OVERLOAD):
         # "No matching overloads found : (int64).isGreaterThan(struct)" -> the function name
-        names = re.findall(r"([A-Za-z_][A-Za-z0-9_.]*)\(", message[len(_NO_OVERLOAD) :])
-        return f"no such overload: {names[-1]}" if names else "no such overload"
+        names = re.findall(r"([^\s(),]+)\(", message[len(_NO_OVERLOAD) :])
+        return f"no such overload: {names[-1].lstrip('.')}" if names else "no such overload"
     if message.startswith("Index error: index="):
         found = re.match(r"Index error: index=(-?\d+) size=(\d+)", message)
         if found:
@@ -593,7 +595,7 @@ def _attribute_value(name: str, attribute: Mapping[str, Any]) -> Any:
     if type(attribute) is not dict and not isinstance(attribute, Mapping):
         raise CELError(f"attribute {name}: unsupported attribute value")
     value = attribute.get("int")
-    if type(value) is int:
+    if type(value) is int and _MIN_INT64 <= value <= _MAX_INT64:
         return value
     value = attribute.get("bool")
     if type(value) is bool:
@@ -608,6 +610,9 @@ def _attribute_value(name: str, attribute: Mapping[str, Any]) -> Any:
         except semver_lib.SemverError as e:
             raise CELError(f"attribute {name}: parse semantic version: {e}") from None
     raise CELError(f"attribute {name}: unsupported attribute value")
+
+
+_MIN_INT64, _MAX_INT64 = -(1 << 63), (1 << 63) - 1
 
 
 def _split_name(name: str, default_domain: str) -> tuple[str, str]:
@@ -642,6 +647,12 @@ def _capacity_value(name: str, capacity: Mapping[str, Any]) -> Any:
 
 def _device_maps(device: CELDevice) -> tuple[dict[str, Any], dict[str, Any]]:
     """device.attributes and device.capacity as CEL values (``DeviceMatches``)."""
+    # The API's types, checked: a device from a file or a webhook may hold anything.
+    if type(device.driver) is not str:
+        raise CELError("device driver: not a string")
+    for label, value in (("attributes", device.attributes), ("capacity", device.capacity)):
+        if not isinstance(value, Mapping) or not all(type(k) is str for k in value):
+            raise CELError(f"device {label}: not a map of names")
     attributes: dict[str, dict[str, Any]] = {}
     for name, attribute in device.attributes.items():
         value = _attribute_value(name, attribute)
@@ -661,15 +672,16 @@ class _DeviceValues:
 
     def __init__(self, device: CELDevice) -> None:
         self.device = device  # held: the cache is keyed by its id
-        self.message = _DeviceMsg(
-            driver=device.driver,
-            allowMultipleAllocations=bool(device.allow_multiple_allocations),
-        )
+        self.message: Any = None
         self.error: CELError | None = None
         self.attributes: dict[str, Any] = {}
         self.capacity: dict[str, Any] = {}
         try:
             self.attributes, self.capacity = _device_maps(device)
+            self.message = _DeviceMsg(
+                driver=device.driver,
+                allowMultipleAllocations=device.allow_multiple_allocations is True,
+            )
         except CELError as e:
             self.error = e
 
