@@ -68,9 +68,10 @@ Known differences (none reachable by the selectors DRA drivers document):
 
 - The C++ parser allows 32 levels of nesting (cel-go: 250): deeper expressions are compile
   errors (``Expression recursion limit exceeded``).
-- Not carried over from the base environment: the ``url``, ``ip``/``cidr``, ``format.named``,
-  ``sets`` and ``lists`` libraries (ext and Kubernetes), two-variable comprehensions; an
-  expression using them gets the compile error of an undeclared reference.
+- Not carried over from the base environment: the ``url``, ``ip``/``cidr``, ``format.named``
+  and ``lists`` libraries (ext and Kubernetes), two-variable comprehensions; an expression
+  using them gets the compile error of an undeclared reference. ``sets.*`` take lists of
+  dyn (upstream: lists of one type parameter, so mixed lists are a compile error there).
 - ``quantity(...).isGreaterThan(semver(...))`` is a runtime ``no such overload`` (upstream: a
   compile error); ``isInteger()``/``asInteger()`` of a quantity written with fraction digits
   that is still integral (``"1.0"``, ``"1.5Ki"``) succeed (see ``extender.dra.quantity``).
@@ -336,6 +337,32 @@ def _find_all(text: str, pattern: str, limit: int = -1) -> list[str]:
     return found
 
 
+def _cel_equal(a: Any, b: Any) -> bool:
+    """CEL's ``==`` on the Python values the runtime hands over (a bool is no number)."""
+    if type(a) is bool or type(b) is bool:
+        return type(a) is type(b) and a == b
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_cel_equal(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_cel_equal(a[k], b[k]) for k in a)
+    if isinstance(a, list | dict) or isinstance(b, list | dict):
+        return False
+    return bool(a == b)
+
+
+def _sets_contains(a: list[Any], b: list[Any]) -> bool:
+    """ext.Sets ``sets.contains``: every element of b is in a."""
+    return all(any(_cel_equal(x, y) for x in a) for y in b)
+
+
+def _sets_equivalent(a: list[Any], b: list[Any]) -> bool:
+    return _sets_contains(a, b) and _sets_contains(b, a)
+
+
+def _sets_intersects(a: list[Any], b: list[Any]) -> bool:
+    return any(_cel_equal(x, y) for x in a for y in b)
+
+
 _T = cel.Type
 
 
@@ -351,6 +378,7 @@ def _overload(
 
 def _kubernetes_library() -> cel.CelExtension:
     Q, S, B, INT, STR, DYN = _QUANTITY, _SEMVER, _T.BOOL, _T.INT, _T.STRING, _T.DYN
+    LIST = _T.List(DYN)
     f = cel.FunctionDecl
     o = _overload
     functions = [
@@ -432,6 +460,10 @@ def _kubernetes_library() -> cel.CelExtension:
                 ),
             ],
         ),
+        # cel-go ext.Sets (base environment since 1.29)
+        f("sets.contains", [o("list_sets_contains_list", B, [LIST, LIST], _sets_contains)]),
+        f("sets.equivalent", [o("list_sets_equivalent_list", B, [LIST, LIST], _sets_equivalent)]),
+        f("sets.intersects", [o("list_sets_intersects_list", B, [LIST, LIST], _sets_intersects)]),
         f("major", [o("semver_major", INT, [S], lambda a: _from_semver_msg(a).major, True)]),
         f("minor", [o("semver_minor", INT, [S], lambda a: _from_semver_msg(a).minor, True)]),
         f("patch", [o("semver_patch", INT, [S], lambda a: _from_semver_msg(a).patch, True)]),

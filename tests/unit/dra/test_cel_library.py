@@ -273,6 +273,13 @@ def _matches(expression: str, **device: Any) -> bool:
         '"a1b22c333".findAll("[0-9]+", 2) == ["1", "22"]',
         # cel.bind
         "cel.bind(x, 2, x * x == 4)",
+        # ext.Sets
+        "sets.contains([1, 2, 3], [3, 1])",
+        "!sets.contains([1, 2], [3])",
+        "sets.equivalent([1, 2], [2, 1, 1])",
+        "sets.intersects([1, 2], [2, 5])",
+        "!sets.intersects([1, 2], [3])",
+        "sets.contains([1.0], [1])",  # CEL's heterogeneous numeric equality
     ],
 )
 def test_string_extensions_and_bind(expression: str) -> None:
