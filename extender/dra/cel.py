@@ -34,8 +34,9 @@ as upstream), ``cel.bind``, optional types, receiver-style custom functions and 
 message values, and it is fast: the runtime evaluates a compiled selector in a few
 microseconds (``bench/cel.py``: 15 to 100 microseconds for the first evaluation of a device,
 its CEL values included, on a loaded machine), against about a millisecond for ``cel-python``
-(``celpy``: pure Python, no checker, no string extensions, no ``cel.bind``). ``common-expression-language`` (Rust bindings) has no checker, no string
-extensions, no ``cel.bind`` and cannot carry custom value types.
+(``celpy``: pure Python, no checker, no string extensions, no ``cel.bind``).
+``common-expression-language`` (Rust bindings) has no checker, no string extensions, no
+``cel.bind`` and cannot carry custom value types.
 
 How upstream's environment is rebuilt on it:
 
