@@ -318,3 +318,85 @@ def test_prefilter_rejection_by_another_plugin_gives_kube_schedulers_message(
     expected = f'0/{n} nodes are available: persistentvolumeclaim "missing" not found. not found'
     assert theirs[-1]["note"] == expected
     assert ours[-1]["note"] == expected
+
+
+def extended_resource_pod(kube: Kube, name: str, resource: str) -> None:
+    kube.request(
+        "POST",
+        f"/api/v1/namespaces/{kube.namespace}/pods",
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": name, "namespace": kube.namespace},
+            "spec": {
+                "schedulerName": kube.scheduler_name,
+                "terminationGracePeriodSeconds": 0,
+                "containers": [
+                    {
+                        "name": "main",
+                        "image": "registry.k8s.io/pause:3.10",
+                        "resources": {"limits": {resource: "1"}},
+                    }
+                ],
+            },
+        },
+    )
+    kube.created_pods.append(name)
+
+
+def test_extended_resource_backed_by_dra(dra, control_plane, processes, kube_scheduler) -> None:
+    """A pod asking for an extended resource no node advertises gets it through the
+    DeviceClass that names it (DRAExtendedResource): kube-extender run creates the claim,
+    allocates it and names it in the pod's status, as kube-scheduler does for its own pod."""
+    kube = dra
+    ns = kube.namespace
+    resource = f"{ns}.example.com/gpu"
+    class_name = device_class(kube)
+    kube.request(
+        "PATCH",
+        f"{RESOURCE}/deviceclasses/{class_name}",
+        {"spec": {"extendedResourceName": resource}},
+        content_type="application/merge-patch+json",
+    )
+    gpu_node = f"{ns}-gpu"
+    kube.create_node(gpu_node)
+    kube.create_node(f"{ns}-plain")
+    publish_slice(kube, gpu_node, devices=2)
+    kube_scheduler(scheduler_config(None))
+    standalone(control_plane, kube, processes)
+
+    # One after the other: two schedulers do not see each other's in-flight allocations.
+    for name in ("ours", "theirs"):
+        kube.scheduler_name = PROFILE if name == "ours" else "default-scheduler"
+        extended_resource_pod(kube, name, resource)
+        assert kube.wait_bound(name, timeout=60) == gpu_node
+        status = wait_until(
+            lambda n=name: (kube.pod(n) or {}).get("status", {}).get("extendedResourceClaimStatus"),
+            30,
+            "extendedResourceClaimStatus",
+        )
+        assert status["requestMappings"] == [
+            {
+                "containerName": "main",
+                "resourceName": resource,
+                "requestName": "container-0-request-0",
+            }
+        ]
+        claim = kube.get(f"{RESOURCE}/namespaces/{ns}/resourceclaims/{status['resourceClaimName']}")
+        assert claim["metadata"]["annotations"] == {
+            "resource.kubernetes.io/extended-resource-claim": "true"
+        }
+        assert claim["metadata"]["name"].startswith(f"{name}-extended-resources-")
+        ((request, drv, pool, _device),) = allocated_devices(claim)
+        assert (request, drv, pool) == ("container-0-request-0", driver(kube), gpu_node)
+        assert claim["status"]["reservedFor"][0]["name"] == name
+    devices = {
+        allocated_devices(
+            kube.get(
+                f"{RESOURCE}/namespaces/{ns}/resourceclaims/"
+                + kube.pod(n)["status"]["extendedResourceClaimStatus"]["resourceClaimName"]
+            )
+        )[0][3]
+        for n in ("ours", "theirs")
+    }
+    assert devices == {"gpu-0", "gpu-1"}
