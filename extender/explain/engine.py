@@ -69,6 +69,12 @@ class DryRunClient:
     def get_resource_claim(self, namespace: str, name: str) -> dict | None:
         return None
 
+    def create_resource_claim(self, namespace: str, claim: dict) -> dict:
+        return claim
+
+    def delete_resource_claim(self, namespace: str, name: str) -> None:
+        return None
+
     def update_resource_claim(self, claim: dict) -> dict:
         return claim
 

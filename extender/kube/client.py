@@ -328,6 +328,15 @@ class KubeClient:
     def get_resource_claim(self, namespace: str, name: str) -> dict | None:
         return self.get(self._claim_path(namespace, name))
 
+    def create_resource_claim(self, namespace: str, claim: dict) -> dict:
+        """POST a claim (``metadata.generateName`` names it: the extended-resource claim)."""
+        return self.request(
+            "POST", f"/apis/resource.k8s.io/v1/namespaces/{namespace}/resourceclaims", claim
+        )
+
+    def delete_resource_claim(self, namespace: str, name: str) -> None:
+        self.request("DELETE", self._claim_path(namespace, name))
+
     def update_resource_claim(self, claim: dict) -> dict:
         """PUT the claim (e.g. its finalizers); its resourceVersion guards it (``Conflict``)."""
         meta = claim.get("metadata") or {}

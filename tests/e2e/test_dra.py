@@ -210,6 +210,27 @@ def nodes_of(kube: Kube) -> list[str]:
     return [n["metadata"]["name"] for n in kube.get("/api/v1/nodes")["items"]]
 
 
+def test_a_freed_device_goes_to_the_waiting_pod(dra, control_plane, processes) -> None:
+    """The resource-claim controller deallocates the claim of a deleted pod; that claim
+    update requeues the pod waiting for the device (well before the 5 minutes after which
+    unschedulable pods are retried anyway)."""
+    kube = dra
+    standalone(control_plane, kube, processes)
+    node = f"{kube.namespace}-gpu"
+    kube.create_node(node)
+    publish_slice(kube, node, devices=1)
+    template = claim_template(kube, device_class(kube))
+    gpu_pod(kube, "holder", template)
+    assert kube.wait_bound("holder", timeout=60) == node
+    gpu_pod(kube, "waiter", template)
+    wait_until(
+        lambda: "cannot allocate all claims" in kube.why_pending("waiter"), 30, "FailedScheduling"
+    )
+    kube.delete_pod("holder")
+    assert kube.wait_bound("waiter", timeout=60) == node
+    assert allocated_devices(pod_claim(kube, "waiter")) == [("gpu", driver(kube), node, "gpu-0")]
+
+
 def test_missing_class_then_created(dra, control_plane, processes) -> None:
     kube = dra
     standalone(control_plane, kube, processes)
@@ -275,3 +296,107 @@ def test_kube_scheduler_agrees_and_the_extender_filter_agrees(
     }
     status, reply = ext.post("filter", {"Pod": probe, "NodeNames": names})
     assert status == 200 and reply["NodeNames"] == [], reply
+
+
+def test_prefilter_rejection_by_another_plugin_gives_kube_schedulers_message(
+    kube, control_plane, processes, kube_scheduler
+) -> None:
+    """DynamicResources' PostFilter also runs when another PreFilter plugin (here
+    VolumeBinding) rejected the pod: kube-scheduler v1.36 ends the message with its
+    ``not found`` and does not preempt; so do we."""
+    kube_scheduler(scheduler_config(None))
+    standalone(control_plane, kube, processes)
+    kube.create_node(f"{kube.namespace}-n1")
+    missing = [{"name": "d", "persistentVolumeClaim": {"claimName": "missing"}}]
+    kube.scheduler_name = "default-scheduler"
+    kube.create_pod("theirs", volumes=missing)
+    kube.scheduler_name = PROFILE
+    kube.create_pod("ours", volumes=missing)
+    theirs = wait_until(lambda: events_for(kube, "theirs", "FailedScheduling"), 30, "theirs")
+    ours = wait_until(lambda: events_for(kube, "ours", "FailedScheduling"), 30, "ours")
+    n = len(nodes_of(kube))
+    expected = f'0/{n} nodes are available: persistentvolumeclaim "missing" not found. not found'
+    assert theirs[-1]["note"] == expected
+    assert ours[-1]["note"] == expected
+
+
+def extended_resource_pod(kube: Kube, name: str, resource: str) -> None:
+    kube.request(
+        "POST",
+        f"/api/v1/namespaces/{kube.namespace}/pods",
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": name, "namespace": kube.namespace},
+            "spec": {
+                "schedulerName": kube.scheduler_name,
+                "terminationGracePeriodSeconds": 0,
+                "containers": [
+                    {
+                        "name": "main",
+                        "image": "registry.k8s.io/pause:3.10",
+                        "resources": {"limits": {resource: "1"}},
+                    }
+                ],
+            },
+        },
+    )
+    kube.created_pods.append(name)
+
+
+def test_extended_resource_backed_by_dra(dra, control_plane, processes, kube_scheduler) -> None:
+    """A pod asking for an extended resource no node advertises gets it through the
+    DeviceClass that names it (DRAExtendedResource): kube-extender run creates the claim,
+    allocates it and names it in the pod's status, as kube-scheduler does for its own pod."""
+    kube = dra
+    ns = kube.namespace
+    resource = f"{ns}.example.com/gpu"
+    class_name = device_class(kube)
+    kube.request(
+        "PATCH",
+        f"{RESOURCE}/deviceclasses/{class_name}",
+        {"spec": {"extendedResourceName": resource}},
+        content_type="application/merge-patch+json",
+    )
+    gpu_node = f"{ns}-gpu"
+    kube.create_node(gpu_node)
+    kube.create_node(f"{ns}-plain")
+    publish_slice(kube, gpu_node, devices=2)
+    kube_scheduler(scheduler_config(None))
+    standalone(control_plane, kube, processes)
+
+    # One after the other: two schedulers do not see each other's in-flight allocations.
+    for name in ("ours", "theirs"):
+        kube.scheduler_name = PROFILE if name == "ours" else "default-scheduler"
+        extended_resource_pod(kube, name, resource)
+        assert kube.wait_bound(name, timeout=60) == gpu_node
+        status = wait_until(
+            lambda n=name: (kube.pod(n) or {}).get("status", {}).get("extendedResourceClaimStatus"),
+            30,
+            "extendedResourceClaimStatus",
+        )
+        assert status["requestMappings"] == [
+            {
+                "containerName": "main",
+                "resourceName": resource,
+                "requestName": "container-0-request-0",
+            }
+        ]
+        claim = kube.get(f"{RESOURCE}/namespaces/{ns}/resourceclaims/{status['resourceClaimName']}")
+        assert claim["metadata"]["annotations"] == {
+            "resource.kubernetes.io/extended-resource-claim": "true"
+        }
+        assert claim["metadata"]["name"].startswith(f"{name}-extended-resources-")
+        ((request, drv, pool, _device),) = allocated_devices(claim)
+        assert (request, drv, pool) == ("container-0-request-0", driver(kube), gpu_node)
+        assert claim["status"]["reservedFor"][0]["name"] == name
+    devices = {
+        allocated_devices(
+            kube.get(
+                f"{RESOURCE}/namespaces/{ns}/resourceclaims/"
+                + kube.pod(n)["status"]["extendedResourceClaimStatus"]["resourceClaimName"]
+            )
+        )[0][3]
+        for n in ("ours", "theirs")
+    }
+    assert devices == {"gpu-0", "gpu-1"}

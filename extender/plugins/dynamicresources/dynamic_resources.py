@@ -37,6 +37,7 @@ import copy
 import logging
 import threading
 import time
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -65,6 +66,7 @@ from extender.framework.normalize import (
     default_normalize_score,
     default_normalize_score_batch,
 )
+from extender.framework.resources import pod_requests
 from extender.framework.status import SKIP, Code, Status, unresolvable
 from extender.framework.types import (
     NodeInfo,
@@ -92,6 +94,17 @@ from .claims import (
     pod_reference,
     status,
 )
+from .extended import (
+    ERR_CANNOT_FIT,
+    ERR_CANNOT_SCHEDULE_CLAIM,
+    class_resolver,
+    find_extended_resource_claim,
+    is_dra_extended_resource_name,
+    is_special_claim_name,
+    node_claim,
+    placeholder_claim,
+    requests_and_mappings,
+)
 from .manager import ClaimTracker
 
 log = logging.getLogger(__name__)
@@ -114,6 +127,10 @@ ERR_DEVICE_BINDING_FAILED = "device binding failed"
 MSG_DEALLOCATED = "deallocation of ResourceClaim completed"
 MSG_NO_CLAIMS = "no new claims to deallocate"
 MSG_STILL_NOT_SCHEDULABLE = "still not schedulable"
+MSG_NOT_FOUND = "not found"  # fwk.ErrNotFound
+MSG_DELETED = "deletion of ResourceClaim completed"
+# PreBind waits this long for the informer to see the extended-resource claim it created.
+ASSUME_EXTENDED_CLAIM_TIMEOUT = 120.0
 
 
 def _timeout_arg(args: dict, key: str, default: str, errors: list[str]) -> float:
@@ -139,13 +156,29 @@ class ClaimInfo:
 
 
 @dataclass
+class NodeAllocation:
+    """``nodeAllocation``: what Filter found for one node."""
+
+    # One AllocationResult per claim to allocate, in store order.
+    results: list[dict]
+    # The node's extended-resource claim (DRAExtendedResource) and the pod's container
+    # request mappings for it.
+    extended_claim: dict | None = None
+    mappings: list[dict] = field(default_factory=list)
+
+
+@dataclass
 class _State:
     claims: ClaimStore = field(default_factory=ClaimStore)
     allocator: Any = None
     informations: list[ClaimInfo] = field(default_factory=list)
     unavailable_claims: set[int] = field(default_factory=set)
-    # node name -> allocation results (one per claim to allocate, in store order)
-    node_allocations: dict[str, list[dict]] = field(default_factory=dict)
+    node_allocations: dict[str, NodeAllocation] = field(default_factory=dict)
+    # Extended resources backed by DRA: the pod's scalar requests, the class of each
+    # extended resource name, and the UID of the extended-resource claim at PreFilter.
+    pod_scalar_resources: dict[str, int] = field(default_factory=dict)
+    resolver: dict[str, dict] = field(default_factory=dict)
+    initial_extended_uid: str = ""
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def clone(self) -> _State:
@@ -165,6 +198,11 @@ def _parse_time(value: str) -> datetime | None:
 
 def _rfc3339(moment: datetime) -> str:
     return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+# Services id -> the claim tracker its profiles share.
+_TRACKERS: dict[int, ClaimTracker] = {}
+_TRACKERS_LOCK = threading.Lock()
 
 
 class DynamicResources:
@@ -192,7 +230,6 @@ class DynamicResources:
         raise_errors(errors)
         self._tracker: ClaimTracker | None = None
         self._cel_cache: Any = None
-        self._tracker_lock = threading.Lock()
         # How the cycle's allocator is built (``structured.NewAllocator``).
         self.new_allocator: Callable[..., Any] = alloc_bridge.new_allocator
         self.clock: Callable[[], datetime] = _now
@@ -201,10 +238,21 @@ class DynamicResources:
 
     @property
     def tracker(self) -> ClaimTracker:
+        """The claim tracker, one per process like upstream's DRA manager: the profiles of
+        one scheduler (one ``Services``) share it, so two profiles never hand out the same
+        in-flight device."""
         if self._tracker is None:
-            with self._tracker_lock:
+            with _TRACKERS_LOCK:
                 if self._tracker is None:
-                    self._tracker = ClaimTracker(self.handle.lister(RESOURCE_CLAIMS))
+                    services = getattr(self.handle, "services", None)
+                    key = id(services) if services is not None else None
+                    tracker = _TRACKERS.get(key) if key is not None else None
+                    if tracker is None:
+                        tracker = ClaimTracker(self.handle.lister(RESOURCE_CLAIMS))
+                        if key is not None:
+                            _TRACKERS[key] = tracker
+                            weakref.finalize(services, _TRACKERS.pop, key, None)
+                    self._tracker = tracker
         return self._tracker
 
     def _cel(self) -> Any:
@@ -264,7 +312,8 @@ class DynamicResources:
             user_claims = self.pod_resource_claims(pod)
         except ClaimError as exc:
             return None, unresolvable(str(exc))
-        claims = ClaimStore.of(user_claims)
+        extended_claim = self._pre_filter_extended_resources(pod, s)
+        claims = ClaimStore.of(user_claims, extended_claim)
         if claims.empty():
             return None, SKIP
 
@@ -285,6 +334,8 @@ class DynamicResources:
                 return None, unresolvable(
                     f"resource claim {kobj(claim)} is in the process of being allocated"
                 )
+            if claim is extended_claim:
+                continue  # no spec yet: Filter makes one per node
             for request in ((claim.get("spec") or {}).get("devices") or {}).get("requests") or ():
                 problem = self._validate_request(claim, request)
                 if problem is not None:
@@ -301,6 +352,26 @@ class DynamicResources:
                 return None, Status.error(str(exc))
         s.claims = claims
         return None, None
+
+    def _pre_filter_extended_resources(self, pod: dict, s: _State) -> dict | None:
+        """``preFilterExtendedResources``: the pod's extended-resource claim (one from an
+        earlier cycle, or an in-memory placeholder) when it asks for an extended resource some
+        DeviceClass provides; ``None`` otherwise."""
+        if not self.features.extended_resource:
+            return None
+        scalar = pod_requests(pod).scalar
+        if not any(v and is_dra_extended_resource_name(n) for n, v in scalar.items()):
+            return None  # the common case: no DeviceClass lookup
+        resolver = class_resolver(self.handle.lister(DEVICE_CLASSES).list())
+        if not any(
+            v and is_dra_extended_resource_name(n) and n in resolver for n, v in scalar.items()
+        ):
+            return None
+        s.pod_scalar_resources = dict(scalar)
+        s.resolver = resolver
+        claim = find_extended_resource_claim(pod, self.tracker.list()) or placeholder_claim(pod)
+        s.initial_extended_uid = meta(claim).get("uid", "")
+        return claim
 
     def _validate_request(self, claim: dict, request: dict) -> Status | None:
         name = request.get("name", "")
@@ -339,9 +410,8 @@ class DynamicResources:
         try:
             data: _State = state.read(STATE_KEY)
         except StateNotFound:
-            # Upstream's fwk.ErrNotFound text (e.g. PostFilter after an earlier PreFilter
-            # plugin rejected the pod, so this one's PreFilter never ran).
-            return Status.error("not found")
+            # Upstream's fwk.ErrNotFound text.
+            return Status.error(MSG_NOT_FOUND)
         return data
 
     def filter(self, state: CycleState, pod: dict, node_info: NodeInfo) -> Status | None:
@@ -351,6 +421,11 @@ class DynamicResources:
         if s.claims.empty():
             return None
         node = node_info.node
+        node_extended, mappings, problem = self._filter_extended_resources(s, pod, node_info)
+        if problem is not None:
+            return problem
+        if node_extended is None and s.claims.no_user_claim():
+            return None  # device plugins on this node provide the extended resources
         unavailable: list[int] = []
         for index, claim in s.claims.all():
             selector = s.informations[index].available_on_nodes
@@ -372,7 +447,10 @@ class DynamicResources:
         if s.allocator is not None:
             to_allocate: list[dict] = []
             pending: list[dict] = []
+            extended_claim = s.claims.extended_resource_claim()
             for index, claim in s.claims.to_allocate():
+                if claim is extended_claim and node_extended is not None:
+                    claim = node_extended
                 info = s.informations[index]
                 if info.allocation is not None:
                     pending.append(info.allocation)
@@ -401,8 +479,38 @@ class DynamicResources:
             return unresolvable(ERR_NOT_AVAILABLE)
         if s.allocator is not None:
             with s.lock:
-                s.node_allocations[node_info.name] = allocations
+                s.node_allocations[node_info.name] = NodeAllocation(
+                    allocations, node_extended, mappings
+                )
         return None
+
+    def _filter_extended_resources(
+        self, s: _State, pod: dict, node_info: NodeInfo
+    ) -> tuple[dict | None, list[dict], Status | None]:
+        """``filterExtendedResources``: the node's extended-resource claim (one request per
+        container and resource the node does not provide itself) and the request mappings,
+        or why the node cannot have them."""
+        claim = s.claims.extended_resource_claim()
+        if claim is None:
+            return None, [], None
+        if ((claim.get("spec") or {}).get("devices") or {}).get("requests"):
+            # Created by an earlier cycle for another node: PostFilter deletes it.
+            return None, [], unresolvable(ERR_CANNOT_SCHEDULE_CLAIM)
+        wanted: dict[str, int] = {}
+        allocatable = node_info.allocatable.scalar
+        for name, quantity in s.pod_scalar_resources.items():
+            if quantity == 0 or not is_dra_extended_resource_name(name):
+                continue
+            if name in s.resolver and allocatable.get(name, 0) == 0:
+                wanted[name] = quantity
+            elif name not in allocatable:
+                return None, [], unresolvable(ERR_CANNOT_FIT)
+        if s.claims.no_user_claim() and not wanted:
+            return None, [], None
+        if allocation(claim) is not None:
+            return None, [], None
+        requests, mappings = requests_and_mappings(pod, wanted, s.resolver)
+        return node_claim(claim, requests), mappings, None
 
     # -- PostFilter --------------------------------------------------------------------------
 
@@ -411,15 +519,25 @@ class DynamicResources:
     ) -> tuple[PostFilterResult | None, Status]:
         s = self._state(state)
         if isinstance(s, Status):
-            return None, s
+            # An earlier PreFilter plugin rejected the pod, so ours never ran. Upstream answers
+            # an Error ("not found") here, which ends PostFilter before preemption and becomes
+            # the FitError's tail (kube-scheduler writes `0/1 nodes are available: <reason>.
+            # not found`). Unresolvable with that text is what our runtime turns into the same
+            # message and the same stop; an Error would be dropped from the message.
+            return None, unresolvable(MSG_NOT_FOUND)
         if s.claims.empty():
             return None, Status(Code.UNSCHEDULABLE, MSG_NO_CLAIMS)
         uid = meta(pod).get("uid")
+        extended = s.claims.extended_resource_claim()
         candidates = sorted(s.unavailable_claims)
         # Upstream iterates a Go map: a random claim, there is no better heuristic.
         self.handle.rng.shuffle(candidates)
         for index in candidates:
             claim = s.claims.get(index)
+            if claim is extended:
+                if not is_special_claim_name(meta(claim).get("name", "")):
+                    break  # deleted below
+                continue
             reserved = status(claim).get("reservedFor") or []
             if not reserved or (len(reserved) == 1 and reserved[0].get("uid") == uid):
                 client = self.handle.client
@@ -434,7 +552,43 @@ class DynamicResources:
                 except Exception as exc:
                     return None, Status.error(str(exc))
                 return None, Status(Code.UNSCHEDULABLE, MSG_DEALLOCATED)
+        if extended is not None and not is_special_claim_name(meta(extended).get("name", "")):
+            # Created in an earlier cycle and not usable now: delete it, a new one follows.
+            client = self.handle.client
+            if client is None:
+                return None, Status.error("no API client to delete the claim with")
+            try:
+                self._delete_claim(client, extended)
+            except Exception as exc:
+                return None, Status.error(str(exc))
+            return None, Status(Code.UNSCHEDULABLE, MSG_DELETED)
         return None, Status(Code.UNSCHEDULABLE, MSG_STILL_NOT_SCHEDULABLE)
+
+    def _delete_claim(self, client: Any, claim: dict) -> None:
+        """``deleteClaim``: drop the scheduler's finalizer (retried on conflicts), then
+        delete."""
+        m = meta(claim)
+        namespace, name = m.get("namespace", ""), m.get("name", "")
+        current = copy.deepcopy(claim)
+        for attempt in range(CONFLICT_RETRIES):
+            if attempt > 0:
+                fresh = client.get_resource_claim(namespace, name)
+                if fresh is None:
+                    raise ValueError(f"get resourceclaim {namespace}/{name}: not found")
+                current = fresh
+            finalizers = meta(current).get("finalizers") or []
+            if FINALIZER in finalizers:
+                current["metadata"]["finalizers"] = [f for f in finalizers if f != FINALIZER]
+            try:
+                client.update_resource_claim(current)
+                break
+            except Conflict:
+                if attempt == CONFLICT_RETRIES - 1:
+                    raise
+                time.sleep(CONFLICT_BACKOFF)
+            except Exception as exc:
+                raise ValueError(f"update resourceclaim {namespace}/{name}: {exc}") from exc
+        client.delete_resource_claim(namespace, name)
 
     # -- Score -------------------------------------------------------------------------------
 
@@ -450,7 +604,7 @@ class DynamicResources:
         if allocations is None:
             return 0, None
         try:
-            return compute_score(s.claims, allocations), None
+            return compute_score(s.claims, allocations.results), None
         except ValueError as exc:
             return 0, Status.error(str(exc))
 
@@ -489,9 +643,13 @@ class DynamicResources:
         to_allocate = list(s.claims.to_allocate())
         if not to_allocate or s.allocator is None:
             return None  # allocated claims are reserved for real in PreBind
-        allocations = s.node_allocations.get(node_name)
-        if not allocations:
+        extended = s.claims.extended_resource_claim()
+        node_allocation = s.node_allocations.get(node_name)
+        if node_allocation is None or not node_allocation.results:
+            if all(claim is extended for _, claim in to_allocate):
+                return None  # device plugins on the node provide the extended resources
             return Status.error("claim allocation not found for node")
+        allocations = node_allocation.results
         if len(allocations) != len(to_allocate):
             return Status.error(
                 f"internal error, have {len(allocations)} allocations, "
@@ -500,6 +658,8 @@ class DynamicResources:
         tracker = self.tracker
         for (index, claim), result in zip(to_allocate, allocations, strict=True):
             s.informations[index].allocation = result
+            if claim is extended and node_allocation.extended_claim is not None:
+                claim = node_allocation.extended_claim
             # The full claim, as it will be written: the allocator of the next cycle counts
             # its devices.
             assumed = copy.deepcopy(claim)
@@ -534,6 +694,16 @@ class DynamicResources:
                     )
                 except Exception:  # retried when the pod is scheduled again
                     log.exception("unreserve: resourceclaim %s", kobj(claim))
+        extended = s.claims.extended_resource_claim()
+        if extended is not None:
+            m = meta(extended)
+            if tracker.maybe_remove_claim_pending_allocation(s.initial_extended_uid, False):
+                tracker.assumed_claim_restore(m.get("namespace", ""), m.get("name", ""))
+            if not is_special_claim_name(m.get("name", "")) and self.handle.client is not None:
+                try:
+                    self._delete_claim(self.handle.client, extended)
+                except Exception:
+                    log.exception("unreserve: delete resourceclaim %s", kobj(extended))
 
     # -- PreBind -----------------------------------------------------------------------------
 
@@ -549,7 +719,7 @@ class DynamicResources:
         for index, claim in s.claims.all():
             if not is_reserved_for_pod(pod, claim):
                 try:
-                    updated = self._bind_claim(client, s, index, pod)
+                    updated = self._bind_claim(client, s, index, pod, node_name)
                 except Exception as exc:
                     return Status.error(str(exc))
                 s.claims.set(index, updated)
@@ -573,15 +743,24 @@ class DynamicResources:
                 return Status.error(f"{ERR_DEVICE_BINDING_TIMEOUT}: context deadline exceeded")
             time.sleep(self.binding_poll_interval)
 
-    def _bind_claim(self, client: Any, s: _State, index: int, pod: dict) -> dict:
+    def _bind_claim(self, client: Any, s: _State, index: int, pod: dict, node_name: str) -> dict:
         """``bindClaim``: record the allocation from Reserve (after the finalizer) and the
-        pod in ``reservedFor``; on a conflict, again with a fresh claim."""
-        claim = copy.deepcopy(s.claims.get(index))
+        pod in ``reservedFor``; on a conflict, again with a fresh claim. The extended-resource
+        claim is created first, and named in the pod's status after."""
+        claim = s.claims.get(index)
         result = s.informations[index].allocation
+        is_extended = claim is s.claims.extended_resource_claim()
+        if is_extended and result is None and not _requests(claim):
+            return claim  # device plugins provide the extended resources
+        claim = copy.deepcopy(claim)
         tracker = self.tracker
         uid = meta(claim).get("uid", "")
         modified = False
         try:
+            if is_extended and is_special_claim_name(meta(claim).get("name", "")):
+                claim = self._create_extended_claim(client, s, node_name)
+                modified = True
+                s.claims.set(index, claim)
             for attempt in range(CONFLICT_RETRIES):
                 if attempt > 0:
                     m = meta(claim)
@@ -599,15 +778,74 @@ class DynamicResources:
                     time.sleep(CONFLICT_BACKOFF)
                     continue
                 modified = True
-                return claim
-            raise AssertionError("unreachable")
+                break
         finally:
             force = False
             if modified:
+                if is_extended:
+                    self._wait_for_claim_in_informer(claim)
+                else:
+                    force = True  # the assumed claim is authoritative from now on
                 tracker.assume_claim_after_api_call(claim)
-                force = True  # the assumed claim is authoritative from now on
             if result is not None:
                 tracker.maybe_remove_claim_pending_allocation(uid, force)
+        if is_extended:
+            self._patch_pod_extended_resource_claim_status(client, pod, claim, s, node_name)
+        return claim
+
+    def _create_extended_claim(self, client: Any, s: _State, node_name: str) -> dict:
+        """``createExtendedResourceClaimInAPI``: the node's claim, without allocation, name
+        or UID (the API server generates the name)."""
+        node_allocation = s.node_allocations.get(node_name)
+        if node_allocation is None or node_allocation.extended_claim is None:
+            raise ValueError(f"extended resource claim not found for node {node_name}")
+        claim = copy.deepcopy(node_allocation.extended_claim)
+        claim.get("status", {}).pop("allocation", None)
+        claim["metadata"].pop("name", None)
+        claim["metadata"].pop("uid", None)
+        try:
+            return client.create_resource_claim(claim["metadata"].get("namespace", ""), claim)
+        except Exception as exc:
+            raise ValueError(f"create claim for extended resources {kobj(claim)}: {exc}") from exc
+
+    def _wait_for_claim_in_informer(self, claim: dict) -> None:
+        """``waitForExtendedClaimInAssumeCache``: a created claim counts as allocated once
+        the informer has it (polled every second, up to 120 s)."""
+        m = meta(claim)
+        lister = self.handle.lister(RESOURCE_CLAIMS)
+        deadline = time.monotonic() + ASSUME_EXTENDED_CLAIM_TIMEOUT
+        while lister.get(m.get("namespace", ""), m.get("name", "")) is None:
+            if time.monotonic() + 1 > deadline:
+                log.info("claim %s not seen by the informer after retries", kobj(claim))
+                return
+            time.sleep(1)
+
+    def _patch_pod_extended_resource_claim_status(
+        self, client: Any, pod: dict, claim: dict, s: _State, node_name: str
+    ) -> None:
+        node_allocation = s.node_allocations.get(node_name)
+        mappings = node_allocation.mappings if node_allocation is not None else []
+        m = meta(pod)
+        if not mappings:
+            raise ValueError(
+                f"nil or empty request mappings, no update of pod {m.get('namespace', '')}/"
+                f"{m.get('name', '')} ExtendedResourceClaimStatus"
+            )
+        patch = {
+            "status": {
+                "extendedResourceClaimStatus": {
+                    "requestMappings": mappings,
+                    "resourceClaimName": meta(claim).get("name", ""),
+                }
+            }
+        }
+        try:
+            client.patch_pod_status(m.get("namespace", ""), m.get("name", ""), patch)
+        except Exception as exc:
+            raise ValueError(
+                f"update pod {m.get('namespace', '')}/{m.get('name', '')} "
+                f"ExtendedResourceClaimStatus: {exc}"
+            ) from exc
 
     def _write_claim(self, client: Any, claim: dict, result: dict | None, pod: dict) -> dict:
         if meta(claim).get("deletionTimestamp") is not None:
@@ -759,6 +997,10 @@ class DynamicResources:
         except ClaimError:
             return QueueingHint.QUEUE_SKIP
         return QueueingHint.QUEUE
+
+
+def _requests(claim: dict) -> list:
+    return ((claim.get("spec") or {}).get("devices") or {}).get("requests") or []
 
 
 class BindingFailed(Exception):

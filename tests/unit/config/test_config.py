@@ -737,8 +737,7 @@ def test_error_enabling_an_upstream_plugin_we_lack() -> None:
         "profiles:\n  - plugins: {multiPoint: {enabled: [{name: GangScheduling}]}}\n"
     )
     assert message.startswith(
-        f"{SOURCE}: profiles[0].plugins.multiPoint.enabled[0].name: "
-        'unknown plugin "GangScheduling"'
+        f'{SOURCE}: profiles[0].plugins.multiPoint.enabled[0].name: unknown plugin "GangScheduling"'
     )
     assert "does not implement" in message
 

@@ -219,6 +219,25 @@ class FakeClient:
         self.writes.append(("patch-status", patch))
         return {}
 
+    def create_resource_claim(self, namespace: str, claim: dict) -> dict:
+        self.writes.append(("create", copy.deepcopy(claim)))
+        created = copy.deepcopy(claim)
+        created["metadata"].update(
+            name=claim["metadata"]["generateName"] + "abcde",
+            uid="created-uid",
+            resourceVersion="1",
+        )
+        self.claims.append(created)
+        return copy.deepcopy(created)
+
+    def delete_resource_claim(self, namespace: str, name: str) -> None:
+        self.writes.append(("delete", {"name": name}))
+        self.claims[:] = [c for c in self.claims if c["metadata"]["name"] != name]
+
+    def patch_pod_status(self, namespace: str, name: str, patch: dict) -> dict:
+        self.writes.append(("patch-pod-status", patch))
+        return {}
+
 
 class Events:
     def __init__(self) -> None:

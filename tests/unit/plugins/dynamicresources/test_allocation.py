@@ -146,9 +146,10 @@ def test_postfilter_without_claims() -> None:
         None,
         Status(Code.UNSCHEDULABLE, "no new claims to deallocate"),
     )
-    # Another PreFilter plugin rejected the pod first: upstream's ErrNotFound.
+    # Another PreFilter plugin rejected the pod first: upstream's ErrNotFound ends PostFilter
+    # (no preemption) and is the FitError's tail.
     _, status = pl.post_filter(cycle(), pod, {})
-    assert status.code == Code.ERROR and status.reasons == ("not found",)
+    assert status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE and status.reasons == ("not found",)
 
 
 def test_allocated_claim_on_this_node_is_reserved_in_prebind() -> None:
@@ -324,3 +325,83 @@ def test_prebind_waits_for_binding_conditions() -> None:
             f"waiting for binding conditions for device on node {NODE_NAME}",
         )
     ]
+
+
+BROKEN = {"cel": {"expression": f'device.attributes["{DRIVER}"].healthy'}}
+
+
+def test_cel_runtime_error_in_the_claim_is_an_error() -> None:
+    # upstream "claim-parameters-CEL-runtime-error": the pod stays pending, with the error.
+    c = claim()
+    c["spec"]["devices"]["requests"][0]["exactly"]["selectors"] = [BROKEN]
+    handle = FakeHandle([c], [device_class()], [node_slice()])
+    _, statuses = run_filter(plugin(handle), pod_with_claim_name(), [node()])
+    status = statuses[NODE_NAME]
+    assert status is not None and status.code == Code.ERROR
+    assert status.reasons == (
+        f"claim default/{CLAIM_NAME}: selector #0: CEL runtime error: no such key: healthy",
+    )
+
+
+def test_cel_runtime_error_in_the_class_is_an_error() -> None:
+    # upstream "class-parameters-CEL-runtime-error".
+    broken = device_class()
+    broken["spec"]["selectors"] = [BROKEN]
+    handle = FakeHandle([claim()], [broken], [node_slice()])
+    _, statuses = run_filter(plugin(handle), pod_with_claim_name(), [node()])
+    status = statuses[NODE_NAME]
+    assert status is not None and status.code == Code.ERROR
+    assert status.reasons == (
+        "class my-resource-class: selector #0: CEL runtime error: no such key: healthy",
+    )
+
+
+def test_filter_timeout_is_an_error_naming_the_node() -> None:
+    # upstream "timeout": the allocator past its deadline.
+    handle = FakeHandle([claim()], [device_class()], [node_slice()])
+    pl = plugin(handle, {"filterTimeout": "1ns"})
+    from extender.dra.structured import AllocationTimeout
+
+    class Slow:
+        def allocate(self, node, claims, deadline):  # noqa: ANN001, ANN202
+            assert deadline is not None
+            raise AllocationTimeout("deadline")
+
+    pl.new_allocator = lambda *args: Slow()
+    _, statuses = run_filter(pl, pod_with_claim_name(), [node()])
+    status = statuses[NODE_NAME]
+    assert status is not None and status.code == Code.ERROR
+    assert status.reasons == (f"node {NODE_NAME}: timed out trying to allocate devices",)
+
+
+def test_filter_timeout_zero_disables_the_deadline() -> None:
+    handle = FakeHandle([claim()], [device_class()], [node_slice()])
+    pl = plugin(handle, {"filterTimeout": "0s"})
+    seen = []
+    real = pl.new_allocator
+
+    def spy(*args):  # noqa: ANN002, ANN202
+        allocator = real(*args)
+
+        class Spy:
+            def allocate(self, node, claims, deadline):  # noqa: ANN001, ANN202
+                seen.append(deadline)
+                return allocator.allocate(node, claims, deadline)
+
+        return Spy()
+
+    pl.new_allocator = spy
+    _, statuses = run_filter(pl, pod_with_claim_name(), [node()])
+    assert statuses[NODE_NAME] is None and seen == [None]
+
+
+def test_tainted_device_is_not_allocated() -> None:
+    # upstream "tainted-device-enabled": a NoSchedule taint without a toleration.
+    tainted = node_slice()
+    tainted["spec"]["devices"][0]["taints"] = [
+        {"key": "example.com/taint", "value": "tainted", "effect": "NoSchedule"}
+    ]
+    handle = FakeHandle([claim()], [device_class()], [tainted])
+    _, statuses = run_filter(plugin(handle), pod_with_claim_name(), [node()])
+    assert statuses[NODE_NAME] is not None
+    assert statuses[NODE_NAME].reasons == ("cannot allocate all claims",)

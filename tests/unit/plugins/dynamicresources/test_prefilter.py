@@ -243,3 +243,22 @@ def test_pod_change_hint() -> None:
     other = copy.deepcopy(generated)
     other["metadata"]["uid"] = "other"
     assert hint(pod, None, other) == QueueingHint.QUEUE_SKIP
+
+
+def test_profiles_of_one_scheduler_share_the_claim_tracker() -> None:
+    # Upstream has one DRA manager per scheduler: in-flight devices are seen by every profile.
+    from extender.config.loader import loads
+    from extender.framework.handle import Services
+    from extender.framework.runtime import Framework
+    from extender.plugins import in_tree_registry
+
+    config = loads(
+        "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
+        "profiles:\n  - schedulerName: a\n  - schedulerName: b\n",
+        source="test",
+    )
+    services, registry = Services(), in_tree_registry()
+    a, b = (Framework(p, registry, services).plugins["DynamicResources"] for p in config.profiles)
+    assert a.tracker is b.tracker
+    other = Framework(config.profiles[0], registry, Services()).plugins["DynamicResources"]
+    assert other.tracker is not a.tracker
