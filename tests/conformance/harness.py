@@ -1426,7 +1426,10 @@ class Conformance:
                 k: v for k, v in (pod.get("status") or {}).items() if k == "resourceClaimStatuses"
             }
             verdict = our_verdict(filter_profile(), nodes, bound, pending, objects)
-            mine = our_allocations(verdict.state, node)
+            try:
+                mine = our_allocations(verdict.state, node)
+            except Exception as exc:  # noqa: BLE001 - the plugin's state changed shape
+                mine = f"reading our allocation failed: {exc!r}"
             if verdict.feasible is None:
                 mine = f"our filter failed: {verdict.error}"
             if isinstance(mine, str):
@@ -1536,9 +1539,11 @@ def our_allocations(state: CycleState | None, node: str) -> dict[str, dict | Non
         s = state.read("DynamicResources")
     except Exception as exc:  # noqa: BLE001 - a missing or renamed state: report, not crash
         return f"no DynamicResources state: {exc!r}"
-    allocations = getattr(s, "node_allocations", {}).get(node)
-    if allocations is None:
+    entry = getattr(s, "node_allocations", {}).get(node)
+    if entry is None:
         return f"no allocation on {node}"
+    # A NodeAllocation (results per claim to allocate, in store order), or the bare list.
+    allocations = list(getattr(entry, "results", entry) or ())
     to_allocate = [claim for _, claim in s.claims.to_allocate()]
     if len(to_allocate) != len(allocations):
         return f"{len(allocations)} allocations for {len(to_allocate)} claims"

@@ -30,7 +30,6 @@ PODS_PER_SEED = 25
 SCORE_CHECKS_PER_SEED = 2
 VOLUME_SEEDS = range(1, 5)
 DRA_SEEDS = range(1, 5)
-DRA_EXTENDED_SEEDS = range(1, 3)
 DEVICE_CHECKS_PER_SEED = 2
 BROKEN_PLUGIN_SEED = 4  # 9 of its first 10 pods meet a taint they do not tolerate
 
@@ -78,7 +77,6 @@ def dra_tally(conformance: Conformance, plugins_ready: None, dra_ready: None) ->
         out=lambda line: None,
         dra=True,
         devices=DEVICE_CHECKS_PER_SEED,
-        extended=False,
     )
     REPORTS.append("DRA cases:\n" + tally.report())
     return tally
@@ -173,8 +171,9 @@ def test_volume_cases_agree_with_kube_scheduler(volume_tally: Tally) -> None:
 
 
 def test_dra_cases_agree_with_kube_scheduler(dra_tally: Tally) -> None:
-    """Pods with ResourceClaims (templates, shared and allocated claims) against DeviceClasses
-    and ResourceSlices: feasible sets, FailedScheduling messages and each filter alone."""
+    """Pods with ResourceClaims (templates, shared and allocated claims) or extended resources
+    a DeviceClass provides, against DeviceClasses and ResourceSlices: feasible sets,
+    FailedScheduling messages and each filter alone."""
     assert dra_tally.pods == len(DRA_SEEDS) * PODS_PER_SEED
     assert dra_tally.pods_agreed == dra_tally.pods, dra_tally.report()
     assert dra_tally.messages == dra_tally.pods, dra_tally.report()
@@ -193,22 +192,19 @@ def test_dra_devices_agree_with_kube_scheduler(dra_tally: Tally) -> None:
     assert not dra_tally.device_disagreements, dra_tally.report()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="DRAExtendedResource: extended resources served by a DeviceClass "
-    "(extendedResourceName, deviceclass.resource.kubernetes.io/<class>) are not implemented "
-    "in NodeResourcesFit/DynamicResources yet",
-)
-def test_dra_extended_resources_agree_with_kube_scheduler(
-    conformance: Conformance, plugins_ready: None, dra_ready: None
+def test_harness_detects_a_broken_dra_filter(
+    conformance: Conformance, plugins_ready: None, dra_ready: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    tally = run_seeds(
-        conformance,
-        DRA_EXTENDED_SEEDS,
-        pods_per_seed=PODS_PER_SEED,
-        out=lambda line: None,
-        dra=True,
-        devices=0,
-    )
-    REPORTS.append("DRA cases with extended resources:\n" + tally.report())
-    assert tally.pods_agreed == tally.pods, tally.report()
+    """The DRA comparison can fail: with our DynamicResources Filter accepting every node, the
+    harness must report disagreements and pin them on DynamicResources."""
+    from extender.plugins import plugin_class
+
+    from .dra import generate_dra_case
+
+    monkeypatch.setattr(plugin_class("DynamicResources"), "filter", lambda *args: None)
+    tally = conformance.run_case(generate_dra_case(DRA_SEEDS[0], pods=10))
+    assert tally.disagreements, tally.report()
+    for result in tally.disagreements:
+        theirs, ours = result.isolated["DynamicResources"]
+        assert theirs.feasible is not None and ours.feasible is not None
+        assert theirs.feasible < ours.feasible, tally.report()
