@@ -10,9 +10,10 @@ order, the DeviceClasses, ResourceSlices, ResourceClaimTemplates and ResourceCla
   sometimes a selector that fails at runtime on every device (a missing attribute).
 - ResourceSlices: node-local pools (``nodeName``) of one or two slices, sometimes incomplete
   (a slice missing) or with an outdated generation left behind; network-attached pools
-  (``nodeSelector`` on the zone, ``allNodes``); partitionable devices (a ``sharedCounters``
-  slice and devices that ``consumesCounters``); device taints (NoSchedule, NoExecute);
-  ``allowMultipleAllocations`` NICs with a ``bandwidth`` capacity and a request policy.
+  (``nodeSelector`` on the zone, ``allNodes``, ``perDeviceNodeSelection``); partitionable
+  devices (a ``sharedCounters`` slice and devices that ``consumesCounters``); device taints
+  (NoSchedule, NoExecute); ``allowMultipleAllocations`` NICs with a ``bandwidth`` capacity and
+  a request policy.
 - Claims: ``exactly`` with ``count`` or ``All``, request selectors, ``firstAvailable``
   subrequests, ``matchAttribute`` / ``distinctAttribute`` constraints, ``adminAccess`` (only in
   the namespace labelled ``resource.kubernetes.io/admin-access``), tolerations, capacity
@@ -372,6 +373,25 @@ class DraGenerator:
             {"name": f"fpga-{i}", "attributes": {NUMA: _attr(i % 2)}}
             for i in range(self.rng.randint(1, 3))
         ]
+        if self.chance(0.35):
+            # Each device says which nodes reach it (perDeviceNodeSelection).
+            where = {"perDeviceNodeSelection": True}
+            for device in devices:
+                roll = self.rng.random()
+                if roll < 0.5:
+                    device["nodeName"] = self.pick(self.nodes)["metadata"]["name"]
+                elif roll < 0.75 and zones:
+                    device["nodeSelector"] = {
+                        "nodeSelectorTerms": [
+                            {
+                                "matchExpressions": [
+                                    {"key": ZONE, "operator": "In", "values": [self.pick(zones)]}
+                                ]
+                            }
+                        ]
+                    }
+                else:
+                    device["allNodes"] = True
         self.slice(FPGA_DRIVER, pool, where, devices=devices)
 
     # -- claims -----------------------------------------------------------------------------

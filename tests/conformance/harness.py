@@ -1372,7 +1372,7 @@ class Conformance:
             original = next(p for p in case.pending_pods if p["metadata"]["name"] == result.pod)
             if not result.agree or not result.ours.feasible:
                 continue
-            if not original["spec"].get("resourceClaims") or _asks_extended(original):
+            if not original["spec"].get("resourceClaims") and not _asks_extended(original):
                 continue
             ns = original["metadata"]["namespace"]
             claims_path = namespaced_path(RESOURCE_CLAIMS, ns)
@@ -1381,8 +1381,10 @@ class Conformance:
                 for c in self._list(claims_path)
                 if (c.get("status") or {}).get("allocation")
             }
-            refs = original["spec"]["resourceClaims"]
-            if all(r.get("resourceClaimName") in allocated_before for r in refs):
+            refs = original["spec"].get("resourceClaims") or ()
+            if not _asks_extended(original) and all(
+                r.get("resourceClaimName") in allocated_before for r in refs
+            ):
                 continue  # nothing left to allocate: no devices to compare
             node = self.bind_through_kube_scheduler(original, "-dev")
             name = original["metadata"]["name"] + "-dev"
@@ -1412,8 +1414,13 @@ class Conformance:
             nodes, bound, objects = self.state(case)
             bound = [p for p in bound if p["metadata"].get("uid") != pod["metadata"].get("uid")]
             fresh = {names[c] for c in theirs}
+            # Ours is computed with the pod pending: the claim kube-scheduler created in PreBind
+            # for its extended resources does not exist yet.
+            extended_claim = names.get(EXTENDED_CLAIM)
             undone = []
             for claim in objects.workloads.get(RESOURCE_CLAIMS, ()):
+                if claim["metadata"]["name"] == extended_claim:
+                    continue
                 if claim["metadata"]["name"] in fresh:
                     claim = copy.deepcopy(claim)
                     claim.pop("status", None)
@@ -1424,7 +1431,7 @@ class Conformance:
             pending["spec"].pop("nodeName", None)
             pending["status"] = {
                 k: v for k, v in (pod.get("status") or {}).items() if k == "resourceClaimStatuses"
-            }
+            }  # without extendedResourceClaimStatus: as kube-scheduler saw it
             verdict = our_verdict(filter_profile(), nodes, bound, pending, objects)
             try:
                 mine = our_allocations(verdict.state, node)
@@ -1435,7 +1442,10 @@ class Conformance:
             if isinstance(mine, str):
                 checks.append(DeviceResult(case.case_id, name, node, theirs, {}, note=mine))
                 continue
-            ours = {pod_claim: mine.get(names[pod_claim]) for pod_claim in theirs}
+            ours = {
+                pod_claim: mine.get(pod_claim if pod_claim == EXTENDED_CLAIM else names[pod_claim])
+                for pod_claim in theirs
+            }
             note = (
                 ""
                 if node in (verdict.feasible or ())
@@ -1516,8 +1526,14 @@ def allocation_summary(allocation: dict | None) -> dict | None:
     return {"results": results, "nodeSelector": allocation.get("nodeSelector")}
 
 
+# The device checks' key for the claim kube-scheduler creates for a pod's extended resources
+# served by DRA (DRAExtendedResource; ``status.extendedResourceClaimStatus`` names it).
+EXTENDED_CLAIM = "(extended resources)"
+
+
 def pod_claim_names(pod: dict) -> dict[str, str]:
-    """Pod claim name -> ResourceClaim name (generated ones from ``resourceClaimStatuses``)."""
+    """Pod claim name -> ResourceClaim name (generated ones from ``resourceClaimStatuses``;
+    :data:`EXTENDED_CLAIM` -> the claim for the pod's extended resources)."""
     generated = {
         s.get("name"): s.get("resourceClaimName")
         for s in (pod.get("status") or {}).get("resourceClaimStatuses") or ()
@@ -1527,6 +1543,11 @@ def pod_claim_names(pod: dict) -> dict[str, str]:
         name = ref.get("resourceClaimName") or generated.get(ref.get("name"))
         if name:
             out[ref["name"]] = name
+    extended = ((pod.get("status") or {}).get("extendedResourceClaimStatus") or {}).get(
+        "resourceClaimName"
+    )
+    if extended:
+        out[EXTENDED_CLAIM] = extended
     return out
 
 
@@ -1547,8 +1568,11 @@ def our_allocations(state: CycleState | None, node: str) -> dict[str, dict | Non
     to_allocate = [claim for _, claim in s.claims.to_allocate()]
     if len(to_allocate) != len(allocations):
         return f"{len(allocations)} allocations for {len(to_allocate)} claims"
+    extended = s.claims.extended_resource_claim()
     return {
-        claim["metadata"]["name"]: allocation_summary(result)
+        EXTENDED_CLAIM if claim is extended else claim["metadata"]["name"]: allocation_summary(
+            result
+        )
         for claim, result in zip(to_allocate, allocations, strict=True)
     }
 
