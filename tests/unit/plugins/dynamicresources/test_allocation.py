@@ -405,3 +405,15 @@ def test_tainted_device_is_not_allocated() -> None:
     _, statuses = run_filter(plugin(handle), pod_with_claim_name(), [node()])
     assert statuses[NODE_NAME] is not None
     assert statuses[NODE_NAME].reasons == ("cannot allocate all claims",)
+
+
+def test_pre_bind_pre_flight() -> None:
+    pl = plugin(FakeHandle([claim()], [device_class()], [node_slice()]))
+    state, _ = run_filter(pl, pod_with_claim_name(), [node()])
+    assert pl.pre_bind_pre_flight(state, pod_with_claim_name(), NODE_NAME) is None
+    pod = pod_with_claim_name()
+    del pod["spec"]["resourceClaims"]
+    empty = cycle()
+    pl.pre_filter(empty, pod, [])
+    status = pl.pre_bind_pre_flight(empty, pod, NODE_NAME)
+    assert status is not None and status.code == Code.SKIP
