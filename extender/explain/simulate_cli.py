@@ -12,9 +12,12 @@ import argparse
 import html
 import json
 import sys
-import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+
+from tqdm import tqdm
 
 from extender.config import ConfigError, load
 
@@ -39,21 +42,22 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
-def _progress(label: str):  # type: ignore[no-untyped-def]
-    if not sys.stderr.isatty():
-        return None
-    start = time.monotonic()
+@contextmanager
+def _progress(label: str, quiet: bool) -> Iterator[Callable[[int, int], None] | None]:
+    """A progress bar on stderr while pods are placed, or None: only on a terminal, and not
+    under ``-o json``/``yaml`` (whose readers want the document alone). ``total`` 0: unknown
+    (``--max`` counts up to the first pod that does not fit)."""
+    if quiet or not sys.stderr.isatty():
+        yield None
+        return
+    with tqdm(desc=label, unit="pod", file=sys.stderr, leave=False, dynamic_ncols=True) as bar:
 
-    def report(done: int, total: int) -> None:
-        if done % 10 and done != total:
-            return
-        of = f"/{total}" if total else ""
-        sys.stderr.write(f"\r{label} {done}{of} ({time.monotonic() - start:.1f} s)")
-        if done == total:
-            sys.stderr.write("\n")
-        sys.stderr.flush()
+        def report(done: int, total: int) -> None:
+            if total and bar.total != total:
+                bar.total = total
+            bar.update(done - bar.n)
 
-    return report
+        yield report
 
 
 def main(argv: list[str]) -> int:
@@ -86,10 +90,13 @@ def _simulate(args: argparse.Namespace, config: Any) -> int:
     sim = Simulation(fwk, cluster, args.seed)
     before = utilisation(sim.snapshot)
     report: dict[str, Any] = {"version": 1, "kind": "Simulation", "profile": name}
-    placements = sim.run(pods, _progress("scheduling")) if pods else []
+    quiet = args.output in ("json", "yaml")
+    with _progress("scheduling", quiet) as progress:
+        placements = sim.run(pods, progress) if pods else []
     report["placements"] = placements_dict(placements)
     if template is not None:
-        count, why, per_node = sim.max_replicas(template, args.limit, _progress("replicas"))
+        with _progress("replicas", quiet) as progress:
+            count, why, per_node = sim.max_replicas(template, args.limit, progress)
         report["max"] = {
             "pod": (template.get("metadata") or {}).get("name"),
             "replicas": count,
