@@ -139,7 +139,7 @@ def build(label: str, flags: list[str], output: str, packages: list[str], every:
         total = len(stale)
         compiled = 0
         if total:
-            progress.set("compiling", f"0/{total} packages")
+            progress.set("compiling", f"0/{total} packages ({downloads} modules downloaded)")
         else:
             progress.set("linking", "every package is in the build cache")
 
