@@ -41,8 +41,8 @@ build() {
   done
   ((${#todo[@]})) || return 0
   command -v go >/dev/null || { log "go: not found on PATH; the build needs Go >= 1.26"; exit 1; }
-  log "building ${todo[*]} with one go build (cold on 2 cores: about 10 minutes; the Go" \
-    "modules and build cache go to $cache) ..."
+  log "building ${todo[*]} with one go build (kube-apiserver and kube-scheduler from cold:" \
+    "about 500 s of CPU, some 5 minutes on 2 idle cores; Go's caches: $cache) ..."
   local start=$SECONDS out="$bin/.build.$$" pkgs=()
   for name in "${todo[@]}"; do pkgs+=("./$name"); done
   rm -rf "$out"

@@ -25,8 +25,9 @@ def _bar(options: Options) -> tuple[Callable, Callable | None, Callable[[], None
         unit="s",
         file=sys.stderr,
         dynamic_ncols=True,
-        bar_format="{desc}: {percentage:3.0f}%|{bar}| {n:.0f}/{total} s planned [{elapsed}] "
-        "{postfix}",
+        # tqdm puts ", " before the postfix (the counts).
+        bar_format="{desc}: {percentage:3.0f}%|{bar:20}| {n:.0f}/{total} s planned "
+        "[{elapsed}{postfix}]",
     )
 
     def progress(phase: str, done: float, counts: str) -> None:
