@@ -47,8 +47,8 @@ build() {
   for name in "${todo[@]}"; do pkgs+=("./$name"); done
   rm -rf "$out"
   mkdir -p "$out"
-  # -s -w: no symbol table or DWARF (stack traces keep working); the link is the longest
-  # single step of the build and this makes it shorter and the binaries a third smaller.
+  # -s -w: no symbol table or DWARF (stack traces keep working): shorter links, which run
+  # after everything is compiled, and binaries a third smaller (kube-apiserver 105 MB, not 150).
   (cd "$here/controlplane" && python3 "$here/gobuild.py" --label controlplane \
     -trimpath "-ldflags=-s -w" -o "$out/" "${pkgs[@]}") || { rm -rf "$out"; exit 1; }
   for name in "${todo[@]}"; do
