@@ -16,10 +16,11 @@ Parsing and framing are ``h11``'s. What this module adds, per connection:
   field count and the whole head (431), a body over the app's ``MAX_CONTENT_LENGTH`` (413,
   answered from the declared length before the body is read, or as soon as a chunked body
   passes it) and the process's budget of body bytes in flight (503, ``limits.BytesInFlight``);
-* a cap on open connections per process: at the cap, a new connection first evicts the
-  connection idle the longest, else the one whose request head has been arriving the longest
-  (a legitimate client sends its head in one packet); when every connection is inside a
-  request, the new one is answered ``503`` and closed. Logged at most every 10 seconds.
+* a cap on open connections per process: at the cap, a new connection evicts the connection
+  that has waited the longest, idle (new, or kept alive after a response) or sending its
+  request head (a legitimate client sends its head in one packet, at once); when every
+  connection is inside a request (body, app, answer), the new one is answered ``503`` and
+  closed. Logged at most every 10 seconds.
 
 The app's body refusals (413 for a chunked body over the limit, 503 for the budget) are
 raised from ``wsgi.input`` as :class:`~extender.webhook.limits.BodyRefused`, so the app's own
@@ -135,11 +136,10 @@ class Front:
         self.loop = loop or asyncio.get_event_loop()
         self.pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="verb")
         self.conns: set[Connection] = set()
-        # Oldest first: the eviction order at the connection cap.
-        self.idle: OrderedDict[Connection, None] = OrderedDict()
-        self.heading: OrderedDict[Connection, None] = OrderedDict()
+        # Idle or sending a head, by the time they started to: the eviction order at the cap.
+        self.waiting: OrderedDict[Connection, float] = OrderedDict()
         self.servers: list[asyncio.base_events.Server] = []
-        self.evicted = _Throttled()
+        self.evicted = {"head": _Throttled(), "idle": _Throttled()}
         self.refused = _Throttled()
         self.closing = False
 
@@ -157,20 +157,20 @@ class Front:
     def admit(self, conn: Connection) -> bool:
         """Register ``conn``; at the cap, evict a waiting connection or refuse ``conn``."""
         if len(self.conns) >= self.limits.max_connections:
-            victims = self.idle or self.heading
-            if not victims:
+            if not self.waiting:
                 self.refused.warn(
                     "connection limit (%d) reached with every connection in a request: "
                     "new connections are answered 503",
                     self.limits.max_connections,
                 )
                 return False
-            victim = next(iter(victims))
-            self.evicted.warn(
-                "connection limit (%d) reached: closing the %s connection from %s",
+            victim, since = next(iter(self.waiting.items()))
+            self.evicted["head" if victim.state == "head" else "idle"].warn(
+                "connection limit (%d) reached: closing the connection from %s, %s for %.1fs",
                 self.limits.max_connections,
-                "longest-idle" if victims is self.idle else "slowest header",
                 victim.peer,
+                "sending its request head" if victim.state == "head" else "idle",
+                time.monotonic() - since,
             )
             victim.close()
         self.conns.add(conn)
@@ -178,20 +178,19 @@ class Front:
 
     def forget(self, conn: Connection) -> None:
         self.conns.discard(conn)
-        self.idle.pop(conn, None)
-        self.heading.pop(conn, None)
+        self.waiting.pop(conn, None)
 
     async def shutdown(self, graceful_timeout: float) -> None:
         """Stop accepting, close waiting connections, let requests in progress finish."""
         self.closing = True
         for server in self.servers:
             server.close()
-        for conn in list(self.idle) + list(self.heading):
-            conn.close()
         deadline = self.loop.time() + graceful_timeout
-        while self.conns and self.loop.time() < deadline:
-            for conn in list(self.idle):
+        while True:
+            for conn in list(self.waiting):
                 conn.close()
+            if not self.conns or self.loop.time() >= deadline:
+                break
             await asyncio.sleep(0.1)
         for conn in list(self.conns):
             conn.abort()
@@ -390,17 +389,20 @@ class Connection(asyncio.Protocol):
             self.timer.cancel()
             self.timer = None
 
+    def _wait(self) -> None:
+        """(Re-)enter the eviction order, as its newest member."""
+        self.front.waiting.pop(self, None)
+        self.front.waiting[self] = time.monotonic()
+
     def _to_idle(self) -> None:
         self.state = "idle"
-        self.front.heading.pop(self, None)
-        self.front.idle[self] = None
+        self._wait()
         self._arm(self.limits.keepalive, self.close)
 
     def _to_head(self) -> None:
         self.state = "head"
         self.line_bytes, self.line_done = 0, False
-        self.front.idle.pop(self, None)
-        self.front.heading[self] = None
+        self._wait()
         self._arm(self.limits.header_timeout, lambda: self._timed_out("headers"))
 
     def _timed_out(self, what: str) -> None:
@@ -505,7 +507,7 @@ class Connection(asyncio.Protocol):
         self.request = request
         self.started = time.monotonic()
         self.state = "body"
-        self.front.heading.pop(self, None)
+        self.front.waiting.pop(self, None)
         self.body, self.body_size, self.held = [], 0, 0
         self.refusal, self.unread_body = None, False
         self._arm(limits.body_timeout, lambda: self._timed_out("body"))
@@ -527,7 +529,11 @@ class Connection(asyncio.Protocol):
                 return
             self.held = length
         if self.h11.they_are_waiting_for_100_continue:
-            self._write(self.h11.send(h11.InformationalResponse(status_code=100, headers=[])))
+            self._write(
+                self.h11.send(
+                    h11.InformationalResponse(status_code=100, headers=[], reason=b"Continue")
+                )
+            )
 
     def _on_data(self, data: bytes) -> None:
         if not data:
