@@ -291,6 +291,7 @@ class Connection(asyncio.Protocol):
         self.state = "idle"
         self.line_bytes = 0  # of the request line so far, while the head is incomplete
         self.line_done = False
+        self.head: bytearray | None = None  # a head being received, before h11 sees it
         self.request: h11.Request | None = None
         self.declared: int | None = None  # the Content-Length of the request
         self.body: list[bytes] = []
@@ -326,6 +327,7 @@ class Connection(asyncio.Protocol):
             return
         if self.state == "idle":
             self._to_head()
+            self.head = bytearray()  # h11 holds nothing of this request yet
         if self.state == "head" and not self.line_done:
             end = data.find(b"\n")
             self.line_bytes += len(data) if end < 0 else end
@@ -333,6 +335,21 @@ class Connection(asyncio.Protocol):
             if self.line_bytes > self.limits.request_line + 1:
                 self._answer_error(414, f"the request line is longer than {self._line_limit()}")
                 return
+        if self.head is not None:
+            # A head is handed to h11 once it is complete: a dribbled byte costs a search of
+            # the last few bytes, not a parse.
+            start = max(len(self.head) - 2, 0)
+            self.head += data
+            found = (self.head.find(b"\n\r\n", start), self.head.find(b"\n\n", start))
+            end = min((i for i in found if i >= 0), default=len(self.head))
+            if end > self.limits.head_bytes:
+                self._answer_error(
+                    431, f"the request head is larger than {self.limits.head_bytes} bytes"
+                )
+                return
+            if end == len(self.head):
+                return
+            data, self.head = bytes(self.head), None
         try:
             self.h11.receive_data(data)
         except RuntimeError:  # data after the client closed, or in an error state
