@@ -622,7 +622,8 @@ class Connection(asyncio.Protocol):
                 for chunk in chunks:
                     out = self.h11.send_with_data_passthrough(h11.Data(data=chunk))
                     self.response_sent += len(chunk)
-                    self.transport.writelines(out)
+                    if out:
+                        self.transport.writelines(out)
             if last:
                 self._write(self.h11.send(h11.EndOfMessage()))
         except (h11.LocalProtocolError, ValueError, UnicodeEncodeError) as exc:
@@ -655,7 +656,8 @@ class Connection(asyncio.Protocol):
             assert self.transport is not None
             self.transport.resume_reading()
             if self.h11.trailing_data[0]:
-                self._to_head()  # a pipelined request is already here
+                self._to_head()  # a pipelined request is already here, in h11's buffer
+                self.line_done = True  # its line is checked once parsed
             else:
                 self._to_idle()
             self._advance()
