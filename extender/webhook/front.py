@@ -112,7 +112,7 @@ class _Throttled:
         self.count += 1
         now = time.monotonic()
         if now - self.last >= self.every:
-            log.warning(message + " (%d times since the last such line)", *args, self.count)
+            log.warning(message + " (%d such since the last line)", *args, self.count)
             self.last, self.count = now, 0
 
 
@@ -302,7 +302,7 @@ class Connection(asyncio.Protocol):
         self.response_sent = 0
         self.refusal: BodyRefused | None = None
         self.unread_body = False
-        self.write_paused: asyncio.Future[None] | None = None  # set while writing is paused
+        self.write_paused = False  # the transport's buffer is over its high-water mark
         self.paused_timer: asyncio.TimerHandle | None = None
 
     # -- asyncio callbacks -----------------------------------------------------------------
@@ -372,13 +372,10 @@ class Connection(asyncio.Protocol):
         if self.paused_timer is not None:
             self.paused_timer.cancel()
         self.front.forget(self)
-        if self.write_paused is not None and not self.write_paused.done():
-            self.write_paused.cancel()
         self._release_unsent_budget()
 
     def pause_writing(self) -> None:
-        if self.write_paused is None or self.write_paused.done():
-            self.write_paused = self.front.loop.create_future()
+        self.write_paused = True
         if self.paused_timer is not None:
             self.paused_timer.cancel()
         self.paused_timer = self.front.loop.call_later(
@@ -389,8 +386,7 @@ class Connection(asyncio.Protocol):
         if self.paused_timer is not None:
             self.paused_timer.cancel()
             self.paused_timer = None
-        if self.write_paused is not None and not self.write_paused.done():
-            self.write_paused.set_result(None)
+        self.write_paused = False
         if self.state == "drain-write":
             self.state = "app"
             self._after_response()
@@ -632,7 +628,7 @@ class Connection(asyncio.Protocol):
             return
         if last:
             self._log_access()
-            if self.write_paused is not None and not self.write_paused.done():
+            if self.write_paused:
                 # The client reads slowly: its next request waits until this answer is out
                 # (pause_writing's deadline drops it if it never is).
                 self.state = "drain-write"
@@ -646,8 +642,11 @@ class Connection(asyncio.Protocol):
     def _after_response(self) -> None:
         if self.state == "closed":
             return
-        if self.unread_body or self.h11.our_state is h11.MUST_CLOSE or self.front.closing:
-            self._linger()
+        if self.unread_body:
+            self._linger()  # the client may still be sending the body we did not read
+            return
+        if self.h11.our_state is h11.MUST_CLOSE or self.front.closing:
+            self.close()  # the request was read whole: nothing unread to reset the connection
             return
         if self.h11.our_state is h11.DONE and self.h11.their_state is h11.DONE:
             self.h11.start_next_cycle()

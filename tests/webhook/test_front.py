@@ -165,6 +165,31 @@ def test_keepalive_pipelining_and_100_continue(capped) -> None:
     assert reply.startswith(b"HTTP/1.1 200 OK") and b'"Error":""' in reply
 
 
+def _big_filter(megabytes: int) -> bytes:
+    sample = json.loads(FILTER)
+    item = sample["Nodes"]["items"][0]
+    item = {**item, "metadata": {**item["metadata"], "annotations": {"pad": "x" * 6000}}}
+    count = megabytes * 1024 * 1024 // len(json.dumps(item))
+    sample["Nodes"]["items"] = [
+        {**item, "metadata": {**item["metadata"], "name": f"n{i}"}} for i in range(count)
+    ]
+    return json.dumps(sample).encode()
+
+
+def test_a_client_that_does_not_read_its_answer_is_dropped(capped) -> None:
+    _, port, log = capped
+    body = _big_filter(8)  # the answer echoes the Nodes: 8 MiB the client never reads
+    s = socket.socket()
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    s.connect(("127.0.0.1", port))
+    try:
+        s.sendall(HEAD + f"Content-Length: {len(body)}\r\n\r\n".encode() + body)
+        assert _filter(port) == 200  # meanwhile, others are served
+        _wait_for(log, "the response was not read within 1.0s", seconds=10)
+    finally:
+        s.close()
+
+
 @pytest.mark.parametrize(
     ("request_bytes", "status"),
     [
