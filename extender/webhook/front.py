@@ -323,6 +323,13 @@ class Connection(asyncio.Protocol):
         self._to_idle()
 
     def data_received(self, data: bytes) -> None:
+        try:
+            self._received(data)
+        except Exception:  # a bug here must cost one connection, not hang it
+            log.exception("closing the connection from %s after an internal error", self.peer)
+            self.abort()
+
+    def _received(self, data: bytes) -> None:
         if self.state == "drain":
             return
         if self.state == "idle":
