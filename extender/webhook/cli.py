@@ -1,4 +1,5 @@
-"""``kube-extender serve``: the extender service under gunicorn (gthread workers).
+"""``kube-extender serve``: the extender service under gunicorn (``server.ExtenderWorker``:
+an event loop for the connections, a thread pool for the app).
 
 Each gunicorn worker process builds the app once: the config, the framework, and one
 watch-fed cache shared by all of its request threads. Scale out with replicas.
@@ -10,6 +11,7 @@ import argparse
 import gc
 import logging
 import os
+import resource
 import ssl
 import sys
 import threading
@@ -136,15 +138,21 @@ def build_app(
         health.start(service.ready)
     budget = max_inflight_bytes or settings.max_request_bytes
     allowed = allowed_clients(settings, allowed_flags)
-    return create_app(
+    app = create_app(
         service,
         url_prefix=settings.url_prefix,
         max_request_bytes=settings.max_request_bytes,
         metrics=metrics,
-        body_budget=BytesInFlight(max(budget, settings.max_request_bytes)),
+        # The server admits bodies against the budget before it reads them (front.py):
+        # the app gets them whole and holds none itself.
+        body_budget=None,
         allowed_clients=allowed or None,
         bind_enabled=settings.bind_enabled,
     )
+    app.extensions["kube-extender"]["body_budget"] = BytesInFlight(
+        max(budget, settings.max_request_bytes)
+    )
+    return app
 
 
 def _freeze_after_sync(informers: list[Any]) -> None:
@@ -157,6 +165,23 @@ def _freeze_after_sync(informers: list[Any]) -> None:
         informer.wait_for_sync()
     gc.collect()
     gc.freeze()
+
+
+FD_HEADROOM = 256  # descriptors besides the verb connections: health, cluster, logs, pipes
+
+
+def open_file_limit(max_connections: int) -> int:
+    """Raise the soft open-file limit for ``max_connections`` plus headroom (the workers
+    inherit it); return the connection cap the limit allows, lower if the hard limit is."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    needed = max_connections + FD_HEADROOM
+    if soft != resource.RLIM_INFINITY and soft < needed:
+        target = needed if hard == resource.RLIM_INFINITY else min(needed, hard)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+        soft = target
+    if soft == resource.RLIM_INFINITY or soft >= needed:
+        return max_connections
+    return max(soft - FD_HEADROOM, 1)
 
 
 class _Server(BaseApplication):
@@ -199,7 +224,9 @@ def main(argv: list[str]) -> int:
         "(default %(default)s)",
     )
     parser.add_argument("--workers", type=int, default=1, help="processes (default %(default)s)")
-    parser.add_argument("--threads", type=int, default=8, help="threads per worker")
+    parser.add_argument(
+        "--threads", type=int, default=8, help="app threads per worker (complete requests)"
+    )
     parser.add_argument("--timeout", type=int, default=30, help="worker timeout in seconds")
     parser.add_argument(
         "--header-timeout",
@@ -216,9 +243,10 @@ def main(argv: list[str]) -> int:
     parser.add_argument(
         "--max-connections",
         type=int,
-        default=100,
-        help="open connections per worker, kept-alive ones included; above it, new ones "
-        "wait in the listen backlog (default %(default)s)",
+        default=2048,
+        help="open connections per worker, idle and slow ones included (they hold no "
+        "thread); at the cap a new connection closes the longest-idle one, else the one "
+        "slowest to send its headers, else it is answered 503 (default %(default)s)",
     )
     parser.add_argument(
         "--keepalive",
@@ -304,6 +332,14 @@ def main(argv: list[str]) -> int:
             print(f"kube-extender serve: --health-bind {args.health_bind}: {exc}", file=sys.stderr)
             return 2
 
+    max_connections = open_file_limit(args.max_connections)
+    if max_connections < args.max_connections:
+        log.warning(
+            "--max-connections %d lowered to %d: the open-file limit (ulimit -n) is %d",
+            args.max_connections,
+            max_connections,
+            resource.getrlimit(resource.RLIMIT_NOFILE)[0],
+        )
     ExtenderWorker.header_timeout = args.header_timeout
     ExtenderWorker.body_timeout = args.body_timeout
     options: dict[str, Any] = {
@@ -311,7 +347,7 @@ def main(argv: list[str]) -> int:
         "workers": args.workers,
         "threads": args.threads,
         "worker_class": "extender.webhook.server.ExtenderWorker",
-        "worker_connections": args.max_connections,
+        "worker_connections": max_connections,
         "timeout": args.timeout,
         "loglevel": args.log_level,
         "logger_class": "extender.webhook.server.JSONLogger",
