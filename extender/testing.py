@@ -52,7 +52,7 @@ from typing import Any
 import yaml
 
 from extender.config import API_VERSION, KIND, ConfigError, SchedulerConfig, load, loads
-from extender.config.plugins import points_of
+from extender.config.plugins import check_plugin, points_of
 from extender.framework import (
     CONFIG_MAPS,
     NAMESPACES,
@@ -78,6 +78,7 @@ from extender.framework import (
 from extender.framework.handle import CACHE_KINDS, EmptyLister, Services
 from extender.framework.resources import pod_requests
 from extender.framework.schedule import NO_NODES_AVAILABLE
+from extender.plugins import IN_TREE
 
 __all__ = [
     "Cluster",
@@ -156,16 +157,23 @@ def pod(
     priority: int | None = None,
     scheduler_name: str | None = None,
     uid: str | None = None,
+    limits: Mapping[str, str] | None = None,
     **spec: Any,
 ) -> dict:
-    """A Pod as the API serves it: one container requesting ``cpu``/``memory`` (if given);
-    ``node_name`` makes it an assigned, Running pod (it then counts on that node). Other
-    ``spec`` fields are passed as keyword arguments in camelCase
+    """A Pod as the API serves it: one container requesting ``cpu``/``memory`` (if given)
+    with ``limits`` (e.g. ``{"cpu": "2"}``; the kit defaults unset requests to them, as the
+    apiserver does); ``node_name`` makes it an assigned, Running pod (it then counts on that
+    node). Other ``spec`` fields are passed as keyword arguments in camelCase
     (e.g. ``topologySpreadConstraints=[...]``)."""
     container: dict[str, Any] = {"name": "app", "image": "registry.k8s.io/pause:3.10"}
     requests = {k: v for k, v in (("cpu", cpu), ("memory", memory)) if v is not None}
+    resources: dict[str, Any] = {}
     if requests:
-        container["resources"] = {"requests": requests}
+        resources["requests"] = requests
+    if limits:
+        resources["limits"] = dict(limits)
+    if resources:
+        container["resources"] = resources
     pod_spec: dict[str, Any] = {"containers": [container], **spec}
     if tolerations:
         pod_spec["tolerations"] = [dict(t) for t in tolerations]
@@ -642,6 +650,12 @@ def run_plugin(
     probe = loads(f"apiVersion: {API_VERSION}\nkind: {KIND}\n", "<probe>", plugins=classes)
     if name not in probe.registry:
         raise ValueError(f"unknown plugin {name!r}")
+    if probe.registry.source(name) != IN_TREE:
+        # What the loader says of an enabled plugin (signatures against the protocols),
+        # before the points are picked from what the class implements.
+        problem = check_plugin(probe.registry, name)
+        if problem:
+            raise ConfigError(problem)
     cls = probe.registry.plugin_class(name)
     points = points_of(cls) if cls is not None else frozenset(CYCLE_POINTS)
     plugins: dict[str, Any] = {"multiPoint": {"disabled": [{"name": "*"}]}}
