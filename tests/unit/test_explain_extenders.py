@@ -11,6 +11,7 @@ import subprocess
 import sys
 import threading
 from collections.abc import Iterator
+from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -27,25 +28,29 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 class RejectsB(BaseHTTPRequestHandler):
-    """A node-cache-capable extender: filter rejects node ``b`` (the reason below), prioritize
-    gives ``c`` 10 and the others 0; any other verb is recorded as a protocol violation."""
+    """A node-cache-capable extender: filter rejects node ``reject`` (the reason below),
+    prioritize gives ``prefer`` 10 and the others 0; any other verb is answered 500 (and
+    recorded in ``calls``, which the tests check)."""
 
     calls: list[str] = []
+    reject = "b"
+    prefer = "c"
 
     def do_POST(self) -> None:  # noqa: N802
         verb = self.path.rstrip("/").rsplit("/", 1)[-1]
         args = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         type(self).calls.append(verb)
         names = args.get("NodeNames") or []
+        reject, prefer = type(self).reject, type(self).prefer
         if verb == "filter":
             reply: object = {
-                "NodeNames": [n for n in names if n != "b"],
-                "FailedNodes": {"b": "node(s) had no licence"} if "b" in names else {},
+                "NodeNames": [n for n in names if n != reject],
+                "FailedNodes": {reject: "node(s) had no licence"} if reject in names else {},
                 "FailedAndUnresolvableNodes": {},
                 "Error": "",
             }
         elif verb == "prioritize":
-            reply = [{"Host": n, "Score": 10 if n == "c" else 0} for n in names]
+            reply = [{"Host": n, "Score": 10 if n == prefer else 0} for n in names]
         else:
             self.send_response(500)
             self.end_headers()
@@ -61,15 +66,24 @@ class RejectsB(BaseHTTPRequestHandler):
         pass
 
 
-@pytest.fixture
-def extender_url() -> Iterator[str]:
-    RejectsB.calls = []
-    server = ThreadingHTTPServer(("127.0.0.1", 0), RejectsB)
+@contextmanager
+def serving(handler: type[RejectsB], *, reject: str = "b", prefer: str = "c") -> Iterator[str]:
+    """The extender on a free local port; yields its URL."""
+    handler.calls, handler.reject, handler.prefer = [], reject, prefer
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.fixture
+def extender_url() -> Iterator[str]:
+    with serving(RejectsB) as url:
+        yield url
 
 
 def _config(url: str, *, ignorable: bool = False, preempt: bool = False):  # noqa: ANN202
