@@ -66,12 +66,19 @@ def offline_pods_problem(profile: Any, registry: Any) -> str | None:
     )
 
 
-def check_startup(config: SchedulerConfig, connected: bool) -> None:
+def check_startup(config: SchedulerConfig, connected: bool, kubeconfig: str | None = None) -> None:
     """What a worker would refuse at boot, checked in the parent before gunicorn forks (so
-    it is one line and exit 2, not a worker that fails to boot): the profile exists, every
-    plugin constructs (``cls(args, handle)``, once here with a handle that has no cluster),
-    and without a cluster connection no plugin needs the pods."""
+    it is one line and exit 2, not a worker that fails to boot): the profile exists, the
+    kubeconfig loads, every plugin constructs (``cls(args, handle)``, once here with a handle
+    that has no cluster), and without a cluster connection no plugin needs the pods."""
     profile = _profile(config)
+    if connected:
+        from extender.kube.kubeconfig import load_configuration
+
+        try:
+            load_configuration(kubeconfig)
+        except Exception as exc:  # any kubeconfig problem: one line (YAML errors span several)
+            raise StartupError(f"no cluster connection: {' '.join(str(exc).split())}") from exc
     try:
         Framework(profile, config.registry)
     except ProfileError as exc:
@@ -134,7 +141,10 @@ def build_app(
     if connected:
         from extender.kube import KubeClient, api_client
 
-        client = KubeClient(api_client(kubeconfig))
+        try:
+            client = KubeClient(api_client(kubeconfig))
+        except Exception as exc:  # a kubeconfig that changed since the parent checked it
+            raise StartupError(f"no cluster connection: {exc}") from exc
     metrics = Metrics()
     parts = build_extender(
         profile,
@@ -320,9 +330,8 @@ def main(argv: list[str]) -> int:
     # Fail fast in the parent on a bad config, before gunicorn forks workers.
     try:
         config = load(args.config)
-        check_startup(
-            config, not args.offline and has_cluster(args.kubeconfig or config.extender.kubeconfig)
-        )
+        kubeconfig = args.kubeconfig or config.extender.kubeconfig
+        check_startup(config, not args.offline and has_cluster(kubeconfig), kubeconfig)
         check_client_auth(
             config.extender, allowed_clients(config.extender, args.allowed_client), args.ca_certs
         )
