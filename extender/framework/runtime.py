@@ -331,6 +331,15 @@ class Framework:
                     registered = list(plugin.events_to_register())
                 except Exception as exc:
                     self._failed(name, "preEnqueue", exc)
+                wrong = next(
+                    (e for e in registered or () if not isinstance(e, ClusterEventWithHint)), None
+                )
+                if wrong is not None:
+                    # e.g. a bare ClusterEvent: the queue could not match it; every event
+                    # requeues this plugin's pods instead.
+                    detail = wrong_return(wrong, "ClusterEventWithHint items")
+                    self._failed(name, "preEnqueue", f"events_to_register {detail}")
+                    registered = None
             events[name] = registered or [
                 ClusterEventWithHint(ClusterEvent(Resource.WILDCARD, ActionType.ALL))
             ]

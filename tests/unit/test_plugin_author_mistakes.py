@@ -427,3 +427,30 @@ def test_a_wrong_signature_is_one_line_and_exit_2(tmp_path: Path, command: str) 
     assert len(lines) == 1 and "Traceback" not in done.stderr, done.stderr
     assert 'plugin "NeedsPool"' in lines[0]
     assert "NeedsPool.filter(self, pod, node) does not take the arguments" in lines[0]
+
+
+def test_events_to_register_with_bare_events_falls_back_to_every_event() -> None:
+    """A bare ClusterEvent (no ClusterEventWithHint around it) would break the queue's
+    matching: it is an Error naming the plugin, and the plugin registers for every event."""
+    from extender.framework import (
+        ActionType,
+        ClusterEvent,
+        EventResource,
+        Framework,
+        PluginSpec,
+        Profile,
+        Registry,
+    )
+
+    class BareEvents(Truthy):
+        name = "BareEvents"
+
+        def events_to_register(self):  # noqa: ANN201
+            return [ClusterEvent(EventResource.NODE, ActionType.ADD)]
+
+    fwk = Framework(
+        Profile("p", {"filter": [PluginSpec("BareEvents")]}), Registry({"BareEvents": BareEvents})
+    )
+    [registered] = fwk.events_to_register()["BareEvents"]
+    assert registered.event.resource == EventResource.WILDCARD
+    assert registered.event.action == ActionType.ALL
