@@ -126,6 +126,15 @@ def _pair(value: Any) -> bool:
     return isinstance(value, tuple) and len(value) == 2
 
 
+def _score_answer(answer: Any) -> bool:
+    """``(score, None | Status)``: checked inline-cheap, it runs per node and plugin."""
+    return (
+        isinstance(answer, tuple)
+        and len(answer) == 2
+        and (answer[1] is None or isinstance(answer[1], Status))
+    )
+
+
 def exception_text(exc: BaseException) -> str:
     """An exception as the Error's detail: its message, with its type where the message alone
     says nothing (``str(KeyError('x'))`` is ``'x'``; an empty message)."""
@@ -747,7 +756,7 @@ class Framework:
             if memo is None:
                 for info in nodes:
                     answer = score(state, pod, info)
-                    if not _pair(answer) or _not_status(answer[1]):
+                    if not _score_answer(answer):
                         return [], self._failed(name, "score", wrong_return(answer, SCORE_ANSWER))
                     value, status = answer
                     if is_non_success(status):
@@ -765,7 +774,7 @@ class Framework:
                     values.append(hit)
                     continue
                 answer = score(state, pod, info)
-                if not _pair(answer) or _not_status(answer[1]):
+                if not _score_answer(answer):
                     return [], self._failed(name, "score", wrong_return(answer, SCORE_ANSWER))
                 value, status = answer
                 if is_non_success(status):
