@@ -109,13 +109,18 @@ SCORE_ANSWER = "a tuple (int score, Status | None)"
 PERMIT_ANSWER = "a tuple (Status | None, timeout seconds)"
 
 
-def wrong_return(value: Any, expected: str) -> str:
+class WrongAnswer(str):
+    """The detail of an Error for an answer of the wrong type: a plugin bug, so it is logged
+    as an exception is (a decision's Error status is not)."""
+
+
+def wrong_return(value: Any, expected: str) -> WrongAnswer:
     """The detail of the Error for a plugin that returned ``value`` where ``expected`` was due
     (e.g. ``True`` from Filter): the value's type and a short repr."""
     text = repr(value)
     if len(text) > 80:
         text = text[:77] + "..."
-    return f"returned {type(value).__name__} {text}, expected {expected}"
+    return WrongAnswer(f"returned {type(value).__name__} {text}, expected {expected}")
 
 
 def _not_status(value: Any) -> bool:
@@ -299,6 +304,10 @@ class Framework:
                 detail,
                 exc_info=detail,
             )
+        elif isinstance(detail, WrongAnswer):
+            log.error(
+                "profile %s: plugin %s failed at %s: %s", self.profile_name, plugin, point, detail
+            )
         self.metrics.plugin_error(plugin, point)
         if isinstance(detail, BaseException):
             status = error_status(plugin, point, exception_text(detail))
@@ -347,7 +356,7 @@ class Framework:
                     # e.g. a bare ClusterEvent: the queue could not match it; every event
                     # requeues this plugin's pods instead.
                     detail = wrong_return(wrong, "ClusterEventWithHint items")
-                    self._failed(name, "preEnqueue", f"events_to_register {detail}")
+                    self._failed(name, "preEnqueue", WrongAnswer(f"events_to_register {detail}"))
                     registered = None
             events[name] = registered or [
                 ClusterEventWithHint(ClusterEvent(Resource.WILDCARD, ActionType.ALL))

@@ -72,8 +72,12 @@ class Lookup:
 CLUSTER = Cluster(nodes=[node("a"), node("b")])
 
 
-def test_a_filter_returning_true_is_an_error_naming_plugin_and_point() -> None:
+def test_a_filter_returning_true_is_an_error_naming_plugin_and_point(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     result = run_plugin(Truthy, pod("p"), CLUSTER)
+    # Logged as a plugin failure, so a failing kit test shows why in its captured log.
+    assert "plugin Truthy failed at filter: returned bool True" in caplog.text
     assert result.error is not None
     assert result.error.code == Code.ERROR
     assert result.error.plugin == "Truthy"
