@@ -23,6 +23,7 @@ from gunicorn.app.base import BaseApplication
 from extender import logs
 from extender.cliutil import add_log_flags, bind_type, check_kubeconfig, parse_bind
 from extender.config import ConfigError, SchedulerConfig, load
+from extender.framework.runtime import Framework, ProfileError
 
 from .server import ExtenderWorker, HealthListener
 
@@ -31,6 +32,10 @@ log = logging.getLogger("extender.webhook")
 
 class StartupError(Exception):
     pass
+
+
+# gunicorn's exit code when the app cannot load in a worker (gunicorn.arbiter.Arbiter).
+APP_LOAD_ERROR = 4
 
 
 def _profile(config: SchedulerConfig) -> Any:
@@ -45,6 +50,44 @@ def _profile(config: SchedulerConfig) -> Any:
         f"{config.source}: ExtenderConfiguration.profile: no profile named {wanted!r} "
         f"(profiles: {names})"
     )
+
+
+def offline_pods_problem(profile: Any, registry: Any) -> str | None:
+    """Why ``profile`` cannot be served without a cluster connection (a plugin that needs the
+    pods on each node), or ``None``."""
+    from extender.composition import kinds_read
+    from extender.framework.handle import PODS
+
+    if PODS not in kinds_read([profile], registry):
+        return None
+    need = ", ".join(sorted(n for n in profile.plugin_names() if PODS in registry.reads(n)))
+    return (
+        f"profile {profile.scheduler_name!r} enables {need}, which need the pods on each "
+        "node; the extender reads them from the cluster, but it has no cluster "
+        "connection: give --kubeconfig (or run in a cluster), or disable those plugins"
+    )
+
+
+def check_startup(config: SchedulerConfig, connected: bool, kubeconfig: str | None = None) -> None:
+    """What a worker would refuse at boot, checked in the parent before gunicorn forks (so
+    it is one line and exit 2, not a worker that fails to boot): the profile exists, the
+    kubeconfig loads, every plugin constructs (``cls(args, handle)``, once here with a handle
+    that has no cluster), and without a cluster connection no plugin needs the pods."""
+    profile = _profile(config)
+    if connected:
+        from extender.kube.kubeconfig import load_configuration
+
+        try:
+            load_configuration(kubeconfig)
+        except Exception as exc:  # any kubeconfig problem: one line (YAML errors span several)
+            raise StartupError(f"no cluster connection: {' '.join(str(exc).split())}") from exc
+    try:
+        Framework(profile, config.registry)
+    except ProfileError as exc:
+        raise StartupError(f"{config.source}: {exc}") from exc
+    problem = None if connected else offline_pods_problem(profile, config.registry)
+    if problem:
+        raise StartupError(problem)
 
 
 def has_cluster(kubeconfig: str | None) -> bool:
@@ -86,7 +129,6 @@ def build_app(
 ) -> Any:
     """The app of one worker process: framework, cache and informers, Flask routes."""
     from extender.composition import build_extender
-    from extender.framework.handle import PODS
 
     from .app import Metrics, create_app
     from .limits import BytesInFlight
@@ -101,7 +143,10 @@ def build_app(
     if connected:
         from extender.kube import KubeClient, api_client
 
-        client = KubeClient(api_client(kubeconfig))
+        try:
+            client = KubeClient(api_client(kubeconfig))
+        except Exception as exc:  # a kubeconfig that changed since the parent checked it
+            raise StartupError(f"no cluster connection: {exc}") from exc
     metrics = Metrics()
     parts = build_extender(
         profile,
@@ -110,13 +155,9 @@ def build_app(
         watch_pods=settings.watch_pods,
         metrics=metrics,
     )
-    if not connected and PODS in parts.kinds:
-        need = ", ".join(sorted(n for n in profile.plugin_names() if PODS in parts.reads(n)))
-        raise StartupError(
-            f"profile {profile.scheduler_name!r} enables {need}, which need the pods on each "
-            "node; the extender reads them from the cluster, but it has no cluster "
-            "connection: give --kubeconfig (or run in a cluster), or disable those plugins"
-        )
+    problem = None if connected else offline_pods_problem(profile, config.registry)
+    if problem:
+        raise StartupError(problem)
     parts.start()
     if parts.informers:
         threading.Thread(target=_freeze_after_sync, args=(parts.informers,), daemon=True).start()
@@ -199,10 +240,11 @@ class _Server(BaseApplication):
     def load(self) -> Any:
         try:
             return self.factory()
-        except (StartupError, ConfigError) as exc:
-            # A worker that cannot boot makes gunicorn exit with "Worker failed to boot".
+        except (StartupError, ConfigError, ProfileError) as exc:
+            # The parent checked all this before forking (check_startup); a config that
+            # changed since is reported the same way: exit APP_LOAD_ERROR, mapped to 2 in main.
             log.error("kube-extender serve: %s", exc)
-            sys.exit(4)
+            sys.exit(APP_LOAD_ERROR)
 
 
 def main(argv: list[str]) -> int:
@@ -316,7 +358,8 @@ def main(argv: list[str]) -> int:
     # Fail fast in the parent on a bad config, before gunicorn forks workers.
     try:
         config = load(args.config)
-        _profile(config)
+        kubeconfig = args.kubeconfig or config.extender.kubeconfig
+        check_startup(config, not args.offline and has_cluster(kubeconfig), kubeconfig)
         check_client_auth(
             config.extender, allowed_clients(config.extender, args.allowed_client), args.ca_certs
         )
@@ -369,15 +412,20 @@ def main(argv: list[str]) -> int:
         options.update(certfile=args.certfile, keyfile=args.keyfile)
         if args.ca_certs:
             options.update(ca_certs=args.ca_certs, cert_reqs=ssl.CERT_REQUIRED)
-    _Server(
-        options,
-        lambda: build_app(
-            args.config,
-            args.kubeconfig,
-            args.offline,
-            health,
-            args.max_inflight_bytes,
-            args.allowed_client,
-        ),
-    ).run()
+    try:
+        _Server(
+            options,
+            lambda: build_app(
+                args.config,
+                args.kubeconfig,
+                args.offline,
+                health,
+                args.max_inflight_bytes,
+                args.allowed_client,
+            ),
+        ).run()
+    except SystemExit as exc:
+        if exc.code == APP_LOAD_ERROR:
+            return 2  # a config error, already logged on one line by _Server.load
+        raise
     return 0
