@@ -868,14 +868,14 @@ def _analyze(checked: Any, expression: str) -> tuple[str | None, _Lookups]:
 
     Returns (compile error text or None, the looked-up keys).
     """
-    refs = checked.reference_map
+    refs = checked.reference_map if celast.is_checked(checked) else None
 
     def device_map(node: Any, bound: frozenset[str]) -> str | None:
         """ "attributes" or "capacity" if ``node`` is ``device.attributes`` / ``.capacity``."""
         if node.WhichOneof("expr_kind") != "select_expr" or node.select_expr.test_only:
             return None
         operand = node.select_expr.operand
-        if operand.WhichOneof("expr_kind") != "ident_expr" or operand.id not in refs:
+        if operand.WhichOneof("expr_kind") != "ident_expr":
             return None
         if operand.ident_expr.name != "device" or "device" in bound:
             return None  # a comprehension variable named device is not the device
@@ -912,7 +912,8 @@ def _analyze(checked: Any, expression: str) -> tuple[str | None, _Lookups]:
         variable = lookup if node.id in lookups else exact
         node.ClearField("select_expr")
         node.ident_expr.name = variable
-        refs[node.id].name = variable
+        if refs is not None:
+            refs[node.id].name = variable
     variables = frozenset(
         node.ident_expr.name
         for node in celast.walk(checked.expr)
@@ -920,6 +921,22 @@ def _analyze(checked: Any, expression: str) -> tuple[str | None, _Lookups]:
         and node.ident_expr.name in _HIDDEN | {"device"}
     )
     return None, _Lookups(frozenset(keys["attributes"]), frozenset(keys["capacity"]), variables)
+
+
+_CROSS_TYPE_ORDERING = re.compile(
+    r"found no matching overload for '_(<|<=|>|>=)_' applied to "
+    r"'\((int|uint|double), (int|uint|double)\)'"
+)
+
+
+def _only_cross_type_ordering(message: str) -> bool:
+    """Whether every checker error is an ordering of two different numeric types."""
+    errors = [line for line in message.split("\n") if line.startswith("ERROR:")]
+    for line in errors:
+        found = _CROSS_TYPE_ORDERING.search(line)
+        if found is None or found[2] == found[3]:
+            return False
+    return bool(errors)
 
 
 _UNDEFINED_FIELD = re.compile(r"undefined field '([^']*)' not found in struct '[^']*'")
@@ -936,9 +953,13 @@ def compile_expression(expression: str) -> CompilationResult:
     try:
         program = env.compile(expression)
     except RuntimeError as e:
-        return CompilationResult(
-            expression, CELError("compilation failed: " + _compile_message(str(e)))
-        )
+        message = _compile_message(str(e))
+        if not _only_cross_type_ordering(message):
+            return CompilationResult(expression, CELError("compilation failed: " + message))
+        # cel-go's CrossTypeNumericComparisons (Kubernetes' base environment): `1 < 1.5` and
+        # `q.asApproximateFloat() > 0` check there; the C++ checker has no such overloads
+        # (its runtime does). Such an expression is run unchecked: dispatch by the values.
+        program = env.compile(expression, disable_check=True)
     output = program.return_type()
     if output != _T.BOOL and output != _T.DYN:
         return CompilationResult(

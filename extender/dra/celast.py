@@ -19,9 +19,19 @@ from typing import Any
 from google.protobuf import any_pb2, descriptor_pb2, descriptor_pool, message_factory
 from google.protobuf.message import DecodeError
 
-__all__ = ["DecodeError", "children", "decode", "encode", "error_at", "walk", "walk_scoped"]
+__all__ = [
+    "DecodeError",
+    "children",
+    "decode",
+    "encode",
+    "error_at",
+    "is_checked",
+    "walk",
+    "walk_scoped",
+]
 
 CHECKED_EXPR_TYPE_URL = "type.googleapis.com/cel.expr.CheckedExpr"
+PARSED_EXPR_TYPE_URL = "type.googleapis.com/cel.expr.ParsedExpr"
 
 _F = descriptor_pb2.FieldDescriptorProto
 _OPT, _REP = _F.LABEL_OPTIONAL, _F.LABEL_REPEATED
@@ -187,6 +197,11 @@ def _pool() -> descriptor_pool.DescriptorPool:
             ("expr_version", 6, _STR),
         ],
     )
+    _message(
+        types,
+        "ParsedExpr",
+        [("expr", 2, _MSG, ".cel.expr.Expr"), ("source_info", 3, _MSG, ".cel.expr.SourceInfo")],
+    )
     _map_entry(checked, "ReferenceMapEntry", _I64, (_MSG, ".cel.expr.Reference"))
     _map_entry(checked, "TypeMapEntry", _I64, (_MSG, ".cel.expr.Type"))
     pool = descriptor_pool.DescriptorPool()
@@ -198,20 +213,28 @@ _POOL = _pool()
 CheckedExpr: Any = message_factory.GetMessageClass(
     _POOL.FindMessageTypeByName("cel.expr.CheckedExpr")
 )
+ParsedExpr: Any = message_factory.GetMessageClass(
+    _POOL.FindMessageTypeByName("cel.expr.ParsedExpr")
+)
 
 
 def decode(serialized: bytes) -> Any:
-    """The CheckedExpr inside ``Expression.serialize()``."""
+    """The CheckedExpr (or, compiled without the checker, ParsedExpr) of ``serialize()``."""
     wrapper = any_pb2.Any()
     wrapper.ParseFromString(serialized)
-    checked = CheckedExpr()
-    checked.ParseFromString(wrapper.value)
-    return checked
+    message = ParsedExpr() if wrapper.type_url == PARSED_EXPR_TYPE_URL else CheckedExpr()
+    message.ParseFromString(wrapper.value)
+    return message
 
 
-def encode(checked: Any) -> bytes:
+def is_checked(message: Any) -> bool:
+    return bool(message.DESCRIPTOR.name == "CheckedExpr")
+
+
+def encode(message: Any) -> bytes:
     """What ``Env.deserialize()`` reads."""
-    wrapper = any_pb2.Any(type_url=CHECKED_EXPR_TYPE_URL, value=checked.SerializeToString())
+    url = CHECKED_EXPR_TYPE_URL if is_checked(message) else PARSED_EXPR_TYPE_URL
+    wrapper = any_pb2.Any(type_url=url, value=message.SerializeToString())
     return wrapper.SerializeToString()
 
 

@@ -316,6 +316,28 @@ def test_optional_lookups_get_the_missing_domain_default_too() -> None:
     )
 
 
+def test_cross_type_numeric_ordering_compiles() -> None:
+    # cel-go's CrossTypeNumericComparisons, on in Kubernetes' base environment since 1.28.
+    capacity = {"memory": {"value": "80Gi"}}
+    assert _matches("1 < 1.5")
+    assert not _matches("2 < 1.5")
+    assert _matches("1.5 >= 1u")
+    assert _matches(
+        'device.capacity["dra.example.com"].memory.asApproximateFloat() > 0', capacity=capacity
+    )
+    assert _matches(
+        'device.capacity["dra.example.com"].memory.asInteger() > 1.5e9 && '
+        'device.attributes["other.example.com"].size() == 0',
+        capacity=capacity,
+    )
+    # Equality is not ordering: still a type error, as in cel-go.
+    error = compile_expression("1 == 1.0").error
+    assert error is not None and "found no matching overload for '_==_'" in str(error)
+    # Another error alongside: the checker's errors are reported.
+    error = compile_expression("1 < 1.5 && device.foo").error
+    assert error is not None and "undefined field 'foo'" in str(error)
+
+
 def test_runtime_errors_are_cel_gos() -> None:
     cases = {
         'device.attributes["dra.example.com"].missing': "no such key: missing",
