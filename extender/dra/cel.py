@@ -49,6 +49,11 @@ How upstream's environment is rebuilt on it:
   after checking, every use of ``device.attributes`` / ``device.capacity`` in the AST is
   pointed at a plain variable, a lookup at a view with the empty-map default (``_analyze``,
   on the checked AST read and edited through ``extender.dra.celast``).
+- The base environment's checks the C++ checker lacks run on the checked AST
+  (``_validate``: one type per list and map literal, valid ``matches`` / ``duration`` /
+  ``timestamp`` literals); cel-go's cross-type numeric ordering (``1 < 1.5``), which the C++
+  checker rejects and its runtime supports, compiles by skipping the checker when those are
+  its only errors.
 - Error texts: the C++ runtime's words are rewritten to cel-go's (``no such key: x``,
   ``division by zero``, ``no such overload: f``, ``index '3' out of range in list size '1'``,
   the result conversion errors of ``DeviceMatches``).
@@ -853,6 +858,84 @@ def _string_constant(node: Any) -> str | None:
     return str(node.const_expr.string_value)
 
 
+@lru_cache(maxsize=1)
+def _literal_checks() -> dict[str, Any]:
+    """Programs that try a literal the way cel-go's literal validators do (by evaluating it)."""
+    env = cel.NewEnv(variables={"p": _T.STRING})
+    return {
+        "matches": env.compile('"".matches(p)'),
+        "duration": env.compile("duration(p)"),
+        "timestamp": env.compile("timestamp(p)"),
+    }
+
+
+def _literal_is_valid(function: str, text: str) -> bool:
+    result = _literal_checks()[function].eval(data={"p": text})
+    return bool(result.type() != _T.ERROR)
+
+
+def _validate(checked: Any, expression: str) -> str | None:
+    """The checks of Kubernetes' base environment the C++ checker does not make.
+
+    ``cel.HomogeneousAggregateLiterals`` and ``ValidateHomogeneousAggregateLiterals``: the
+    elements of a list literal, and the keys and the values of a map literal, have one type
+    (inside ``format`` a dyn element is allowed); ``ValidateRegexLiterals``,
+    ``ValidateDurationLiterals``, ``ValidateTimestampLiterals``: a literal argument of
+    ``matches``, ``duration`` and ``timestamp`` must be valid. Errors in cel-go's words, in
+    source order.
+    """
+    types = checked.type_map
+    errors: list[tuple[int, str]] = []
+
+    def mismatch(node: Any, expected: Any, found: Any) -> None:
+        errors.append(
+            (
+                node.id,
+                f"expected type '{celast.type_name(expected)}' but found "
+                f"'{celast.type_name(found)}'",
+            )
+        )
+
+    def homogeneous(nodes: list[Any], in_format: bool) -> None:
+        previous = None
+        for node in nodes:
+            current = types.get(node.id)
+            if current is None:
+                continue
+            if previous is None or previous.SerializeToString() == current.SerializeToString():
+                previous = current
+            elif in_format and (celast.is_dyn(previous) or celast.is_dyn(current)):
+                previous = current if celast.is_dyn(current) else previous
+            else:
+                mismatch(node, previous, current)
+                return
+
+    stack: list[tuple[Any, bool]] = [(checked.expr, False)]
+    while stack:
+        node, in_format = stack.pop()
+        kind = node.WhichOneof("expr_kind")
+        if kind == "list_expr":
+            homogeneous(list(node.list_expr.elements), in_format)
+        elif kind == "struct_expr" and not node.struct_expr.message_name:
+            entries = node.struct_expr.entries
+            homogeneous([e.map_key for e in entries if e.HasField("map_key")], in_format)
+            homogeneous([e.value for e in entries], in_format)
+        elif kind == "call_expr":
+            call = node.call_expr
+            function = call.function
+            if function in ("matches", "duration", "timestamp") and call.args:
+                literal = _string_constant(call.args[0])
+                if literal is not None and not _literal_is_valid(function, literal):
+                    errors.append((call.args[0].id, f"invalid {function} argument"))
+            in_format = in_format or function == "format"
+        stack.extend((child, in_format) for child in celast.children(node))
+    if not errors:
+        return None
+    positions = checked.source_info.positions
+    errors.sort(key=lambda e: positions.get(e[0], 0))
+    return "\n".join(celast.error_at(checked, i, expression, m) for i, m in errors)
+
+
 def _analyze(checked: Any, expression: str) -> tuple[str | None, _Lookups]:
     """Point device.attributes and device.capacity at plain variables; edits ``checked``.
 
@@ -972,7 +1055,9 @@ def compile_expression(expression: str) -> CompilationResult:
         # Deeper than protobuf's nesting limit (100), past the parser's 32 levels only
         # through macros; upstream's parser allows 250 levels.
         return CompilationResult(expression, CELError("compilation failed: nested too deeply"))
-    error, lookups = _analyze(checked, expression)
+    error = _validate(checked, expression) if celast.is_checked(checked) else None
+    if error is None:
+        error, lookups = _analyze(checked, expression)
     if error is not None:
         if error.startswith("ERROR:"):
             error = "compilation failed: " + error

@@ -378,6 +378,33 @@ def test_compile_errors_are_upstreams() -> None:
         assert error is not None and fragment in str(error), (expression, error)
 
 
+@pytest.mark.parametrize(
+    ("expression", "fragment"),
+    [
+        # HomogeneousAggregateLiterals / ValidateHomogeneousAggregateLiterals
+        ('[1, "a"].size() == 2', "1:5: expected type 'int' but found 'string'"),
+        ("[[1], [2u]].size() > 0", "expected type 'list(int)' but found 'list(uint)'"),
+        ('{"a": 1, "b": 2.0}.size() > 0', "expected type 'int' but found 'double'"),
+        ('{"a": 1, 1: 2}.size() > 0', "expected type 'string' but found 'int'"),
+        ("[dyn(1), 2].size() > 0", "expected type 'dyn' but found 'int'"),
+        # ValidateRegexLiterals, ValidateDurationLiterals, ValidateTimestampLiterals
+        ('"a".matches("[")', "1:13: invalid matches argument"),
+        ('duration("1x") > duration("1m")', "invalid duration argument"),
+        ('timestamp("nope") < timestamp("2020-01-01T00:00:00Z")', "invalid timestamp argument"),
+    ],
+)
+def test_the_base_environments_literal_checks(expression: str, fragment: str) -> None:
+    error = compile_expression(expression).error
+    assert error is not None and fragment in str(error), error
+
+
+def test_valid_literals_pass_the_checks() -> None:
+    assert _matches('"%s %d".format(["a", dyn(1)]) == "a 1"')  # format is exempt from dyn
+    assert _matches('"a1".matches("[a-z][0-9]")')
+    assert _matches('duration("1h30m") > duration("90s")')
+    assert _matches('["a", "b"].size() == 2 && {"a": 1}.size() == 1')
+
+
 def test_a_comprehension_variable_named_device_shadows_it() -> None:
     assert _matches("[1, 2].exists(device, device == 2)")
     assert _matches(
