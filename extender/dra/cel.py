@@ -82,7 +82,6 @@ Known differences (none reachable by the selectors DRA drivers document):
 - ``quantity(...).isGreaterThan(semver(...))`` is a runtime ``no such overload`` (upstream: a
   compile error); ``isInteger()``/``asInteger()`` of a quantity written with fraction digits
   that is still integral (``"1.0"``, ``"1.5Ki"``) succeed (see ``extender.dra.quantity``).
-- ``find``/``findAll`` use Python's ``re`` (Go: RE2); the two agree on the common syntax.
 - A quantity or semver value shows its one message field (``.value``, ``.version``) and can be
   built as a message literal (``kubernetes.Quantity{...}``); upstream's types have neither.
 - A lookup with a computed domain key (``device.attributes[k]``, ``k`` not a constant) of a
@@ -99,6 +98,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
+import re2
 from cel_expr_python import cel
 from cel_expr_python.ext import ext_bindings, ext_optional, ext_strings
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory, struct_pb2
@@ -318,27 +318,45 @@ def _less_than(a: Any, b: Any) -> bool:
     return _compare("isLessThan", a, b) == -1
 
 
+def _re2_options() -> Any:
+    options = re2.Options()
+    options.log_errors = False  # an invalid pattern is the caller's error, not a log line
+    return options
+
+
+_RE2_OPTIONS = _re2_options()
+
+
 @lru_cache(maxsize=256)
-def _regex(pattern: str) -> re.Pattern[str]:
+def _regex(pattern: str) -> Any:
+    """RE2, as Go's regexp: linear time (a selector is hostile input; Python's re is not)."""
     try:
-        return re.compile(pattern)
-    except re.error as e:
-        raise CELError(f"Illegal regex: {e}") from None
+        return re2.compile(pattern, options=_RE2_OPTIONS)
+    except re2.error as e:
+        detail = (
+            e.args[0].decode(errors="replace") if e.args and isinstance(e.args[0], bytes) else e
+        )
+        raise CELError(f"Illegal regex: error parsing regexp: {detail}") from None
 
 
 def _find(text: str, pattern: str) -> str:
     """regex.go ``find``: the leftmost match, or the empty string."""
     match = _regex(pattern).search(text)
-    return match.group(0) if match else ""
+    return str(match.group(0)) if match else ""
 
 
 def _find_all(text: str, pattern: str, limit: int = -1) -> list[str]:
-    """regex.go ``findAll`` (Go's ``FindAllString``: a negative limit means all)."""
+    """regex.go ``findAll``: Go's ``FindAllString`` (a negative limit means all; an empty
+    match right after the previous match is skipped)."""
     if limit == 0:
         return []
-    found = []
+    found: list[str] = []
+    previous_end = -1
     for match in _regex(pattern).finditer(text):
-        found.append(match.group(0))
+        if match.start() == match.end() == previous_end:
+            continue
+        previous_end = match.end()
+        found.append(str(match.group(0)))
         if 0 < limit <= len(found):
             break
     return found
@@ -452,7 +470,7 @@ def _kubernetes_library() -> cel.CelExtension:
                 o("is_semver_string_bool", B, [STR, B], _is_semver_normalize),
             ],
         ),
-        # regex.go (Go's RE2 syntax; Python's re agrees on the common subset)
+        # regex.go (RE2, as Go's regexp)
         f("find", [o("string_find_string", STR, [STR, STR], _find, True)]),
         f(
             "findAll",

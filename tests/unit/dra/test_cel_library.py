@@ -286,6 +286,20 @@ def test_string_extensions_and_bind(expression: str) -> None:
     assert _matches(expression)
 
 
+def test_regexes_are_re2() -> None:
+    # Linear time on a pattern that backtracks exponentially in Python's re (60 characters:
+    # 2^60 steps there), as Go's regexp is.
+    attributes = {"s": {"string": "a" * 60 + "!"}}
+    assert _matches(
+        'device.attributes["dra.example.com"].s.find("(a+)+$") == ""', attributes=attributes
+    )
+    # Go's FindAllString skips an empty match right after the previous match.
+    assert _matches('"a1b22".findAll("[0-9]*") == ["", "1", "22"]')
+    assert _matches('"abc".findAll("") == ["", "", "", ""]')
+    with pytest.raises(CELError, match="^Illegal regex: error parsing regexp: "):
+        _matches('"x".find("[") == ""')
+
+
 def test_attribute_without_a_domain_gets_the_drivers() -> None:
     attributes = {"model": {"string": "a100"}, "other.example.com/model": {"string": "h100"}}
     assert _matches('device.attributes["dra.example.com"].model == "a100"', attributes=attributes)
