@@ -741,6 +741,9 @@ class _DeviceValues:
             )
         except CELError as e:
             self.error = e
+        except (ValueError, TypeError, OverflowError) as e:
+            # Input no API server would have taken (a device from a file may hold anything).
+            self.error = CELError(f"invalid device: {e}")
 
 
 # Keyed by identity (a CELDevice holds dicts: it has no hash). The allocator builds one
@@ -1040,6 +1043,7 @@ def _only_cross_type_ordering(message: str) -> bool:
     return bool(errors)
 
 
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 _UNDEFINED_FIELD = re.compile(r"undefined field '([^']*)' not found in struct '[^']*'")
 
 
@@ -1051,8 +1055,10 @@ def _compile_message(message: str) -> str:
 def compile_expression(expression: str) -> CompilationResult:
     """``CompileCELExpression`` (StoredExpressions environment)."""
     env = _env()
+    # A lone surrogate (JSON "\ud800") cannot be UTF-8: Go's JSON decoder makes it U+FFFD.
+    source = _LONE_SURROGATE.sub("\ufffd", expression)
     try:
-        program = env.compile(expression)
+        program = env.compile(source)
     except RuntimeError as e:
         message = _compile_message(str(e))
         if not _only_cross_type_ordering(message):
@@ -1060,7 +1066,7 @@ def compile_expression(expression: str) -> CompilationResult:
         # cel-go's CrossTypeNumericComparisons (Kubernetes' base environment): `1 < 1.5` and
         # `q.asApproximateFloat() > 0` check there; the C++ checker has no such overloads
         # (its runtime does). Such an expression is run unchecked: dispatch by the values.
-        program = env.compile(expression, disable_check=True)
+        program = env.compile(source, disable_check=True)
     output = program.return_type()
     if output != _T.BOOL and output != _T.DYN:
         return CompilationResult(
@@ -1073,9 +1079,9 @@ def compile_expression(expression: str) -> CompilationResult:
         # Deeper than protobuf's nesting limit (100), past the parser's 32 levels only
         # through macros; upstream's parser allows 250 levels.
         return CompilationResult(expression, CELError("compilation failed: nested too deeply"))
-    error = _validate(checked, expression) if celast.is_checked(checked) else None
+    error = _validate(checked, source) if celast.is_checked(checked) else None
     if error is None:
-        error, lookups = _analyze(checked, expression)
+        error, lookups = _analyze(checked, source)
     if error is not None:
         if error.startswith("ERROR:"):
             error = "compilation failed: " + error

@@ -476,3 +476,20 @@ def test_hostile_devices_are_errors_not_crashes(device: CELDevice, message: str)
     with pytest.raises(CELError) as raised:
         result.device_matches(device)
     assert str(raised.value) == message
+
+
+def test_lone_surrogates_are_replaced_as_gos_json_decoder_does() -> None:
+    assert _matches('"\ud800" == "\ufffd"')
+    with pytest.raises(CELError):
+        _matches(
+            'device.attributes["dra.example.com"].s == "x"', attributes={"s": {"string": "\ud800"}}
+        )
+
+
+def test_overlong_numbers_are_errors_not_crashes() -> None:
+    with pytest.raises(CELError, match="^capacity c: quantity has too many digits$"):
+        _matches("true", capacity={"c": {"value": "1" * 5000}})
+    with pytest.raises(CELError, match="value out of range"):
+        _matches("true", attributes={"v": {"version": "1" * 5000 + ".0.0"}})
+    with pytest.raises(CELError, match="^quantity arithmetic out of range$"):
+        _matches('quantity("1e2000").add(quantity("1")).sign() == 1')
