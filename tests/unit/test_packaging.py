@@ -20,6 +20,9 @@ MODULE_OF = {
     "prometheus-client": "prometheus_client",
     "kube-extender": "extender",
     "import-linter": "importlinter",
+    "cel-expr-python": "cel_expr_python",
+    "google-re2": "re2",
+    "protobuf": "google",
 }
 # Our own top-level packages: the product, and the trees that import each other by path.
 FIRST_PARTY = {"extender", "tests", "bench", "rack_spread"}
