@@ -1,0 +1,909 @@
+"""The DRA CEL environment: device selectors of DeviceClasses and ResourceClaims.
+
+Upstream: ``k8s.io/dynamic-resource-allocation/cel/compile.go`` (the environment, the
+``device`` variable, the result check) and ``cache.go`` (the LRU of compiled expressions), on
+the Kubernetes base environment of ``k8s.io/apiserver/pkg/cel/environment/base.go`` with the
+``quantity`` and ``semver`` libraries of ``k8s.io/apiserver/pkg/cel/library/``.
+
+An expression sees one variable, ``device``:
+
+- ``device.driver`` (string),
+- ``device.attributes[domain][id]``: bool, int, string or ``semver`` values; an attribute
+  written without a domain is filed under the driver's name,
+- ``device.capacity[domain][id]``: ``quantity`` values,
+- ``device.allowMultipleAllocations`` (bool; DRAConsumableCapacity is on in v1.36).
+
+Looking up a domain the device does not have gives an empty map (upstream's
+``newStringInterfaceMapWithDefault``), so ``"x" in device.attributes["other.example.com"]`` is
+false and ``device.attributes["other.example.com"].x`` fails with ``no such key: x``;
+``"other.example.com" in device.attributes`` is still false.
+
+Library: ``cel-expr-python`` (Google's CEL C++ runtime with its Python bindings, wheels for
+CPython 3.11 on linux x86_64). Of the candidates it is the one with a real type checker
+(upstream's compile errors: undeclared references, no matching overload, the result type), the
+cel-spec string extensions (``ext.Strings`` version 2, as upstream) and ``cel.bind``, receiver-
+style custom functions, and speed: tens of thousands of evaluations per second against about a
+thousand for ``cel-python`` (pure Python, no checker, no string extensions, no ``cel.bind``);
+``common-expression-language`` (Rust bindings) has no checker, no string extensions, no
+``cel.bind`` and cannot carry custom value types. ``quantity`` and ``semver`` values are
+protobuf messages (``kubernetes.Quantity``, ``kubernetes.Semver``: upstream's type names) in a
+private descriptor pool, holding a normalized value so that CEL's ``==`` is the library's
+semantic equality (``quantity("1k") == quantity("1000")``).
+
+Cost: cel-go meters every evaluation and stops it past ``CELSelectorExpressionMaxCost``
+(1,000,000) with ``operation cancelled: actual cost limit exceeded``; the C++ runtime has no
+cost meter. See ``_cost`` below for the bounded substitute.
+
+Not carried over from the base environment (the selectors of DRA drivers do not use them; an
+expression that does gets upstream's compile error for an undeclared reference): the
+``url``, ``ip``/``cidr``, ``format``, ``sets`` and ``lists`` (ext) libraries, optional types
+and two-variable comprehensions.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+from cel_expr_python import cel
+from cel_expr_python.ext import ext_bindings, ext_strings
+from google.protobuf import descriptor_pb2, descriptor_pool, message_factory, struct_pb2
+
+from extender.dra import celast, celcost
+from extender.dra import quantity as quantity_lib
+from extender.dra import semver as semver_lib
+
+# resource.k8s.io/v1 CELSelectorExpressionMaxCost.
+CEL_SELECTOR_EXPRESSION_MAX_COST = 1_000_000
+# The scheduler keeps the 10 most recently used expressions (dynamicresources.go,
+# cel.NewCache(10, ...)).
+DEFAULT_CACHE_SIZE = 10
+
+COST_LIMIT_EXCEEDED = "operation cancelled: actual cost limit exceeded"
+# The substitute for cel-go's meter (see "Cost" above): an expression whose static worst case
+# is far past the limit, or that may build a value this large, is never evaluated.
+_REFUSED_COST = 1000 * CEL_SELECTOR_EXPRESSION_MAX_COST
+_REFUSED_SIZE = 10_000_000
+# The C++ runtime's own bound (cel-expr-python: 10,000 comprehension iterations an evaluation).
+_ITERATION_BUDGET = "Iteration budget exceeded"
+
+
+class CELError(Exception):
+    """A compile or runtime error; ``str(e)`` is upstream's message."""
+
+
+@dataclass(frozen=True, slots=True)
+class CELDevice:
+    """The input of a selector: one device of a ResourceSlice, as the API serves it."""
+
+    driver: str
+    # name -> {"int": 1} | {"bool": True} | {"string": "x"} | {"version": "1.2.3"};
+    # names are "domain/id" or a bare "id" (then the driver is the domain).
+    attributes: Mapping[str, Mapping[str, Any]]
+    # name -> {"value": "80Gi", ...} (resource.k8s.io/v1 DeviceCapacity)
+    capacity: Mapping[str, Mapping[str, Any]]
+    allow_multiple_allocations: bool | None = None
+
+
+# --- the kubernetes.Quantity and kubernetes.Semver value types ----------------------------
+
+
+def _message_types() -> tuple[Any, Any, Any, Any]:
+    field = descriptor_pb2.FieldDescriptorProto
+    proto = descriptor_pb2.FileDescriptorProto(
+        name="extender/dra/kubernetes_cel.proto", package="kubernetes", syntax="proto3"
+    )
+    q = proto.message_type.add(name="Quantity")
+    # One field, "<unscaled>e<exponent>" of the normalized value: equal text, equal quantity.
+    q.field.add(name="value", number=1, type=field.TYPE_STRING, label=field.LABEL_OPTIONAL)
+    s = proto.message_type.add(name="Semver")
+    s.field.add(name="version", number=1, type=field.TYPE_STRING, label=field.LABEL_OPTIONAL)
+    # What the checker sees of upstream's kubernetes.DRADevice object: its four fields, the
+    # two maps as map(string, map(string, dyn)) (a Struct is a JSON object to CEL). At run
+    # time only driver and allowMultipleAllocations are read from it: every use of the maps
+    # is pointed at a plain variable (see _analyze).
+    proto.dependency.append("google/protobuf/struct.proto")
+    d = proto.message_type.add(name="DRADevice")
+    d.field.add(name="driver", number=1, type=field.TYPE_STRING, label=field.LABEL_OPTIONAL)
+    d.field.add(
+        name="allowMultipleAllocations", number=2, type=field.TYPE_BOOL, label=field.LABEL_OPTIONAL
+    )
+    for number, name in ((3, "attributes"), (4, "capacity")):
+        entry = d.nested_type.add(name=name.capitalize() + "Entry")
+        entry.options.map_entry = True
+        entry.field.add(name="key", number=1, type=field.TYPE_STRING, label=field.LABEL_OPTIONAL)
+        entry.field.add(
+            name="value",
+            number=2,
+            type=field.TYPE_MESSAGE,
+            label=field.LABEL_OPTIONAL,
+            type_name=".google.protobuf.Struct",
+        )
+        d.field.add(
+            name=name,
+            number=number,
+            type=field.TYPE_MESSAGE,
+            label=field.LABEL_REPEATED,
+            type_name=f".kubernetes.DRADevice.{name.capitalize()}Entry",
+        )
+    # The default pool: the checker resolves the well-known types (google.protobuf.Struct,
+    # Value, ...) in the pool it is given, and without them a dyn value cannot be the range
+    # of a comprehension. The file name is ours alone.
+    pool = descriptor_pool.Default()
+    assert pool.FindFileByName(struct_pb2.DESCRIPTOR.name)  # imported: in the default pool
+    try:
+        pool.FindFileByName(proto.name)
+    except KeyError:
+        pool.Add(proto)
+    quantity_cls = message_factory.GetMessageClass(
+        pool.FindMessageTypeByName("kubernetes.Quantity")
+    )
+    semver_cls = message_factory.GetMessageClass(pool.FindMessageTypeByName("kubernetes.Semver"))
+    device_cls = message_factory.GetMessageClass(pool.FindMessageTypeByName("kubernetes.DRADevice"))
+    return pool, quantity_cls, semver_cls, device_cls
+
+
+_POOL, _QuantityMsg, _SemverMsg, _DeviceMsg = _message_types()
+_QUANTITY = cel.Type("kubernetes.Quantity")
+_SEMVER = cel.Type("kubernetes.Semver")
+
+
+def _to_quantity_msg(q: quantity_lib.Quantity) -> Any:
+    return _QuantityMsg(value=f"{q.unscaled}e{q.exponent}")
+
+
+@lru_cache(maxsize=4096)
+def _quantity_of_text(text: str) -> quantity_lib.Quantity:
+    unscaled, _, exponent = text.partition("e")
+    return quantity_lib.Quantity(int(unscaled or "0"), int(exponent or "0"))
+
+
+def _from_quantity_msg(msg: Any) -> quantity_lib.Quantity:
+    return _quantity_of_text(msg.value)
+
+
+@lru_cache(maxsize=1024)
+def _semver_of(text: str) -> semver_lib.Version:
+    return semver_lib.parse(text)
+
+
+def _to_semver_msg(v: semver_lib.Version) -> Any:
+    return _SemverMsg(version=v.canonical())
+
+
+def _from_semver_msg(msg: Any) -> semver_lib.Version:
+    return _semver_of(msg.version)
+
+
+# --- library functions (names and overload ids as in quantity.go and semverlib.go) --------
+
+
+def _quantity(text: str) -> Any:
+    return _quantity_msg_of(text)
+
+
+def _is_quantity(text: str) -> bool:
+    try:
+        quantity_lib.parse(text)
+    except quantity_lib.QuantityError:
+        return False
+    return True
+
+
+def _q_cmp(a: Any, b: Any) -> int:
+    return _from_quantity_msg(a).cmp(_from_quantity_msg(b))
+
+
+def _q_as_integer(a: Any) -> int:
+    value = _from_quantity_msg(a).as_int64()
+    if value is None:
+        raise CELError("cannot convert value to integer")
+    return value
+
+
+def _q_add(a: Any, b: Any) -> Any:
+    return _to_quantity_msg(_from_quantity_msg(a).add(_from_quantity_msg(b)))
+
+
+def _q_add_int(a: Any, b: int) -> Any:
+    return _to_quantity_msg(_from_quantity_msg(a).add(quantity_lib.Quantity.of(b)))
+
+
+def _q_sub(a: Any, b: Any) -> Any:
+    return _to_quantity_msg(_from_quantity_msg(a).add(_from_quantity_msg(b).neg()))
+
+
+def _q_sub_int(a: Any, b: int) -> Any:
+    return _to_quantity_msg(_from_quantity_msg(a).add(quantity_lib.Quantity.of(-b)))
+
+
+def _semver(text: str) -> Any:
+    return _to_semver_msg(semver_lib.parse(text))
+
+
+def _semver_normalize(text: str, normalize: bool) -> Any:
+    parse = semver_lib.parse_normalized if normalize else semver_lib.parse
+    return _to_semver_msg(parse(text))
+
+
+def _is_semver(text: str) -> bool:
+    return _is_semver_normalize(text, False)
+
+
+def _is_semver_normalize(text: str, normalize: bool) -> bool:
+    parse = semver_lib.parse_normalized if normalize else semver_lib.parse
+    try:
+        parse(text)
+    except semver_lib.SemverError:
+        return False
+    return True
+
+
+def _s_cmp(a: Any, b: Any) -> int:
+    return _from_semver_msg(a).compare(_from_semver_msg(b))
+
+
+def _compare(function: str, a: Any, b: Any) -> int:
+    """Two quantities or two semvers; anything else has no overload (cel-go's words)."""
+    if isinstance(a, _QuantityMsg) and isinstance(b, _QuantityMsg):
+        return _q_cmp(a, b)
+    if isinstance(a, _SemverMsg) and isinstance(b, _SemverMsg):
+        return _s_cmp(a, b)
+    raise CELError(f"no such overload: {function}")
+
+
+def _compare_to(a: Any, b: Any) -> int:
+    return _compare("compareTo", a, b)
+
+
+def _greater_than(a: Any, b: Any) -> bool:
+    return _compare("isGreaterThan", a, b) == 1
+
+
+def _less_than(a: Any, b: Any) -> bool:
+    return _compare("isLessThan", a, b) == -1
+
+
+@lru_cache(maxsize=256)
+def _regex(pattern: str) -> re.Pattern[str]:
+    try:
+        return re.compile(pattern)
+    except re.error as e:
+        raise CELError(f"Illegal regex: {e}") from None
+
+
+def _find(text: str, pattern: str) -> str:
+    """regex.go ``find``: the leftmost match, or the empty string."""
+    match = _regex(pattern).search(text)
+    return match.group(0) if match else ""
+
+
+def _find_all(text: str, pattern: str, limit: int = -1) -> list[str]:
+    """regex.go ``findAll`` (Go's ``FindAllString``: a negative limit means all)."""
+    if limit == 0:
+        return []
+    found = []
+    for match in _regex(pattern).finditer(text):
+        found.append(match.group(0))
+        if 0 < limit <= len(found):
+            break
+    return found
+
+
+_T = cel.Type
+
+
+def _overload(
+    overload_id: str,
+    result: cel.Type,
+    params: list[cel.Type],
+    impl: Callable[..., Any],
+    member: bool = False,
+) -> cel.Overload:
+    return cel.Overload(overload_id, result, params, is_member=member, impl=impl)
+
+
+def _kubernetes_library() -> cel.CelExtension:
+    Q, S, B, INT, STR, DYN = _QUANTITY, _SEMVER, _T.BOOL, _T.INT, _T.STRING, _T.DYN
+    f = cel.FunctionDecl
+    o = _overload
+    functions = [
+        # quantity.go
+        f("quantity", [o("string_to_quantity", Q, [STR], _quantity)]),
+        f("isQuantity", [o("is_quantity_string", B, [STR], _is_quantity)]),
+        f("sign", [o("quantity_sign", INT, [Q], lambda a: _from_quantity_msg(a).sign(), True)]),
+        f(
+            "asApproximateFloat",
+            [
+                o(
+                    "quantity_get_float",
+                    _T.DOUBLE,
+                    [Q],
+                    lambda a: _from_quantity_msg(a).approximate_float(),
+                    True,
+                )
+            ],
+        ),
+        f("asInteger", [o("quantity_get_int", INT, [Q], _q_as_integer, True)]),
+        f(
+            "isInteger",
+            [
+                o(
+                    "quantity_is_integer",
+                    B,
+                    [Q],
+                    lambda a: _from_quantity_msg(a).as_int64() is not None,
+                    True,
+                )
+            ],
+        ),
+        f(
+            "add",
+            [
+                o("quantity_add", Q, [Q, Q], _q_add, True),
+                o("quantity_add_int", Q, [Q, INT], _q_add_int, True),
+            ],
+        ),
+        f(
+            "sub",
+            [
+                o("quantity_sub", Q, [Q, Q], _q_sub, True),
+                o("quantity_sub_int", Q, [Q, INT], _q_sub_int, True),
+            ],
+        ),
+        # The C++ runtime dispatches on kinds, and both value types are of the message kind:
+        # one overload on dyn per method compares two quantities or two semvers.
+        f("isGreaterThan", [o("dra_is_greater_than", B, [DYN, DYN], _greater_than, True)]),
+        f("isLessThan", [o("dra_is_less_than", B, [DYN, DYN], _less_than, True)]),
+        f("compareTo", [o("dra_compare_to", INT, [DYN, DYN], _compare_to, True)]),
+        # semverlib.go (SemverVersion(1): the normalizing overloads too)
+        f(
+            "semver",
+            [
+                o("string_to_semver", S, [STR], _semver),
+                o("string_bool_to_semver", S, [STR, B], _semver_normalize),
+            ],
+        ),
+        f(
+            "isSemver",
+            [
+                o("is_semver_string", B, [STR], _is_semver),
+                o("is_semver_string_bool", B, [STR, B], _is_semver_normalize),
+            ],
+        ),
+        # regex.go (Go's RE2 syntax; Python's re agrees on the common subset)
+        f("find", [o("string_find_string", STR, [STR, STR], _find, True)]),
+        f(
+            "findAll",
+            [
+                o("string_find_all_string", _T.List(STR), [STR, STR], _find_all, True),
+                o(
+                    "string_find_all_string_int",
+                    _T.List(STR),
+                    [STR, STR, INT],
+                    _find_all,
+                    True,
+                ),
+            ],
+        ),
+        f("major", [o("semver_major", INT, [S], lambda a: _from_semver_msg(a).major, True)]),
+        f("minor", [o("semver_minor", INT, [S], lambda a: _from_semver_msg(a).minor, True)]),
+        f("patch", [o("semver_patch", INT, [S], lambda a: _from_semver_msg(a).patch, True)]),
+    ]
+    return cel.CelExtension("kubernetes", functions)
+
+
+def _new_env() -> cel.Env:
+    return cel.NewEnv(
+        _POOL,
+        variables={
+            "device": _T("kubernetes.DRADevice"),
+            # device.attributes and device.capacity, as they are and with defaults
+            # (see _analyze).
+            **{name: _DOMAINS for name in _HIDDEN},
+        },
+        extensions=[
+            ext_strings.ExtStrings(2),
+            ext_bindings.ExtBindings(),
+            _kubernetes_library(),
+        ],
+    )
+
+
+# The variables that stand in for device.attributes and device.capacity: the maps as they
+# are, and the lookup views with an empty map for each looked-up domain the device lacks.
+_VARIABLES = {
+    "attributes": ("__dra_attributes__", "__dra_attributes_lookup__"),
+    "capacity": ("__dra_capacity__", "__dra_capacity_lookup__"),
+}
+_HIDDEN = frozenset(name for pair in _VARIABLES.values() for name in pair)
+_DOMAINS = _T.Map(_T.STRING, _T.Map(_T.STRING, _T.DYN))
+
+_ENV_LOCK = threading.Lock()
+_ENV: cel.Env | None = None
+
+
+def _env() -> cel.Env:
+    global _ENV
+    with _ENV_LOCK:
+        if _ENV is None:
+            _ENV = _new_env()
+        return _ENV
+
+
+# --- error texts: the C++ runtime's words to cel-go's ---------------------------------------
+
+
+_STATUS_PREFIX = re.compile(r"^[A-Z_]+: ")
+_STATUS_SUFFIX = re.compile(r" \[[A-Z_]+\]$")
+
+
+def _strip_status(message: str) -> str:
+    """Drop absl's ``CODE: `` prefix and `` [CODE]`` suffix."""
+    return _STATUS_SUFFIX.sub("", _STATUS_PREFIX.sub("", message, count=1))
+
+
+_KEY_NOT_FOUND = "Key not found in map : "
+_NO_OVERLOAD = "No matching overloads found"
+
+
+def _runtime_message(message: str) -> str:
+    message = _strip_status(message)
+    if message.startswith(_KEY_NOT_FOUND):
+        key = message[len(_KEY_NOT_FOUND) :]
+        if len(key) >= 2 and key[0] == key[-1] == '"':
+            key = key[1:-1]
+        return f"no such key: {key}"
+    if message == _ITERATION_BUDGET:
+        return COST_LIMIT_EXCEEDED
+    if message == "divide by zero":
+        return "division by zero"
+    if message.startswith(_NO_OVERLOAD):
+        # "No matching overloads found : (int64).isGreaterThan(struct)" -> the function name
+        names = re.findall(r"([A-Za-z_][A-Za-z0-9_.]*)\(", message[len(_NO_OVERLOAD) :])
+        return f"no such overload: {names[-1]}" if names else "no such overload"
+    if message.startswith("Index error: index="):
+        found = re.match(r"Index error: index=(-?\d+) size=(\d+)", message)
+        if found:
+            return f"index '{found[1]}' out of range in list size '{found[2]}'"
+    return message
+
+
+# cel-go's ConvertToNative(bool) errors, by the result's type (the reachable ones: a selector's
+# result is only not bool when its type is dyn, i.e. an attribute or capacity value).
+_CONVERSION_ERRORS = {
+    "int": "unsupported type conversion from 'int' to bool",
+    "uint": "unsupported type conversion from 'uint' to bool",
+    "string": "unsupported native conversion from string to 'bool'",
+    "double": "type conversion error from Double to 'bool'",
+    "bytes": "type conversion error from Bytes to 'bool'",
+    "null_type": "type conversion error from 'null_type' to 'bool'",
+    "kubernetes.Semver": "type conversion error from 'Semver' to 'bool'",
+    "kubernetes.Quantity": "type conversion error from 'Quantity' to 'bool'",
+}
+
+
+def _not_bool(type_name: str) -> str:
+    """``DeviceMatches``' error for a result that is not a bool."""
+    if type_name.startswith("list("):
+        detail = "type conversion error from list to 'bool'"
+    elif type_name.startswith("map("):
+        detail = "unsupported type conversion: bool to map"
+    else:
+        detail = _CONVERSION_ERRORS.get(
+            type_name, f"type conversion error from '{type_name}' to 'bool'"
+        )
+    return f"CEL result of type {type_name} could not be converted to bool: {detail}"
+
+
+def _type_name(name: str) -> str:
+    """A C++ checker type name in cel-go's spelling (``LIST<INT>`` -> ``list(int)``)."""
+    simple = {
+        "BOOL": "bool",
+        "INT": "int",
+        "UINT": "uint",
+        "DOUBLE": "double",
+        "STRING": "string",
+        "BYTES": "bytes",
+        "NULL": "null_type",
+        "DYN": "dyn",
+        "DURATION": "google.protobuf.Duration",
+        "TIMESTAMP": "google.protobuf.Timestamp",
+        "ERROR": "*error*",
+    }
+    if name in simple:
+        return simple[name]
+    if "<" in name and name.endswith(">"):
+        head, _, inner = name.partition("<")
+        args = _split_type_args(inner[:-1])
+        converted = ", ".join(_type_name(a) for a in args)
+        return f"{_type_name(head) if head not in ('LIST', 'MAP', 'TYPE') else head.lower()}" + (
+            f"({converted})"
+        )
+    return name
+
+
+def _split_type_args(text: str) -> list[str]:
+    args, depth, start = [], 0, 0
+    for i, c in enumerate(text):
+        if c == "<":
+            depth += 1
+        elif c == ">":
+            depth -= 1
+        elif c == "," and depth == 0:
+            args.append(text[start:i].strip())
+            start = i + 1
+    args.append(text[start:].strip())
+    return args
+
+
+# --- compilation and evaluation -----------------------------------------------------------
+
+
+def _attribute_value(name: str, attribute: Mapping[str, Any]) -> Any:
+    """``getAttributeValue``: the one value of a DeviceAttribute (list values: gate off)."""
+    # type() before isinstance(): this runs for every attribute of every device.
+    if type(attribute) is not dict and not isinstance(attribute, Mapping):
+        raise CELError(f"attribute {name}: unsupported attribute value")
+    value = attribute.get("int")
+    if type(value) is int:
+        return value
+    value = attribute.get("bool")
+    if type(value) is bool:
+        return value
+    value = attribute.get("string")
+    if type(value) is str:
+        return value
+    value = attribute.get("version")
+    if type(value) is str:
+        try:
+            return _semver_msg_of(value)
+        except semver_lib.SemverError as e:
+            raise CELError(f"attribute {name}: parse semantic version: {e}") from None
+    raise CELError(f"attribute {name}: unsupported attribute value")
+
+
+def _split_name(name: str, default_domain: str) -> tuple[str, str]:
+    """``parseQualifiedName``."""
+    domain, sep, ident = name.partition("/")
+    if not sep:
+        return default_domain, name
+    return domain, ident
+
+
+@lru_cache(maxsize=4096)
+def _quantity_msg_of(text: str) -> Any:
+    # The same message object for the same text: messages handed to the runtime are only read.
+    return _to_quantity_msg(quantity_lib.parse(text))
+
+
+@lru_cache(maxsize=4096)
+def _semver_msg_of(text: str) -> Any:
+    return _to_semver_msg(_semver_of(text))
+
+
+def _capacity_value(name: str, capacity: Mapping[str, Any]) -> Any:
+    is_mapping = type(capacity) is dict or isinstance(capacity, Mapping)
+    value = capacity.get("value") if is_mapping else None
+    if type(value) not in (str, int, float):
+        raise CELError(f"capacity {name}: missing value")
+    try:
+        return _quantity_msg_of(str(value))
+    except quantity_lib.QuantityError as e:
+        raise CELError(f"capacity {name}: {e}") from None
+
+
+def _device_maps(device: CELDevice) -> tuple[dict[str, Any], dict[str, Any]]:
+    """device.attributes and device.capacity as CEL values (``DeviceMatches``)."""
+    attributes: dict[str, dict[str, Any]] = {}
+    for name, attribute in device.attributes.items():
+        value = _attribute_value(name, attribute)
+        domain, ident = _split_name(name, device.driver)
+        attributes.setdefault(domain, {})[ident] = value
+    capacity: dict[str, dict[str, Any]] = {}
+    for name, cap in device.capacity.items():
+        domain, ident = _split_name(name, device.driver)
+        capacity.setdefault(domain, {})[ident] = _capacity_value(name, cap)
+    return attributes, capacity
+
+
+class _DeviceValues:
+    """A device's CEL values, built once: every selector of every pod reads the same device."""
+
+    __slots__ = ("device", "message", "attributes", "capacity", "error")
+
+    def __init__(self, device: CELDevice) -> None:
+        self.device = device  # held: the cache is keyed by its id
+        self.message = _DeviceMsg(
+            driver=device.driver,
+            allowMultipleAllocations=bool(device.allow_multiple_allocations),
+        )
+        self.error: CELError | None = None
+        self.attributes: dict[str, Any] = {}
+        self.capacity: dict[str, Any] = {}
+        try:
+            self.attributes, self.capacity = _device_maps(device)
+        except CELError as e:
+            self.error = e
+
+
+# Keyed by identity (a CELDevice holds dicts: it has no hash). The allocator builds one
+# CELDevice per device of a ResourceSlice and keeps it while the slice is unchanged, so a
+# device's values are built once, not once a selector and pod; its mappings must not change.
+_DEVICE_CACHE_SIZE = 8192
+_RESULTS_SIZE = 65536
+_DEVICE_CACHE: OrderedDict[int, _DeviceValues] = OrderedDict()
+_DEVICE_CACHE_LOCK = threading.Lock()
+
+
+def _device_values(device: CELDevice) -> _DeviceValues:
+    key = id(device)
+    with _DEVICE_CACHE_LOCK:
+        entry = _DEVICE_CACHE.get(key)
+        if entry is not None and entry.device is device:
+            _DEVICE_CACHE.move_to_end(key)
+            return entry
+    entry = _DeviceValues(device)
+    with _DEVICE_CACHE_LOCK:
+        _DEVICE_CACHE[key] = entry
+        _DEVICE_CACHE.move_to_end(key)
+        while len(_DEVICE_CACHE) > _DEVICE_CACHE_SIZE:
+            _DEVICE_CACHE.popitem(last=False)
+    return entry
+
+
+@dataclass(frozen=True, slots=True)
+class _Lookups:
+    """The domains an expression looks up directly in device.attributes / device.capacity."""
+
+    attributes: frozenset[str] = frozenset()
+    capacity: frozenset[str] = frozenset()
+    # The variables the edited AST reads: only those are handed to the runtime.
+    variables: frozenset[str] = frozenset(("device",))
+
+
+def _with_defaults(domains: dict[str, Any], keys: frozenset[str]) -> dict[str, Any]:
+    """The map with an empty map for each looked-up domain the device does not have."""
+    missing = [k for k in keys if k not in domains]
+    if not missing:
+        return domains
+    view: dict[str, Any] = dict(domains)
+    for key in missing:
+        view[key] = {}
+    return view
+
+
+class CompilationResult:
+    """One compiled selector expression (``CompilationResult`` of compile.go)."""
+
+    __slots__ = ("expression", "error", "max_cost", "_program", "_lookups", "_results")
+
+    def __init__(
+        self,
+        expression: str,
+        error: CELError | None,
+        program: Any = None,
+        lookups: _Lookups | None = None,
+        max_cost: int | None = None,
+    ) -> None:
+        self.expression = expression
+        self.error = error
+        # The worst-case cost (cel-go's estimate, extender.dra.celcost); None after an error.
+        self.max_cost = max_cost
+        self._program = program
+        self._lookups = lookups or _Lookups()
+        # id(device) -> (device, match or error text): a selector's answer for a device never
+        # changes (the expression and the device are all it reads), and the same devices are
+        # asked again for every pod that uses the class.
+        self._results: dict[int, tuple[CELDevice, bool | str]] = {}
+
+    def device_matches(self, device: CELDevice) -> bool:
+        """Evaluate against one device; a runtime error raises CELError (upstream's text)."""
+        if self.error is not None:
+            raise CELError(str(self.error))  # a new one each time: tracebacks accumulate
+        known = self._results.get(id(device))
+        outcome: bool | str
+        if known is not None and known[0] is device:
+            outcome = known[1]
+        else:
+            try:
+                outcome = self._evaluate(device)
+            except CELError as e:
+                outcome = str(e)
+            if len(self._results) >= _RESULTS_SIZE:
+                self._results.clear()
+            self._results[id(device)] = (device, outcome)
+        if isinstance(outcome, str):
+            raise CELError(outcome)
+        return outcome
+
+    def _evaluate(self, device: CELDevice) -> bool:
+        if self._program is None:
+            raise CELError(COST_LIMIT_EXCEEDED)
+        values = _device_values(device)
+        if values.error is not None:
+            raise CELError(str(values.error))
+        used = self._lookups.variables
+        variables: dict[str, Any] = {}
+        if "device" in used:
+            variables["device"] = values.message
+        if "__dra_attributes__" in used:
+            variables["__dra_attributes__"] = values.attributes
+        if "__dra_attributes_lookup__" in used:
+            variables["__dra_attributes_lookup__"] = _with_defaults(
+                values.attributes, self._lookups.attributes
+            )
+        if "__dra_capacity__" in used:
+            variables["__dra_capacity__"] = values.capacity
+        if "__dra_capacity_lookup__" in used:
+            variables["__dra_capacity_lookup__"] = _with_defaults(
+                values.capacity, self._lookups.capacity
+            )
+        try:
+            result = self._program.eval(data=variables)
+        except RuntimeError as e:
+            raise CELError(_runtime_message(str(e))) from None
+        value = result.value()
+        if type(value) is bool:
+            return value
+        kind = result.type()
+        if kind == _T.ERROR:
+            raise CELError(_runtime_message(str(result.value())))
+        raise CELError(_not_bool(_type_name(kind.name())))
+
+
+def _string_constant(node: Any) -> str | None:
+    if node.WhichOneof("expr_kind") != "const_expr":
+        return None
+    if node.const_expr.WhichOneof("constant_kind") != "string_value":
+        return None
+    return str(node.const_expr.string_value)
+
+
+def _analyze(checked: Any, expression: str) -> tuple[str | None, _Lookups]:
+    """Point device.attributes and device.capacity at plain variables; edits ``checked``.
+
+    The checker knows ``device`` as a message with upstream's four fields (so an unknown field
+    or a non-bool result is its compile error), but the maps' values are Python dicts. Every
+    use of ``device.attributes`` / ``device.capacity`` becomes a variable: a lookup
+    (``M[k]``, ``M.k``, ``has(M.k)``) the lookup view, anything else (``in``, ``size``, the
+    macros, ``cel.bind``) the map as it is. Upstream's map answers a lookup of a domain the
+    device lacks with an empty map (``newStringInterfaceMapWithDefault``) while ``in`` and
+    iteration see the real domains; the lookup view holds an empty map for every constant key
+    the expression looks up. A computed key (rare: selectors name their domains) gets no
+    default.
+
+    Returns (compile error text or None, the looked-up keys).
+    """
+    refs = checked.reference_map
+
+    def device_map(node: Any, bound: frozenset[str]) -> str | None:
+        """ "attributes" or "capacity" if ``node`` is ``device.attributes`` / ``.capacity``."""
+        if node.WhichOneof("expr_kind") != "select_expr" or node.select_expr.test_only:
+            return None
+        operand = node.select_expr.operand
+        if operand.WhichOneof("expr_kind") != "ident_expr" or operand.id not in refs:
+            return None
+        if operand.ident_expr.name != "device" or "device" in bound:
+            return None  # a comprehension variable named device is not the device
+        field = str(node.select_expr.field)
+        return field if field in _VARIABLES else None
+
+    keys: dict[str, set[str]] = {"attributes": set(), "capacity": set()}
+    lookups: dict[int, str] = {}  # node id of a map used for a lookup -> its map
+    uses: list[tuple[Any, str]] = []
+    for node, bound in celast.walk_scoped(checked.expr):
+        kind = node.WhichOneof("expr_kind")
+        if kind == "ident_expr" and node.ident_expr.name in _HIDDEN:
+            message = f"undeclared reference to '{node.ident_expr.name}' (in container '')"
+            return celast.error_at(checked, node.id, expression, message), _Lookups()
+        if kind == "call_expr" and node.call_expr.function == "_[_]":
+            target = node.call_expr.args[0]
+            name = device_map(target, bound)
+            if name:
+                lookups[target.id] = name
+                key = _string_constant(node.call_expr.args[1])
+                if key is not None:
+                    keys[name].add(key)
+        elif kind == "select_expr":
+            operand = node.select_expr.operand
+            name = device_map(operand, bound)
+            if name:
+                lookups[operand.id] = name
+                keys[name].add(str(node.select_expr.field))
+        name = device_map(node, bound)
+        if name:
+            uses.append((node, name))
+    for node, name in uses:
+        exact, lookup = _VARIABLES[name]
+        variable = lookup if node.id in lookups else exact
+        node.ClearField("select_expr")
+        node.ident_expr.name = variable
+        refs[node.id].name = variable
+    variables = frozenset(
+        node.ident_expr.name
+        for node in celast.walk(checked.expr)
+        if node.WhichOneof("expr_kind") == "ident_expr"
+        and node.ident_expr.name in _HIDDEN | {"device"}
+    )
+    return None, _Lookups(frozenset(keys["attributes"]), frozenset(keys["capacity"]), variables)
+
+
+_UNDEFINED_FIELD = re.compile(r"undefined field '([^']*)' not found in struct '[^']*'")
+
+
+def _compile_message(message: str) -> str:
+    """A C++ checker error in cel-go's words."""
+    return _UNDEFINED_FIELD.sub(r"undefined field '\1'", _strip_status(message))
+
+
+def compile_expression(expression: str) -> CompilationResult:
+    """``CompileCELExpression`` (StoredExpressions environment)."""
+    env = _env()
+    try:
+        program = env.compile(expression)
+    except RuntimeError as e:
+        return CompilationResult(
+            expression, CELError("compilation failed: " + _compile_message(str(e)))
+        )
+    output = program.return_type()
+    if output != _T.BOOL and output != _T.DYN:
+        return CompilationResult(
+            expression,
+            CELError(f"must evaluate to bool or the unknown type, not {_type_name(output.name())}"),
+        )
+    try:
+        checked = celast.decode(program.serialize())
+    except celast.DecodeError:
+        # Deeper than protobuf's nesting limit (100), past the parser's 32 levels only
+        # through macros; upstream's parser allows 250 levels.
+        return CompilationResult(expression, CELError("compilation failed: nested too deeply"))
+    error, lookups = _analyze(checked, expression)
+    if error is not None:
+        if error.startswith("ERROR:"):
+            error = "compilation failed: " + error
+        return CompilationResult(expression, CELError(error))
+    program = env.deserialize(celast.encode(checked))
+    try:
+        cost, largest = celcost.estimate(checked, celcost.device_variables(sorted(_HIDDEN)))
+    except RecursionError:
+        cost, largest = celcost.UNBOUNDED, celcost.UNBOUNDED
+    if cost > _REFUSED_COST or largest > _REFUSED_SIZE:
+        program = None  # never evaluated: device_matches reports the cost limit
+    return CompilationResult(expression, None, program, lookups, cost)
+
+
+class CELCache:
+    """An LRU of compiled expressions (``Cache`` of cache.go); thread-safe.
+
+    As upstream, only successful compilations are kept: a broken expression is compiled again
+    each time (the error is cheap to get and must not push good entries out).
+    """
+
+    def __init__(self, max_entries: int = DEFAULT_CACHE_SIZE) -> None:
+        self._max_entries = max(1, max_entries)
+        self._entries: OrderedDict[str, CompilationResult] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get_or_compile(self, expression: str) -> CompilationResult:
+        with self._lock:
+            cached = self._entries.get(expression)
+            if cached is not None:
+                self._entries.move_to_end(expression)
+                return cached
+            # Compiling under the lock: compiling twice in parallel costs more than waiting.
+            result = compile_expression(expression)
+            if result.error is None:
+                self._entries[expression] = result
+                if len(self._entries) > self._max_entries:
+                    self._entries.popitem(last=False)
+            return result
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._entries)
