@@ -22,8 +22,9 @@ import time
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
+from extender.dra.cel import CELCache, CELDevice, CELError
 from extender.dra.structured.capacity import (
     Quantity,
     UndefinedCapacityRequest,
@@ -51,12 +52,6 @@ ClassLister = Callable[[str], dict | None]
 _EXACT_COUNT = "ExactCount"
 _ALL = "All"
 _TAINT_EFFECTS_PREVENTING = ("NoSchedule", "NoExecute")
-
-
-class CELCacheLike(Protocol):
-    """What the allocator needs of ``extender.dra.cel.CELCache``."""
-
-    def get_or_compile(self, expression: str) -> Any: ...
 
 
 def _kobj(obj: dict) -> str:
@@ -178,7 +173,7 @@ class Allocator:
         allocated_state: AllocatedState,
         class_lister: ClassLister,
         slices: Sequence[dict],
-        cel_cache: CELCacheLike,
+        cel_cache: CELCache,
     ) -> None:
         self.features = features
         self.allocated_state = allocated_state
@@ -196,6 +191,9 @@ class Allocator:
                 self.slices_on_node.setdefault(node_name, []).append(slice_)
         # Available counters per pool *name* (as upstream keys them), computed once.
         self.available_counters: dict[str, CounterSets] = {}
+        # id(device) -> (device, its CEL input): built once per device, and the same object
+        # each time, which lets the CEL layer keep a selector's answer per device.
+        self.cel_devices: dict[int, tuple[dict, CELDevice]] = {}
         # How often the search step ran (upstream's numAllocateOneInvocations statistic).
         self.num_allocate_one_invocations = 0
 
@@ -206,7 +204,14 @@ class Allocator:
 
         ``deadline`` is a ``time.monotonic()`` value; past it, :class:`AllocationTimeout`.
         """
-        return _Run(self, node, list(claims), deadline).allocate()
+        try:
+            return _Run(self, node, list(claims), deadline).allocate()
+        except AllocatorError:
+            raise
+        except (ValueError, TypeError, AttributeError) as err:
+            # Malformed objects (a non-numeric count, a bad quantity, a list where a map
+            # belongs): the API server would have refused them; never a traceback.
+            raise AllocatorError(f"invalid input: {err}") from err
 
 
 class _Run:
@@ -226,7 +231,6 @@ class _Run:
         self.request_data: dict[RequestKey, _RequestData] = {}
         self.constraints: list[list[Constraint]] = [[] for _ in claims]
         self.matches: dict[tuple[DeviceID, RequestKey], bool] = {}
-        self.cel_devices: dict[DeviceID, Any] = {}
         # Counters consumed by devices being allocated, per pool name.
         self.consumed_counters: dict[str, CounterSets] = {}
         # Device -> indices of the claims it is being allocated for.
@@ -591,9 +595,7 @@ class _Run:
                 )
             try:
                 matched = compiled.device_matches(self._cel_device(device_id, device))
-            except AllocatorError:
-                raise
-            except Exception as err:  # the CEL layer's CELError (runtime errors)
+            except CELError as err:
                 raise AllocatorError(
                     f"{self._selector_owner(key, device_class)}: selector #{i}: "
                     f"CEL runtime error: {err}"
@@ -607,18 +609,17 @@ class _Run:
             return f"class {(device_class.get('metadata') or {}).get('name') or ''}"
         return f"claim {_kobj(self.claims[key[0]])}"
 
-    def _cel_device(self, device_id: DeviceID, device: dict) -> Any:
-        cel_device = self.cel_devices.get(device_id)
-        if cel_device is None:
-            from extender.dra.cel import CELDevice
-
-            cel_device = CELDevice(
-                driver=device_id[0],
-                attributes=device.get("attributes") or {},
-                capacity=device.get("capacity") or {},
-                allow_multiple_allocations=device.get("allowMultipleAllocations"),
-            )
-            self.cel_devices[device_id] = cel_device
+    def _cel_device(self, device_id: DeviceID, device: dict) -> CELDevice:
+        known = self.owner.cel_devices.get(id(device))
+        if known is not None and known[0] is device:
+            return known[1]
+        cel_device = CELDevice(
+            driver=device_id[0],
+            attributes=device.get("attributes") or {},
+            capacity=device.get("capacity") or {},
+            allow_multiple_allocations=device.get("allowMultipleAllocations"),
+        )
+        self.owner.cel_devices[id(device)] = (device, cel_device)
         return cel_device
 
     # --- allocating one device -----------------------------------------------------------------
