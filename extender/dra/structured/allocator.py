@@ -155,6 +155,12 @@ class _MaxSizeExceeded(Exception):
     """Allocating would exceed the results limit of a claim: backtrack further."""
 
 
+# id(device dict) -> (that dict, its CEL input). The same device object (a slice in the
+# informer's cache) gets the same CELDevice in every scheduling cycle, which lets the CEL layer
+# keep each selector's answer per device. Bounded; the dict is kept to guard against id reuse.
+_CEL_DEVICES: dict[int, tuple[dict, CELDevice]] = {}
+_CEL_DEVICES_MAX = 1 << 16
+
 RequestKey = tuple[int, int, int]  # claim, request, subrequest
 DeviceKey = tuple[int, int, int, int]  # claim, request, subrequest, device
 Location = tuple[int, int, int]  # pool, slice, device
@@ -191,9 +197,6 @@ class Allocator:
                 self.slices_on_node.setdefault(node_name, []).append(slice_)
         # Available counters per pool *name* (as upstream keys them), computed once.
         self.available_counters: dict[str, CounterSets] = {}
-        # id(device) -> (device, its CEL input): built once per device, and the same object
-        # each time, which lets the CEL layer keep a selector's answer per device.
-        self.cel_devices: dict[int, tuple[dict, CELDevice]] = {}
         # How often the search step ran (upstream's numAllocateOneInvocations statistic).
         self.num_allocate_one_invocations = 0
 
@@ -610,8 +613,8 @@ class _Run:
         return f"claim {_kobj(self.claims[key[0]])}"
 
     def _cel_device(self, device_id: DeviceID, device: dict) -> CELDevice:
-        known = self.owner.cel_devices.get(id(device))
-        if known is not None and known[0] is device:
+        known = _CEL_DEVICES.get(id(device))
+        if known is not None and known[0] is device and known[1].driver == device_id[0]:
             return known[1]
         cel_device = CELDevice(
             driver=device_id[0],
@@ -619,7 +622,9 @@ class _Run:
             capacity=device.get("capacity") or {},
             allow_multiple_allocations=device.get("allowMultipleAllocations"),
         )
-        self.owner.cel_devices[id(device)] = (device, cel_device)
+        if len(_CEL_DEVICES) >= _CEL_DEVICES_MAX:
+            _CEL_DEVICES.clear()
+        _CEL_DEVICES[id(device)] = (device, cel_device)
         return cel_device
 
     # --- allocating one device -----------------------------------------------------------------
