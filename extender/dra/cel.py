@@ -3,41 +3,85 @@
 Upstream: ``k8s.io/dynamic-resource-allocation/cel/compile.go`` (the environment, the
 ``device`` variable, the result check) and ``cache.go`` (the LRU of compiled expressions), on
 the Kubernetes base environment of ``k8s.io/apiserver/pkg/cel/environment/base.go`` with the
-``quantity`` and ``semver`` libraries of ``k8s.io/apiserver/pkg/cel/library/``.
+``quantity``, ``semver`` and ``regex`` libraries of ``k8s.io/apiserver/pkg/cel/library/``.
+Feature gates as v1.36 sets them: DRAConsumableCapacity on, DRAListTypeAttributes off.
 
-An expression sees one variable, ``device``:
+An expression sees one variable, ``device``, an object with four fields:
 
 - ``device.driver`` (string),
 - ``device.attributes[domain][id]``: bool, int, string or ``semver`` values; an attribute
   written without a domain is filed under the driver's name,
 - ``device.capacity[domain][id]``: ``quantity`` values,
-- ``device.allowMultipleAllocations`` (bool; DRAConsumableCapacity is on in v1.36).
+- ``device.allowMultipleAllocations`` (bool, false when unset).
 
 Looking up a domain the device does not have gives an empty map (upstream's
 ``newStringInterfaceMapWithDefault``), so ``"x" in device.attributes["other.example.com"]`` is
 false and ``device.attributes["other.example.com"].x`` fails with ``no such key: x``;
 ``"other.example.com" in device.attributes`` is still false.
 
-Library: ``cel-expr-python`` (Google's CEL C++ runtime with its Python bindings, wheels for
-CPython 3.11 on linux x86_64). Of the candidates it is the one with a real type checker
-(upstream's compile errors: undeclared references, no matching overload, the result type), the
-cel-spec string extensions (``ext.Strings`` version 2, as upstream) and ``cel.bind``, receiver-
-style custom functions, and speed: tens of thousands of evaluations per second against about a
-thousand for ``cel-python`` (pure Python, no checker, no string extensions, no ``cel.bind``);
+The interface (the structured allocator's): ``CELCache.get_or_compile`` gives a
+``CompilationResult`` whose ``error`` is a compile error and whose ``device_matches`` answers
+for one ``CELDevice`` or raises ``CELError``; ``str(e)`` is upstream's text, which the allocator
+wraps as ``CEL compile error: ...`` / ``CEL runtime error: ...``. A device's CEL values are built
+once per ``CELDevice`` object and a selector's answer per device is kept (it depends on nothing
+else): the allocator must hand the same object for an unchanged device, and never mutate it.
+
+Library: ``cel-expr-python`` 0.1 (Google's CEL C++ runtime with its Python bindings; wheels
+for CPython 3.11 on linux x86_64). Of the candidates it is the only one with a type checker
+(upstream's compile errors: syntax, undeclared references, no matching overload, undefined
+fields, the result type), and it has the cel-spec string extensions (``ext.Strings`` version 2,
+as upstream), ``cel.bind``, optional types, receiver-style custom functions and protobuf
+message values, and it is fast: the runtime evaluates a compiled selector in a few
+microseconds (``bench/cel.py``: 15 to 100 microseconds for the first evaluation of a device,
+its CEL values included, on a loaded machine), against about a millisecond for ``cel-python``
+(``celpy``: pure Python, no checker, no string extensions, no ``cel.bind``).
 ``common-expression-language`` (Rust bindings) has no checker, no string extensions, no
-``cel.bind`` and cannot carry custom value types. ``quantity`` and ``semver`` values are
-protobuf messages (``kubernetes.Quantity``, ``kubernetes.Semver``: upstream's type names) in a
-private descriptor pool, holding a normalized value so that CEL's ``==`` is the library's
-semantic equality (``quantity("1k") == quantity("1000")``).
+``cel.bind`` and cannot carry custom value types.
 
-Cost: cel-go meters every evaluation and stops it past ``CELSelectorExpressionMaxCost``
+How upstream's environment is rebuilt on it:
+
+- ``quantity`` and ``semver`` values are protobuf messages named as upstream's types
+  (``kubernetes.Quantity``, ``kubernetes.Semver``) holding a normalized value, so CEL's ``==``
+  is the libraries' semantic equality (``quantity("1k") == quantity("1000")``). The C++ runtime
+  dispatches on kinds and both are of the message kind, so ``isGreaterThan``, ``isLessThan``
+  and ``compareTo`` are one overload on dyn each that compares two quantities or two semvers.
+- ``device`` is a ``kubernetes.DRADevice`` message to the checker (upstream's four fields);
+  after checking, every use of ``device.attributes`` / ``device.capacity`` in the AST is
+  pointed at a plain variable, a lookup at a view with the empty-map default (``_analyze``,
+  on the checked AST read and edited through ``extender.dra.celast``).
+- Error texts: the C++ runtime's words are rewritten to cel-go's (``no such key: x``,
+  ``division by zero``, ``no such overload: f``, ``index '3' out of range in list size '1'``,
+  the result conversion errors of ``DeviceMatches``).
+
+Cost. cel-go meters every evaluation and stops one past ``CELSelectorExpressionMaxCost``
 (1,000,000) with ``operation cancelled: actual cost limit exceeded``; the C++ runtime has no
-cost meter. See ``_cost`` below for the bounded substitute.
+meter. The substitute, stated honestly: (1) ``extender.dra.celcost`` computes cel-go's
+worst-case estimate (equal to upstream's on all of ``compile_test.go``'s cost figures) and an
+expression whose estimate is over 1000 times the limit, or which may build a value of more than
+10 million elements or characters, is never evaluated: ``device_matches`` reports the cost
+limit; (2) every evaluation runs under cel-expr-python's budget of 10,000 comprehension
+iterations, reported with the same text. The API server refuses a selector whose estimate is
+over the limit (``validateCELSelector``), so for every selector it accepted neither bound
+changes an answer upstream gives, except a selector that really iterates more than 10,000
+times (only nested comprehensions can; upstream allows it while the metered cost stays under
+the limit, about 100,000 iterations).
 
-Not carried over from the base environment (the selectors of DRA drivers do not use them; an
-expression that does gets upstream's compile error for an undeclared reference): the
-``url``, ``ip``/``cidr``, ``format``, ``sets`` and ``lists`` (ext) libraries, optional types
-and two-variable comprehensions.
+Known differences (none reachable by the selectors DRA drivers document):
+
+- The C++ parser allows 32 levels of nesting (cel-go: 250): deeper expressions are compile
+  errors (``Expression recursion limit exceeded``).
+- Not carried over from the base environment: the ``url``, ``ip``/``cidr``, ``format.named``
+  and ``lists`` libraries (ext and Kubernetes), two-variable comprehensions; an expression
+  using them gets the compile error of an undeclared reference. ``sets.*`` take lists of
+  dyn (upstream: lists of one type parameter, so mixed lists are a compile error there).
+- ``quantity(...).isGreaterThan(semver(...))`` is a runtime ``no such overload`` (upstream: a
+  compile error); ``isInteger()``/``asInteger()`` of a quantity written with fraction digits
+  that is still integral (``"1.0"``, ``"1.5Ki"``) succeed (see ``extender.dra.quantity``).
+- ``find``/``findAll`` use Python's ``re`` (Go: RE2); the two agree on the common syntax.
+- A quantity or semver value shows its one message field (``.value``, ``.version``) and can be
+  built as a message literal (``kubernetes.Quantity{...}``); upstream's types have neither.
+- A lookup with a computed domain key (``device.attributes[k]``, ``k`` not a constant) of a
+  domain the device lacks fails with ``no such key`` instead of giving an empty map.
 """
 
 from __future__ import annotations
@@ -51,7 +95,7 @@ from functools import lru_cache
 from typing import Any
 
 from cel_expr_python import cel
-from cel_expr_python.ext import ext_bindings, ext_strings
+from cel_expr_python.ext import ext_bindings, ext_optional, ext_strings
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory, struct_pb2
 
 from extender.dra import celast, celcost
@@ -90,7 +134,7 @@ class CELDevice:
     allow_multiple_allocations: bool | None = None
 
 
-# --- the kubernetes.Quantity and kubernetes.Semver value types ----------------------------
+# --- the message types: kubernetes.Quantity, kubernetes.Semver, kubernetes.DRADevice --------
 
 
 def _message_types() -> tuple[Any, Any, Any, Any]:
@@ -135,7 +179,7 @@ def _message_types() -> tuple[Any, Any, Any, Any]:
     # Value, ...) in the pool it is given, and without them a dyn value cannot be the range
     # of a comprehension. The file name is ours alone.
     pool = descriptor_pool.Default()
-    assert pool.FindFileByName(struct_pb2.DESCRIPTOR.name)  # imported: in the default pool
+    pool.FindFileByName(struct_pb2.DESCRIPTOR.name)  # there once struct_pb2 is imported
     try:
         pool.FindFileByName(proto.name)
     except KeyError:
@@ -295,6 +339,32 @@ def _find_all(text: str, pattern: str, limit: int = -1) -> list[str]:
     return found
 
 
+def _cel_equal(a: Any, b: Any) -> bool:
+    """CEL's ``==`` on the Python values the runtime hands over (a bool is no number)."""
+    if type(a) is bool or type(b) is bool:
+        return type(a) is type(b) and a == b
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_cel_equal(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_cel_equal(a[k], b[k]) for k in a)
+    if isinstance(a, list | dict) or isinstance(b, list | dict):
+        return False
+    return bool(a == b)
+
+
+def _sets_contains(a: list[Any], b: list[Any]) -> bool:
+    """ext.Sets ``sets.contains``: every element of b is in a."""
+    return all(any(_cel_equal(x, y) for x in a) for y in b)
+
+
+def _sets_equivalent(a: list[Any], b: list[Any]) -> bool:
+    return _sets_contains(a, b) and _sets_contains(b, a)
+
+
+def _sets_intersects(a: list[Any], b: list[Any]) -> bool:
+    return any(_cel_equal(x, y) for x in a for y in b)
+
+
 _T = cel.Type
 
 
@@ -310,6 +380,7 @@ def _overload(
 
 def _kubernetes_library() -> cel.CelExtension:
     Q, S, B, INT, STR, DYN = _QUANTITY, _SEMVER, _T.BOOL, _T.INT, _T.STRING, _T.DYN
+    LIST = _T.List(DYN)
     f = cel.FunctionDecl
     o = _overload
     functions = [
@@ -391,6 +462,10 @@ def _kubernetes_library() -> cel.CelExtension:
                 ),
             ],
         ),
+        # cel-go ext.Sets (base environment since 1.29)
+        f("sets.contains", [o("list_sets_contains_list", B, [LIST, LIST], _sets_contains)]),
+        f("sets.equivalent", [o("list_sets_equivalent_list", B, [LIST, LIST], _sets_equivalent)]),
+        f("sets.intersects", [o("list_sets_intersects_list", B, [LIST, LIST], _sets_intersects)]),
         f("major", [o("semver_major", INT, [S], lambda a: _from_semver_msg(a).major, True)]),
         f("minor", [o("semver_minor", INT, [S], lambda a: _from_semver_msg(a).minor, True)]),
         f("patch", [o("semver_patch", INT, [S], lambda a: _from_semver_msg(a).patch, True)]),
@@ -410,6 +485,7 @@ def _new_env() -> cel.Env:
         extensions=[
             ext_strings.ExtStrings(2),
             ext_bindings.ExtBindings(),
+            ext_optional.ExtOptional(),
             _kubernetes_library(),
         ],
     )
@@ -422,6 +498,8 @@ _VARIABLES = {
     "capacity": ("__dra_capacity__", "__dra_capacity_lookup__"),
 }
 _HIDDEN = frozenset(name for pair in _VARIABLES.values() for name in pair)
+# Index, optional index (m[?k]) and optional select (m.?k): all look a key up (mapper.Find).
+_LOOKUP_FUNCTIONS = frozenset(("_[_]", "_[?_]", "_?._"))
 _DOMAINS = _T.Map(_T.STRING, _T.Map(_T.STRING, _T.DYN))
 
 _ENV_LOCK = threading.Lock()
@@ -465,8 +543,8 @@ def _runtime_message(message: str) -> str:
         return "division by zero"
     if message.startswith(_NO_OVERLOAD):
         # "No matching overloads found : (int64).isGreaterThan(struct)" -> the function name
-        names = re.findall(r"([A-Za-z_][A-Za-z0-9_.]*)\(", message[len(_NO_OVERLOAD) :])
-        return f"no such overload: {names[-1]}" if names else "no such overload"
+        names = re.findall(r"([^\s(),]+)\(", message[len(_NO_OVERLOAD) :])
+        return f"no such overload: {names[-1].lstrip('.')}" if names else "no such overload"
     if message.startswith("Index error: index="):
         found = re.match(r"Index error: index=(-?\d+) size=(\d+)", message)
         if found:
@@ -551,7 +629,7 @@ def _attribute_value(name: str, attribute: Mapping[str, Any]) -> Any:
     if type(attribute) is not dict and not isinstance(attribute, Mapping):
         raise CELError(f"attribute {name}: unsupported attribute value")
     value = attribute.get("int")
-    if type(value) is int:
+    if type(value) is int and _MIN_INT64 <= value <= _MAX_INT64:
         return value
     value = attribute.get("bool")
     if type(value) is bool:
@@ -566,6 +644,9 @@ def _attribute_value(name: str, attribute: Mapping[str, Any]) -> Any:
         except semver_lib.SemverError as e:
             raise CELError(f"attribute {name}: parse semantic version: {e}") from None
     raise CELError(f"attribute {name}: unsupported attribute value")
+
+
+_MIN_INT64, _MAX_INT64 = -(1 << 63), (1 << 63) - 1
 
 
 def _split_name(name: str, default_domain: str) -> tuple[str, str]:
@@ -600,6 +681,12 @@ def _capacity_value(name: str, capacity: Mapping[str, Any]) -> Any:
 
 def _device_maps(device: CELDevice) -> tuple[dict[str, Any], dict[str, Any]]:
     """device.attributes and device.capacity as CEL values (``DeviceMatches``)."""
+    # The API's types, checked: a device from a file or a webhook may hold anything.
+    if type(device.driver) is not str:
+        raise CELError("device driver: not a string")
+    for label, value in (("attributes", device.attributes), ("capacity", device.capacity)):
+        if not isinstance(value, Mapping) or not all(type(k) is str for k in value):
+            raise CELError(f"device {label}: not a map of names")
     attributes: dict[str, dict[str, Any]] = {}
     for name, attribute in device.attributes.items():
         value = _attribute_value(name, attribute)
@@ -619,15 +706,16 @@ class _DeviceValues:
 
     def __init__(self, device: CELDevice) -> None:
         self.device = device  # held: the cache is keyed by its id
-        self.message = _DeviceMsg(
-            driver=device.driver,
-            allowMultipleAllocations=bool(device.allow_multiple_allocations),
-        )
+        self.message: Any = None
         self.error: CELError | None = None
         self.attributes: dict[str, Any] = {}
         self.capacity: dict[str, Any] = {}
         try:
             self.attributes, self.capacity = _device_maps(device)
+            self.message = _DeviceMsg(
+                driver=device.driver,
+                allowMultipleAllocations=device.allow_multiple_allocations is True,
+            )
         except CELError as e:
             self.error = e
 
@@ -802,7 +890,7 @@ def _analyze(checked: Any, expression: str) -> tuple[str | None, _Lookups]:
         if kind == "ident_expr" and node.ident_expr.name in _HIDDEN:
             message = f"undeclared reference to '{node.ident_expr.name}' (in container '')"
             return celast.error_at(checked, node.id, expression, message), _Lookups()
-        if kind == "call_expr" and node.call_expr.function == "_[_]":
+        if kind == "call_expr" and node.call_expr.function in _LOOKUP_FUNCTIONS:
             target = node.call_expr.args[0]
             name = device_map(target, bound)
             if name:

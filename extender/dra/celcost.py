@@ -213,6 +213,9 @@ class _Estimator:
             if function == "find":
                 return _sat(total + work), sizes[0]
             return _sat(total + work), Size(sizes[0].n + 1, elem=sizes[0])
+        if function.startswith("sets.") and len(sizes) == 2:
+            factor = 2 if function == "sets.equivalent" else 1
+            return _sat(total + 1 + sizes[0].n * sizes[1].n * factor), SCALAR
         if function in ("quantity", "isQuantity", "semver", "isSemver") and sizes:
             return _sat(total + _factor(sizes[0].n, _STRING_FACTOR)), SCALAR
         if function in ("contains", "startsWith", "endsWith", "indexOf", "lastIndexOf"):

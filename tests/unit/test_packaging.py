@@ -11,7 +11,12 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 # Distribution name -> the top-level module it provides, where they differ.
-MODULE_OF = {"PyYAML": "yaml", "prometheus-client": "prometheus_client"}
+MODULE_OF = {
+    "PyYAML": "yaml",
+    "prometheus-client": "prometheus_client",
+    "cel-expr-python": "cel_expr_python",
+    "protobuf": "google",
+}
 
 
 def _requirement_name(requirement: str) -> str:

@@ -273,6 +273,13 @@ def _matches(expression: str, **device: Any) -> bool:
         '"a1b22c333".findAll("[0-9]+", 2) == ["1", "22"]',
         # cel.bind
         "cel.bind(x, 2, x * x == 4)",
+        # ext.Sets
+        "sets.contains([1, 2, 3], [3, 1])",
+        "!sets.contains([1, 2], [3])",
+        "sets.equivalent([1, 2], [2, 1, 1])",
+        "sets.intersects([1, 2], [2, 5])",
+        "!sets.intersects([1, 2], [3])",
+        "sets.contains([1.0], [1])",  # CEL's heterogeneous numeric equality
     ],
 )
 def test_string_extensions_and_bind(expression: str) -> None:
@@ -295,6 +302,17 @@ def test_missing_domain_is_an_empty_map_for_lookups_only() -> None:
     assert _matches(
         "device.attributes.all(d, device.attributes[d].size() > 0)",
         attributes={"a": {"int": 1}},
+    )
+
+
+def test_optional_lookups_get_the_missing_domain_default_too() -> None:
+    attributes = {"a": {"int": 1}}
+    assert _matches('device.attributes[?"other.example.com"].hasValue()', attributes=attributes)
+    assert _matches(
+        'device.attributes["dra.example.com"].?a.orValue(0) == 1', attributes=attributes
+    )
+    assert _matches(
+        'device.attributes["dra.example.com"].?b.orValue(7) == 7', attributes=attributes
     )
 
 
@@ -375,3 +393,23 @@ def test_the_iteration_budget_is_reported_as_the_cost_limit() -> None:
     assert result.error is None and result.max_cost is not None
     with pytest.raises(CELError, match="^operation cancelled: actual cost limit exceeded$"):
         result.device_matches(CELDevice(driver="", attributes={}, capacity={}))
+
+
+@pytest.mark.parametrize(
+    ("device", "message"),
+    [
+        (CELDevice(5, {}, {}), "device driver: not a string"),  # type: ignore[arg-type]
+        (CELDevice("d", [1], {}), "device attributes: not a map of names"),  # type: ignore[arg-type]
+        (CELDevice("d", {}, []), "device capacity: not a map of names"),  # type: ignore[arg-type]
+        (CELDevice("d", {5: {"int": 1}}, {}), "device attributes: not a map of names"),  # type: ignore[dict-item]
+        (CELDevice("d", {"i": {"int": 2**70}}, {}), "attribute i: unsupported attribute value"),
+        (CELDevice("d", {"i": "x"}, {}), "attribute i: unsupported attribute value"),  # type: ignore[dict-item]
+        (CELDevice("d", {}, {"c": {}}), "capacity c: missing value"),
+        (CELDevice("d", {}, {"c": {"value": "1x"}}), f"capacity c: {quantity.FORMAT_WRONG}"),
+    ],
+)
+def test_hostile_devices_are_errors_not_crashes(device: CELDevice, message: str) -> None:
+    result = compile_expression("true")
+    with pytest.raises(CELError) as raised:
+        result.device_matches(device)
+    assert str(raised.value) == message
