@@ -5,9 +5,10 @@
 and ``lexicographical_testing.go`` at v0.36.3), one case a line: the inputs of each case (feature
 set, classes, slices, node, claims, allocated state) and what upstream's incubating allocator
 returned for them (results or error text, and how many search steps it took), recorded by running
-upstream's own test (``fixtures/gen_allocator_cases.sh``); upstream's test asserted its expected
-results on the same run. Cases that need a feature kube-scheduler v1.36 leaves off
-(DRAListTypeAttributes) are skipped by upstream's table for this implementation and are absent.
+upstream's own test against upstream's incubating allocator (``fixtures/gen_allocator_cases.sh``).
+The table has 225 cases; the 21 ``list-attributes-*`` cases need DRAListTypeAttributes, which
+kube-scheduler v1.36 leaves off and the incubating allocator does not support, so upstream skips
+them for it and they are absent here. Upstream's "interrupt" test is ported by hand below.
 
 Each case must give the same results (share IDs normalized, as upstream's test does), the same
 error text, and the same number of search steps: the last makes the search order itself part of
