@@ -879,7 +879,8 @@ class _Run:
         result: dict[str, Any] = {"devices": {"results": entries}}
         if config:
             result["devices"]["config"] = config
-        selector = _node_selector(self.results[claim_index], self.node_name, _kobj(claim))
+        claim_name = (claim.get("metadata") or {}).get("name") or ""
+        selector = _node_selector(self.results[claim_index], self.node_name, claim_name)
         if selector is not None:
             result["nodeSelector"] = selector
         return result

@@ -244,3 +244,22 @@ def test_share_ids_are_fresh_uuids() -> None:
     ]
     shared = [i for i in ids if i]
     assert shared and len(set(shared)) == len(shared)
+
+
+def test_node_selector_with_two_terms_is_an_error() -> None:
+    # createNodeSelector: validation forbids it, so upstream refuses rather than guess.
+    allocator, node, claims = _interrupt_inputs()
+    claims[0]["metadata"]["namespace"] = "ns"
+    claims[0]["spec"]["devices"]["requests"][0]["exactly"]["count"] = 1
+    term = {"matchExpressions": [{"key": "region", "operator": "In", "values": ["region-1"]}]}
+    slice_ = json.loads(json.dumps(allocator.all_slices[0]))
+    del slice_["spec"]["nodeName"]
+    slice_["spec"]["nodeSelector"] = {"nodeSelectorTerms": [term, term]}
+    allocator = Allocator(
+        allocator.features, AllocatedState(), allocator.class_lister, [slice_], cel_cache()
+    )
+    with pytest.raises(AllocatorError) as err:
+        allocator.allocate(node, claims)
+    assert str(err.value) == (
+        "create NodeSelector for claim claim-0: unsupported ResourceSlice.NodeSelector with 2 terms"
+    )
