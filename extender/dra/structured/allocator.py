@@ -876,9 +876,13 @@ class _Run:
                 if f"{request.get('name') or ''}/{sub.get('name') or ''}" in names:
                     config.append({"source": "FromClaim", "requests": list(names)} | body)
 
-        result: dict[str, Any] = {"devices": {"results": entries}}
+        # As the API serves it: empty lists are omitted (omitempty).
+        devices: dict[str, Any] = {}
+        if entries:
+            devices["results"] = entries
         if config:
-            result["devices"]["config"] = config
+            devices["config"] = config
+        result: dict[str, Any] = {"devices": devices}
         claim_name = (claim.get("metadata") or {}).get("name") or ""
         selector = _node_selector(self.results[claim_index], self.node_name, claim_name)
         if selector is not None:

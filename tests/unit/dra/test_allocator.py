@@ -263,3 +263,10 @@ def test_node_selector_with_two_terms_is_an_error() -> None:
     assert str(err.value) == (
         "create NodeSelector for claim claim-0: unsupported ResourceSlice.NodeSelector with 2 terms"
     )
+
+
+def test_claim_without_requests_gets_an_empty_allocation() -> None:
+    # Go's JSON of the result: "devices": {} (results and config are omitempty), no selector.
+    allocator, node, claims = _interrupt_inputs()
+    claims[0]["spec"]["devices"] = {}
+    assert allocator.allocate(node, claims) == [{"devices": {}}]
