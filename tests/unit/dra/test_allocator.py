@@ -270,3 +270,31 @@ def test_claim_without_requests_gets_an_empty_allocation() -> None:
     allocator, node, claims = _interrupt_inputs()
     claims[0]["spec"]["devices"] = {}
     assert allocator.allocate(node, claims) == [{"devices": {}}]
+
+
+def test_deadline_bounds_an_exhaustive_search() -> None:
+    # req-0 can take any 8 of 20 devices, req-1 none: without a deadline the search tries all
+    # C(20, 8) = 125970 combinations before answering "does not fit".
+    allocator, node, claims = _interrupt_inputs()
+    slice_ = json.loads(json.dumps(allocator.all_slices[0]))
+    slice_["spec"]["devices"] = [{"name": f"device-{i}"} for i in range(20)]
+    requests = claims[0]["spec"]["devices"]["requests"]
+    requests[0]["exactly"]["count"] = 8
+    requests.append(
+        {
+            "name": "req-1",
+            "exactly": {
+                "deviceClassName": "class-a",
+                "allocationMode": "ExactCount",
+                "count": 1,
+                "selectors": [{"cel": {"expression": 'device.driver == "driver-b"'}}],
+            },
+        }
+    )
+    allocator = Allocator(
+        allocator.features, AllocatedState(), allocator.class_lister, [slice_], cel_cache()
+    )
+    start = time.monotonic()
+    with pytest.raises(AllocationTimeout):
+        allocator.allocate(node, claims, deadline=start + 0.2)
+    assert time.monotonic() - start < 2.0
