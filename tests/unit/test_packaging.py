@@ -15,6 +15,7 @@ MODULE_OF = {
     "PyYAML": "yaml",
     "prometheus-client": "prometheus_client",
     "cel-expr-python": "cel_expr_python",
+    "google-re2": "re2",
     "protobuf": "google",
 }
 
