@@ -234,6 +234,8 @@ class _Run:
         self.request_data: dict[RequestKey, _RequestData] = {}
         self.constraints: list[list[Constraint]] = [[] for _ in claims]
         self.matches: dict[tuple[DeviceID, RequestKey], bool] = {}
+        # Expression -> compiled selector, for this call (the shared cache takes a lock).
+        self.compiled: dict[str, Any] = {}
         # Counters consumed by devices being allocated, per pool name.
         self.consumed_counters: dict[str, CounterSets] = {}
         # Device -> indices of the claims it is being allocated for.
@@ -542,12 +544,16 @@ class _Run:
 
     def _fits_capacity(self, request: _Request, device_id: DeviceID, device: dict) -> bool:
         """``CmpRequestOverCapacity``; a request for a capacity the device lacks never fits."""
+        device_capacity = device.get("capacity")
+        if not device_capacity:
+            # Nothing to consume: fits unless the request names a capacity.
+            return not (request.capacity or {}).get("requests")
         consumed = self.state.aggregated_capacity.get(device_id) or {}
         try:
             return request_fits_capacity(
                 {name: Quantity.parse(q) for name, q in consumed.items()},
                 request.capacity,
-                device.get("capacity") or {},
+                device_capacity,
                 self.allocating_capacity.get(device_id),
             )
         except UndefinedCapacityRequest:
@@ -590,7 +596,10 @@ class _Run:
     ) -> bool:
         for i, selector in enumerate(selectors):
             expression = ((selector or {}).get("cel") or {}).get("expression") or ""
-            compiled = self.owner.cel_cache.get_or_compile(expression)
+            compiled = self.compiled.get(expression)
+            if compiled is None:
+                compiled = self.owner.cel_cache.get_or_compile(expression)
+                self.compiled[expression] = compiled
             if compiled.error is not None:
                 raise AllocatorError(
                     f"{self._selector_owner(key, device_class)}: selector #{i}: "
