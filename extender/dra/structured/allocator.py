@@ -1,0 +1,993 @@
+"""The structured allocator: picks devices for a pod's ResourceClaims on one node.
+
+An exact port of the semantics of upstream's "incubating" allocator, the one kube-scheduler v1.36
+runs with its default feature gates (``k8s.io/dynamic-resource-allocation/structured/internal/
+incubating/allocator_incubating.go``). The search is upstream's: claims in order, requests in
+order, subrequests (``firstAvailable``) in order, and for each wanted device the candidates in
+pool order (:func:`~extender.dra.structured.pools.gather_pools`), slice order and device order,
+trying only combinations (never permutations) within one request, backtracking on failure. The
+first complete solution wins, so the same devices are chosen as kube-scheduler chooses.
+
+Contract: inputs are resource.k8s.io/v1 objects as plain JSON dicts, read-only (nothing passed
+in is mutated; results are new dicts). ``allocate`` returns one ``AllocationResult`` dict per
+claim (``allocationTimestamp`` is the caller's), ``None`` when the claims do not fit on the node,
+and raises :class:`AllocatorError` for invalid input with upstream's message text.
+"""
+
+from __future__ import annotations
+
+import copy
+import sys
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from extender.dra.cel import CELCache, CELDevice, CELError
+from extender.dra.structured.capacity import (
+    Quantity,
+    UndefinedCapacityRequest,
+    consumed_capacity_from_request,
+    request_fits_capacity,
+)
+from extender.dra.structured.constraints import Constraint, DistinctAttribute, MatchAttribute
+from extender.dra.structured.pools import CounterSets, Pool, gather_pools, node_matches
+from extender.dra.structured.types import (
+    ALLOCATION_RESULTS_MAX_SIZE,
+    AllocatedState,
+    AllocationTimeout,
+    AllocatorError,
+    ConsumedCapacityCollection,
+    DeviceID,
+    FailedAllocationOnNode,
+    Features,
+    insert_consumed,
+    is_device_allocated,
+    remove_consumed,
+)
+
+ClassLister = Callable[[str], dict | None]
+
+_EXACT_COUNT = "ExactCount"
+_ALL = "All"
+_TAINT_EFFECTS_PREVENTING = ("NoSchedule", "NoExecute")
+
+
+def _kobj(obj: dict) -> str:
+    """``klog.KObj``: namespace/name, or just the name."""
+    meta = obj.get("metadata") or {}
+    namespace, name = meta.get("namespace") or "", meta.get("name") or ""
+    return f"{namespace}/{name}" if namespace else name
+
+
+def _device_id_str(device_id: DeviceID) -> str:
+    return "/".join(device_id)
+
+
+@dataclass(slots=True)
+class _Request:
+    """A request or subrequest, seen the same way (upstream's ``requestAccessor``)."""
+
+    name: str
+    device_class_name: str
+    allocation_mode: str
+    count: int
+    admin_access: bool
+    has_admin_access: bool
+    selectors: list
+    tolerations: list
+    capacity: dict | None
+
+    @staticmethod
+    def exact(request: dict) -> _Request:
+        exactly = request.get("exactly") or {}
+        return _Request(
+            name=request.get("name") or "",
+            device_class_name=exactly.get("deviceClassName") or "",
+            allocation_mode=exactly.get("allocationMode") or "",
+            count=int(exactly.get("count") or 0),
+            admin_access=bool(exactly.get("adminAccess")),
+            has_admin_access=exactly.get("adminAccess") is not None,
+            selectors=exactly.get("selectors") or [],
+            tolerations=exactly.get("tolerations") or [],
+            capacity=exactly.get("capacity"),
+        )
+
+    @staticmethod
+    def sub(subrequest: dict) -> _Request:
+        return _Request(
+            name=subrequest.get("name") or "",
+            device_class_name=subrequest.get("deviceClassName") or "",
+            allocation_mode=subrequest.get("allocationMode") or "",
+            count=int(subrequest.get("count") or 0),
+            admin_access=False,
+            has_admin_access=False,
+            selectors=subrequest.get("selectors") or [],
+            tolerations=subrequest.get("tolerations") or [],
+            capacity=subrequest.get("capacity"),
+        )
+
+
+@dataclass(slots=True)
+class _Candidate:
+    """A device with its ID, slice and pool (upstream's ``deviceWithID``)."""
+
+    id: DeviceID
+    device: dict
+    slice: dict
+    pool: Pool
+
+
+@dataclass(slots=True)
+class _RequestData:
+    request: _Request
+    parent: _Request | None
+    device_class: dict | None = None
+    num_devices: int = 0
+    # Set on the entry of subrequest 0: the subrequest that got picked.
+    selected_sub_request_index: int = 0
+    # The devices of an "All" request, determined up front.
+    all_devices: list[_Candidate] = field(default_factory=list)
+
+    def request_name(self) -> str:
+        if self.parent is not None:
+            return f"{self.parent.name}/{self.request.name}"
+        return self.request.name
+
+
+@dataclass(slots=True)
+class _DeviceResult:
+    request: str  # the request, or the subrequest's own name
+    parent_request: str  # the parent of a subrequest, "" otherwise
+    id: DeviceID
+    device: dict
+    slice: dict
+    share_id: str | None
+    consumed_capacity: dict[str, Quantity] | None
+    admin_access: bool | None
+
+    def request_name(self) -> str:
+        return f"{self.parent_request}/{self.request}" if self.parent_request else self.request
+
+
+class _MaxSizeExceeded(Exception):
+    """Allocating would exceed the results limit of a claim: backtrack further."""
+
+
+# id(device dict) -> (that dict, its CEL input). The same device object (a slice in the
+# informer's cache) gets the same CELDevice in every scheduling cycle, which lets the CEL layer
+# keep each selector's answer per device. Bounded; the dict is kept to guard against id reuse.
+_CEL_DEVICES: dict[int, tuple[dict, CELDevice]] = {}
+_CEL_DEVICES_MAX = 1 << 16
+
+RequestKey = tuple[int, int, int]  # claim, request, subrequest
+DeviceKey = tuple[int, int, int, int]  # claim, request, subrequest, device
+Location = tuple[int, int, int]  # pool, slice, device
+
+
+class Allocator:
+    """Allocates devices for claims; built once per scheduling cycle and used for every node.
+
+    ``slices`` are all ResourceSlices; ``allocated_state`` what is taken already (by other
+    claims and in flight); ``class_lister(name)`` returns a DeviceClass or ``None``.
+    """
+
+    def __init__(
+        self,
+        features: Features,
+        allocated_state: AllocatedState,
+        class_lister: ClassLister,
+        slices: Sequence[dict],
+        cel_cache: CELCache,
+    ) -> None:
+        self.features = features
+        self.allocated_state = allocated_state
+        self.class_lister = class_lister
+        self.cel_cache = cel_cache
+        self.all_slices = list(slices)
+        self.slices_on_node: dict[str, list[dict]] = {}
+        self.slices_shared: list[dict] = []
+        for slice_ in self.all_slices:
+            spec = slice_.get("spec") or {}
+            node_name = spec.get("nodeName") or ""
+            if not node_name or spec.get("sharedCounters"):
+                self.slices_shared.append(slice_)
+            else:
+                self.slices_on_node.setdefault(node_name, []).append(slice_)
+        # Available counters per pool *name* (as upstream keys them), computed once.
+        self.available_counters: dict[str, CounterSets] = {}
+        # How often the search step ran (upstream's numAllocateOneInvocations statistic).
+        self.num_allocate_one_invocations = 0
+
+    def allocate(
+        self, node: dict | None, claims: Sequence[dict], deadline: float | None = None
+    ) -> list[dict] | None:
+        """One AllocationResult per claim, in order; ``None``: the claims do not fit here.
+
+        ``deadline`` is a ``time.monotonic()`` value; past it, :class:`AllocationTimeout`.
+        """
+        try:
+            return _Run(self, node, list(claims), deadline).allocate()
+        except AllocatorError:
+            raise
+        except (ValueError, TypeError, AttributeError) as err:
+            # Malformed objects (a non-numeric count, a bad quantity, a list where a map
+            # belongs): the API server would have refused them; never a traceback.
+            raise AllocatorError(f"invalid input: {err}") from err
+
+
+class _Run:
+    """The state of one ``allocate`` call (upstream's unexported ``allocator``)."""
+
+    def __init__(
+        self, owner: Allocator, node: dict | None, claims: list[dict], deadline: float | None
+    ) -> None:
+        self.owner = owner
+        self.features = owner.features
+        self.state = owner.allocated_state
+        self.node = node
+        self.node_name = ((node or {}).get("metadata") or {}).get("name") or ""
+        self.claims = claims
+        self.deadline = deadline
+        self.pools: list[Pool] = []
+        self.request_data: dict[RequestKey, _RequestData] = {}
+        self.constraints: list[list[Constraint]] = [[] for _ in claims]
+        self.matches: dict[tuple[DeviceID, RequestKey], bool] = {}
+        # Expression -> compiled selector, for this call (the shared cache takes a lock).
+        self.compiled: dict[str, Any] = {}
+        # Counters consumed by devices being allocated, per pool name.
+        self.consumed_counters: dict[str, CounterSets] = {}
+        # Device -> indices of the claims it is being allocated for.
+        self.allocating_devices: dict[DeviceID, set[int]] = {}
+        self.allocating_capacity: ConsumedCapacityCollection = {}
+        self.results: list[list[_DeviceResult]] = [[] for _ in claims]
+
+    # --- setup -------------------------------------------------------------------------------
+
+    def allocate(self) -> list[dict] | None:
+        slices_for_node = (
+            self.owner.slices_on_node.get(self.node_name, []) if self.node_name else []
+        )
+        self.pools = gather_pools(
+            slices_for_node + self.owner.slices_shared,
+            self.node,
+            self.features,
+            self.owner.all_slices,
+        )
+        depth = 3
+        for claim_index, claim in enumerate(self.claims):
+            depth += self._prepare_claim(claim_index, claim)
+
+        # Every wanted device and every request is one level of the search's recursion; pure
+        # Python calls use no C stack (3.11), so only the interpreter's limit needs room.
+        if sys.getrecursionlimit() < depth + 1000:
+            sys.setrecursionlimit(depth + 1000)
+        try:
+            done = self._allocate_one((0, 0, 0, 0), False, (0, 0, 0))
+        except _MaxSizeExceeded:
+            raise AllocatorError("allocation max size exceeded") from None
+        if not done:
+            if any(pool.is_invalid for pool in self.pools):
+                # Not fatal: other nodes may work; surfaced only if all nodes fail.
+                raise FailedAllocationOnNode("invalid resource pools were encountered")
+            return None
+        return [self._result(i, claim) for i, claim in enumerate(self.claims)]
+
+    def _prepare_claim(self, claim_index: int, claim: dict) -> int:
+        """Validate a claim's requests and constraints; returns its search depth bound."""
+        devices = (claim.get("spec") or {}).get("devices") or {}
+        min_devices = 0
+        # The search's recursion depth for this claim: at most the results limit in devices,
+        # plus a level per request and subrequest.
+        depth = ALLOCATION_RESULTS_MAX_SIZE + 4
+        for request_index, request in enumerate(devices.get("requests") or ()):
+            name = request.get("name") or ""
+            subrequests = request.get("firstAvailable") or []
+            if not self.features.prioritized_list and subrequests:
+                raise AllocatorError(
+                    f"claim {_kobj(claim)}, request {name}: has subrequests, "
+                    "but the DRAPrioritizedList feature is disabled"
+                )
+            if not self.features.consumable_capacity:
+                if (request.get("exactly") or {}).get("capacity") is not None:
+                    raise AllocatorError(
+                        f"claim {_kobj(claim)}, request {name}: has capacity requests, "
+                        "but the DRAConsumableCapacity feature is disabled"
+                    )
+                for sub in subrequests:
+                    if sub.get("capacity") is not None:
+                        raise AllocatorError(
+                            f"claim {_kobj(claim)}, subrequest {sub.get('name') or ''}: has "
+                            "capacity requests, but the DRAConsumableCapacity feature is disabled"
+                        )
+            if subrequests:
+                parent = _Request.exact(request)
+                fewest: int | None = None
+                for sub_index, sub in enumerate(subrequests):
+                    key = (claim_index, request_index, sub_index)
+                    data = self._validate_request(_Request.sub(sub), parent, key)
+                    self.request_data[key] = data
+                    fewest = data.num_devices if fewest is None else min(fewest, data.num_devices)
+                    depth += 2
+                min_devices += fewest or 0
+            else:
+                key = (claim_index, request_index, 0)
+                data = self._validate_request(_Request.exact(request), None, key)
+                self.request_data[key] = data
+                min_devices += data.num_devices
+                depth += 2
+        if min_devices > ALLOCATION_RESULTS_MAX_SIZE:
+            raise AllocatorError(
+                f"claim {_kobj(claim)}: number of requested devices {min_devices} "
+                f"exceeds the claim limit of {ALLOCATION_RESULTS_MAX_SIZE}"
+            )
+        constraints: list[Constraint] = []
+        for i, constraint in enumerate(devices.get("constraints") or ()):
+            requests = constraint.get("requests") or []
+            if constraint.get("matchAttribute") is not None:
+                constraints.append(MatchAttribute(requests, constraint["matchAttribute"]))
+            elif constraint.get("distinctAttribute") is not None:
+                constraints.append(DistinctAttribute(requests, constraint["distinctAttribute"]))
+            else:
+                raise AllocatorError(
+                    f"claim {_kobj(claim)}, constraint #{i}: empty constraint "
+                    "(unsupported constraint type?)"
+                )
+        self.constraints[claim_index] = constraints
+        return depth
+
+    def _validate_request(
+        self, request: _Request, parent: _Request | None, key: RequestKey
+    ) -> _RequestData:
+        claim = self.claims[key[0]]
+        data = _RequestData(request=request, parent=parent)
+        for i, selector in enumerate(request.selectors):
+            if not (selector or {}).get("cel"):
+                raise AllocatorError(
+                    f"claim {_kobj(claim)}, request {request.name}, selector #{i}: "
+                    "CEL expression empty (unsupported selector type?)"
+                )
+        if not self.features.admin_access and request.has_admin_access:
+            raise AllocatorError(
+                f"claim {_kobj(claim)}, request {request.name}: admin access is requested, "
+                "but the feature is disabled"
+            )
+        if not request.device_class_name:
+            raise AllocatorError(
+                f"claim {_kobj(claim)}, request {request.name}: missing device class name "
+                "(unsupported request type?)"
+            )
+        device_class = self.owner.class_lister(request.device_class_name)
+        if device_class is None:
+            raise AllocatorError(
+                f"claim {_kobj(claim)}, request {request.name}: could not retrieve device "
+                f"class {request.device_class_name}: deviceclass.resource.k8s.io "
+                f'"{request.device_class_name}" not found'
+            )
+        data.device_class = device_class
+
+        if request.allocation_mode == _EXACT_COUNT:
+            if request.count > sys.maxsize:
+                raise AllocatorError(
+                    f"claim {_kobj(claim)}, request {request.name}: exact count "
+                    f"{request.count} is too large"
+                )
+            data.num_devices = request.count
+        elif request.allocation_mode == _ALL:
+            # "All" needs every matching device up front, so no pool may be incomplete.
+            for pool in self.pools:
+                if pool.is_incomplete:
+                    raise AllocatorError(
+                        f"claim {_kobj(claim)}, request {request.name}: asks for all devices, "
+                        f"but resource pool {pool.pool_id} is currently being updated"
+                    )
+                if pool.is_invalid:
+                    raise AllocatorError(
+                        f"claim {_kobj(claim)}, request {request.name}: asks for all devices, "
+                        f"but resource pool {pool.pool_id} is currently invalid"
+                    )
+                for slice_ in pool.device_slices:
+                    spec = slice_.get("spec") or {}
+                    for device in spec.get("devices") or ():
+                        device_id = (pool.driver, pool.pool, device.get("name") or "")
+                        if not self._is_selectable(key, data, slice_, device, device_id):
+                            continue
+                        if self.features.consumable_capacity and not self._fits_capacity(
+                            request, device_id, device
+                        ):
+                            continue
+                        data.all_devices.append(_Candidate(device_id, device, slice_, pool))
+            data.num_devices = len(data.all_devices)
+        else:
+            raise AllocatorError(
+                f"claim {_kobj(claim)}, request {request.name}: unsupported count mode "
+                f"{request.allocation_mode}"
+            )
+        return data
+
+    # --- the search --------------------------------------------------------------------------
+
+    def _check_deadline(self) -> None:
+        if self.deadline is not None and time.monotonic() > self.deadline:
+            raise AllocationTimeout("filter operation aborted: context deadline exceeded")
+
+    def _allocate_one(self, r: DeviceKey, allocate_sub_request: bool, start: Location) -> bool:
+        """Find a device for wanted device ``r`` and, recursively, for everything after it.
+
+        True: a complete solution is recorded. ``start`` is where the candidates begin within
+        the same request, so that a request only tries combinations of devices.
+        """
+        self.owner.num_allocate_one_invocations += 1
+        self._check_deadline()
+        claim_index, request_index, sub_index, device_index = r
+        if claim_index >= len(self.claims):
+            return True
+        claim = self.claims[claim_index]
+        requests = ((claim.get("spec") or {}).get("devices") or {}).get("requests") or []
+        if request_index >= len(requests):
+            try:
+                return self._allocate_one((claim_index + 1, 0, 0, 0), False, (0, 0, 0))
+            except _MaxSizeExceeded:
+                # Not fatal: another allocation of an earlier claim may let this one use a
+                # subrequest that needs fewer devices.
+                return False
+
+        key = (claim_index, request_index, sub_index)
+        data = self.request_data[key]
+
+        if not allocate_sub_request and data.parent is not None:
+            # Only one subrequest has to be allocated; try them in order.
+            all_exceeded = True
+            next_sub = 0
+            while (claim_index, request_index, next_sub) in self.request_data:
+                try:
+                    success = self._allocate_one(
+                        (claim_index, request_index, next_sub, device_index), True, (0, 0, 0)
+                    )
+                except _MaxSizeExceeded:
+                    next_sub += 1
+                    continue
+                all_exceeded = False
+                if success:
+                    data.selected_sub_request_index = next_sub
+                    return True
+                next_sub += 1
+            if all_exceeded:
+                raise _MaxSizeExceeded
+            return False
+
+        request = data.request
+        do_all = request.allocation_mode == _ALL
+        if do_all and not data.all_devices:
+            return False
+
+        if device_index >= data.num_devices:
+            # Done with this request (or subrequest): on to the next request.
+            return self._allocate_one((claim_index, request_index + 1, 0, 0), False, (0, 0, 0))
+
+        after = len(self.results[claim_index]) + data.num_devices - device_index
+        if after > ALLOCATION_RESULTS_MAX_SIZE:
+            raise _MaxSizeExceeded
+
+        if do_all:
+            # The devices are known; the order does not matter, so only the next one is tried.
+            undo = self._allocate_device(r, data.all_devices[device_index], must=True)
+            if undo is None:
+                return False
+            try:
+                done = self._allocate_one(
+                    (claim_index, request_index, sub_index, device_index + 1),
+                    allocate_sub_request,
+                    (0, 0, 0),
+                )
+            except BaseException:
+                undo()
+                raise
+            if not done:
+                undo()
+            return done
+
+        pools = self.pools
+        for pool_index in range(start[0], len(pools)):
+            pool = pools[pool_index]
+            # Never from invalid or incomplete pools, but other pools may do.
+            if pool.is_incomplete or pool.is_invalid:
+                continue
+            slice_start = start[1] if pool_index == start[0] else 0
+            for slice_index in range(slice_start, len(pool.device_slices)):
+                slice_ = pool.device_slices[slice_index]
+                devices = (slice_.get("spec") or {}).get("devices") or []
+                device_start = start[2] if pool_index == start[0] and slice_index == start[1] else 0
+                for candidate_index in range(device_start, len(devices)):
+                    device = devices[candidate_index]
+                    device_id = (pool.driver, pool.pool, device.get("name") or "")
+                    # "In use" is cheap, so it comes first.
+                    if request.admin_access:
+                        if claim_index in self.allocating_devices.get(device_id, ()):
+                            continue
+                    elif self._device_in_use(device_id):
+                        continue
+                    if not self._is_selectable(key, data, slice_, device, device_id):
+                        continue
+                    if self.features.consumable_capacity and not self._fits_capacity(
+                        request, device_id, device
+                    ):
+                        continue
+                    candidate = _Candidate(device_id, device, slice_, pool)
+                    undo = self._allocate_device(r, candidate, must=False)
+                    if undo is None:
+                        continue
+                    try:
+                        done = self._allocate_one(
+                            (claim_index, request_index, sub_index, device_index + 1),
+                            allocate_sub_request,
+                            (pool_index, slice_index, candidate_index + 1),
+                        )
+                    except BaseException:
+                        undo()
+                        raise
+                    if done:
+                        return True
+                    undo()
+        return False
+
+    # --- checks ------------------------------------------------------------------------------
+
+    def _device_in_use(self, device_id: DeviceID) -> bool:
+        return device_id in self.state.allocated_devices or bool(
+            self.allocating_devices.get(device_id)
+        )
+
+    def _device_capacity_in_use(self, device_id: DeviceID) -> bool:
+        return device_id in self.state.aggregated_capacity or device_id in self.allocating_capacity
+
+    def _fits_capacity(self, request: _Request, device_id: DeviceID, device: dict) -> bool:
+        """``CmpRequestOverCapacity``; a request for a capacity the device lacks never fits."""
+        device_capacity = device.get("capacity")
+        if not device_capacity:
+            # Nothing to consume: fits unless the request names a capacity.
+            return not (request.capacity or {}).get("requests")
+        consumed = self.state.aggregated_capacity.get(device_id) or {}
+        try:
+            return request_fits_capacity(
+                {name: Quantity.parse(q) for name, q in consumed.items()},
+                request.capacity,
+                device_capacity,
+                self.allocating_capacity.get(device_id),
+            )
+        except UndefinedCapacityRequest:
+            return False
+
+    def _is_selectable(
+        self, key: RequestKey, data: _RequestData, slice_: dict, device: dict, device_id: DeviceID
+    ) -> bool:
+        """Class and request selectors and per-device node selection, cached per request."""
+        if not self.features.device_binding_and_status and device.get("bindingConditions"):
+            return False
+        cache_key = (device_id, key)
+        cached = self.matches.get(cache_key)
+        if cached is not None:
+            return cached
+        matches = True
+        if data.device_class is not None:
+            selectors = (data.device_class.get("spec") or {}).get("selectors") or []
+            matches = self._selectors_match(key, device, device_id, data.device_class, selectors)
+        if matches:
+            matches = self._selectors_match(key, device, device_id, None, data.request.selectors)
+        if matches and (slice_.get("spec") or {}).get("perDeviceNodeSelection"):
+            matches = node_matches(
+                self.features,
+                self.node,
+                device.get("nodeName") or "",
+                bool(device.get("allNodes")),
+                device.get("nodeSelector"),
+            )
+        self.matches[cache_key] = matches
+        return matches
+
+    def _selectors_match(
+        self,
+        key: RequestKey,
+        device: dict,
+        device_id: DeviceID,
+        device_class: dict | None,
+        selectors: list,
+    ) -> bool:
+        for i, selector in enumerate(selectors):
+            expression = ((selector or {}).get("cel") or {}).get("expression") or ""
+            compiled = self.compiled.get(expression)
+            if compiled is None:
+                compiled = self.owner.cel_cache.get_or_compile(expression)
+                self.compiled[expression] = compiled
+            if compiled.error is not None:
+                raise AllocatorError(
+                    f"{self._selector_owner(key, device_class)}: selector #{i}: "
+                    f"CEL compile error: {compiled.error}"
+                )
+            try:
+                matched = compiled.device_matches(self._cel_device(device_id, device))
+            except CELError as err:
+                raise AllocatorError(
+                    f"{self._selector_owner(key, device_class)}: selector #{i}: "
+                    f"CEL runtime error: {err}"
+                ) from err
+            if not matched:
+                return False
+        return True
+
+    def _selector_owner(self, key: RequestKey, device_class: dict | None) -> str:
+        if device_class is not None:
+            return f"class {(device_class.get('metadata') or {}).get('name') or ''}"
+        return f"claim {_kobj(self.claims[key[0]])}"
+
+    def _cel_device(self, device_id: DeviceID, device: dict) -> CELDevice:
+        known = _CEL_DEVICES.get(id(device))
+        if known is not None and known[0] is device and known[1].driver == device_id[0]:
+            return known[1]
+        cel_device = CELDevice(
+            driver=device_id[0],
+            attributes=device.get("attributes") or {},
+            capacity=device.get("capacity") or {},
+            allow_multiple_allocations=device.get("allowMultipleAllocations"),
+        )
+        if len(_CEL_DEVICES) >= _CEL_DEVICES_MAX:
+            _CEL_DEVICES.clear()
+        _CEL_DEVICES[id(device)] = (device, cel_device)
+        return cel_device
+
+    # --- allocating one device -----------------------------------------------------------------
+
+    def _allocate_device(
+        self, r: DeviceKey, candidate: _Candidate, must: bool
+    ) -> Callable[[], None] | None:
+        """Take ``candidate`` for wanted device ``r`` if it is free and satisfies taints,
+        constraints, counters and capacity. Returns the function that gives it back, or
+        ``None`` (nothing changed). ``must``: a constraint violation is an error ("All")."""
+        claim_index = r[0]
+        data = self.request_data[(r[0], r[1], r[2])]
+        request = data.request
+        device, device_id = candidate.device, candidate.id
+        allow_multiple = self.features.consumable_capacity and bool(
+            device.get("allowMultipleAllocations")
+        )
+        if (
+            not allow_multiple
+            and request.admin_access
+            and claim_index in self.allocating_devices.get(device_id, ())
+        ):
+            return None
+        if not request.admin_access and self._device_in_use(device_id):
+            return None
+        consumes = device.get("consumesCounters") or []
+        if not self.features.partitionable_devices and consumes:
+            return None
+
+        # A shared device whose capacity is in use already has its counters accounted for.
+        skip_counter_check = allow_multiple and self._device_capacity_in_use(device_id)
+        counters_reserved = False
+        if not skip_counter_check and consumes:
+            if not self._reserve_counters(candidate):
+                return None
+            counters_reserved = True
+
+        if data.parent is None:
+            base_name, sub_name, parent_name = request.name, "", ""
+        else:
+            base_name, sub_name, parent_name = data.parent.name, request.name, data.parent.name
+
+        constraints = self.constraints[claim_index]
+        added_constraints = 0
+        marked = False
+        capacity_inserted = False
+        capacity_entry_existed = False
+        consumed: dict[str, Quantity] = {}
+        result_added = False
+        previous_results = len(self.results[claim_index])
+
+        def rollback() -> None:
+            if result_added:
+                del self.results[claim_index][previous_results:]
+            if capacity_inserted:
+                remove_consumed(self.allocating_capacity, device_id, consumed)
+                if capacity_entry_existed and device_id not in self.allocating_capacity:
+                    # An earlier share still marks the device as shared.
+                    self.allocating_capacity[device_id] = {}
+            if marked:
+                self.allocating_devices[device_id].discard(claim_index)
+            for constraint in reversed(constraints[:added_constraints]):
+                constraint.remove(base_name, sub_name, device, device_id)
+            if counters_reserved:
+                self._release_counters(candidate)
+
+        if self.features.device_taints and _taint_prevents_allocation(device, request):
+            rollback()
+            return None
+
+        for constraint in constraints:
+            if not constraint.add(base_name, sub_name, device, device_id):
+                rollback()
+                if must:
+                    raise AllocatorError(
+                        f"claim {_kobj(self.claims[claim_index])}, request {request.name}: "
+                        f"cannot add device {_device_id_str(device_id)} because a claim "
+                        "constraint would not be satisfied"
+                    )
+                return None
+            added_constraints += 1
+
+        if not allow_multiple:
+            self.allocating_devices.setdefault(device_id, set()).add(claim_index)
+            marked = True
+
+        share_id: str | None = None
+        if self.features.consumable_capacity:
+            if not self._fits_capacity(request, device_id, device):
+                rollback()
+                return None
+            if allow_multiple:
+                consumed = consumed_capacity_from_request(
+                    request.capacity, device.get("capacity") or {}
+                )
+                share_id = str(uuid.uuid4())
+                capacity_entry_existed = device_id in self.allocating_capacity
+                insert_consumed(self.allocating_capacity, device_id, consumed)
+                capacity_inserted = True
+
+        self.results[claim_index].append(
+            _DeviceResult(
+                request=request.name,
+                parent_request=parent_name,
+                id=device_id,
+                device=device,
+                slice=candidate.slice,
+                share_id=share_id,
+                consumed_capacity=dict(consumed) if consumed else None,
+                admin_access=True if request.admin_access else None,
+            )
+        )
+        result_added = True
+        return rollback
+
+    def _reserve_counters(self, candidate: _Candidate) -> bool:
+        """``checkAvailableCounters``: add the device's counters to those being consumed in its
+        pool; if any counter of the pool is then overdrawn, take them back and refuse."""
+        pool = candidate.pool
+        pool_name = pool.pool
+        available = self.owner.available_counters.get(pool_name)
+        if available is None:
+            available = {name: dict(counters) for name, counters in pool.counter_sets.items()}
+            # Devices whose allocation is complete consume counters; this never changes
+            # during one allocation.
+            for slices in (pool.device_slices, pool.device_slices_not_targeting_node):
+                for slice_ in slices:
+                    spec = slice_.get("spec") or {}
+                    slice_pool = (spec.get("pool") or {}).get("name") or ""
+                    for device in spec.get("devices") or ():
+                        device_id = (spec.get("driver") or "", slice_pool, device.get("name") or "")
+                        if not is_device_allocated(device_id, self.state):
+                            continue
+                        for consumption in device.get("consumesCounters") or ():
+                            counter_set = available.get(consumption.get("counterSet") or "")
+                            if counter_set is None:
+                                continue
+                            for name, counter in (consumption.get("counters") or {}).items():
+                                if name in counter_set:
+                                    amount = Quantity.parse((counter or {}).get("value", "0"))
+                                    # May go negative: then nothing is available.
+                                    counter_set[name] = counter_set[name].sub(amount)
+            self.owner.available_counters[pool_name] = available
+
+        consumed_pool = self.consumed_counters.setdefault(pool_name, {})
+        for consumption in candidate.device.get("consumesCounters") or ():
+            consumed_set = consumed_pool.setdefault(consumption.get("counterSet") or "", {})
+            for name, counter in (consumption.get("counters") or {}).items():
+                amount = Quantity.parse((counter or {}).get("value", "0"))
+                current = consumed_set.get(name)
+                consumed_set[name] = amount if current is None else current.add(amount)
+
+        for set_name, counters in available.items():
+            consumed_set = consumed_pool.get(set_name) or {}
+            for name, counter_value in counters.items():
+                used = consumed_set.get(name)
+                if used is not None and counter_value.cmp(used) < 0:
+                    self._release_counters(candidate)
+                    return False
+                if used is None and counter_value.value < 0:
+                    self._release_counters(candidate)
+                    return False
+        return True
+
+    def _release_counters(self, candidate: _Candidate) -> None:
+        """``deallocateCountersForDevice``."""
+        consumed_pool = self.consumed_counters.get(candidate.pool.pool) or {}
+        for consumption in candidate.device.get("consumesCounters") or ():
+            consumed_set = consumed_pool.setdefault(consumption.get("counterSet") or "", {})
+            for name, counter in (consumption.get("counters") or {}).items():
+                amount = Quantity.parse((counter or {}).get("value", "0"))
+                current = consumed_set.get(name)
+                consumed_set[name] = (
+                    Quantity.from_int(0, amount.format).sub(amount)
+                    if current is None
+                    else current.sub(amount)
+                )
+
+    # --- results -----------------------------------------------------------------------------
+
+    def _result(self, claim_index: int, claim: dict) -> dict:
+        devices_spec = (claim.get("spec") or {}).get("devices") or {}
+        requests = devices_spec.get("requests") or []
+        entries = []
+        for internal in self.results[claim_index]:
+            entry: dict[str, Any] = {
+                "request": internal.request_name(),
+                "driver": internal.id[0],
+                "pool": internal.id[1],
+                "device": internal.id[2],
+            }
+            if internal.admin_access is not None:
+                entry["adminAccess"] = internal.admin_access
+            tolerations = _lookup_request(requests, internal)
+            if tolerations:
+                entry["tolerations"] = copy.deepcopy(tolerations)
+            if self.features.device_binding_and_status:
+                for field_name in ("bindingConditions", "bindingFailureConditions"):
+                    conditions = internal.device.get(field_name)
+                    if conditions:
+                        entry[field_name] = list(conditions)
+            if internal.share_id is not None:
+                entry["shareID"] = internal.share_id
+            if internal.consumed_capacity:
+                entry["consumedCapacity"] = {
+                    name: str(q) for name, q in internal.consumed_capacity.items()
+                }
+            entries.append(entry)
+
+        config: list[dict] = []
+        # Each class's configs are added once; later requests of the class are appended.
+        class_ranges: dict[str, tuple[int, int]] = {}
+        for request_index in range(len(requests)):
+            data = self.request_data[(claim_index, request_index, 0)]
+            if data.parent is not None:
+                data = self.request_data[
+                    (claim_index, request_index, data.selected_sub_request_index)
+                ]
+            device_class = data.device_class
+            if device_class is None:
+                continue
+            class_name = (device_class.get("metadata") or {}).get("name") or ""
+            if class_name in class_ranges:
+                begin, end = class_ranges[class_name]
+                for i in range(begin, end):
+                    config[i]["requests"].append(data.request_name())
+                continue
+            begin = len(config)
+            for class_config in (device_class.get("spec") or {}).get("config") or ():
+                config.append(
+                    {"source": "FromClass", "requests": [data.request_name()]}
+                    | copy.deepcopy(dict(class_config))
+                )
+            class_ranges[class_name] = (begin, len(config))
+        for claim_config in devices_spec.get("config") or ():
+            names = claim_config.get("requests") or []
+            body = {k: copy.deepcopy(v) for k, v in claim_config.items() if k != "requests"}
+            if not names:
+                config.append({"source": "FromClaim"} | body)
+                continue
+            for request_index, request in enumerate(requests):
+                if (request.get("name") or "") in names:
+                    config.append({"source": "FromClaim", "requests": list(names)} | body)
+                    continue
+                data = self.request_data[(claim_index, request_index, 0)]
+                if data.parent is None:
+                    continue
+                sub = (request.get("firstAvailable") or [])[data.selected_sub_request_index]
+                if f"{request.get('name') or ''}/{sub.get('name') or ''}" in names:
+                    config.append({"source": "FromClaim", "requests": list(names)} | body)
+
+        # As the API serves it: empty lists are omitted (omitempty).
+        devices: dict[str, Any] = {}
+        if entries:
+            devices["results"] = entries
+        if config:
+            devices["config"] = config
+        result: dict[str, Any] = {"devices": devices}
+        claim_name = (claim.get("metadata") or {}).get("name") or ""
+        selector = _node_selector(self.results[claim_index], self.node_name, claim_name)
+        if selector is not None:
+            result["nodeSelector"] = selector
+        return result
+
+
+def _lookup_request(requests: list, internal: _DeviceResult) -> list:
+    """The tolerations of the request (or subrequest) a device was allocated for."""
+    wanted = internal.parent_request or internal.request
+    for request in requests:
+        if (request.get("name") or "") != wanted:
+            continue
+        if not internal.parent_request:
+            return (request.get("exactly") or {}).get("tolerations") or []
+        for sub in request.get("firstAvailable") or ():
+            if (sub.get("name") or "") == internal.request:
+                return sub.get("tolerations") or []
+    return []
+
+
+def _taint_prevents_allocation(device: dict, request: _Request) -> bool:
+    """Only NoSchedule and NoExecute taints prevent allocation (None and unknown effects do
+    not); a toleration of the request must match each of them."""
+    for taint in device.get("taints") or ():
+        if taint.get("effect") in _TAINT_EFFECTS_PREVENTING and not any(
+            _tolerates(toleration, taint) for toleration in request.tolerations
+        ):
+            return True
+    return False
+
+
+def _tolerates(toleration: dict, taint: dict) -> bool:
+    """``resourceclaim.ToleratesTaint``."""
+    effect = toleration.get("effect") or ""
+    if effect and effect != taint.get("effect"):
+        return False
+    key = toleration.get("key") or ""
+    if key and key != (taint.get("key") or ""):
+        return False
+    operator = toleration.get("operator") or ""
+    if operator in ("", "Equal"):
+        return (toleration.get("value") or "") == (taint.get("value") or "")
+    return operator == "Exists"
+
+
+def _node_selector(results: list[_DeviceResult], node_name: str, claim_name: str) -> dict | None:
+    """``createNodeSelector``: the node, if any device is local to it; else the union of the
+    (single-term) node selectors of the devices' slices; ``None``: available everywhere."""
+    fields: list[dict] = []
+    expressions: list[dict] = []
+    for internal in results:
+        spec = internal.slice.get("spec") or {}
+        if spec.get("perDeviceNodeSelection"):
+            local_name = internal.device.get("nodeName")
+            selector = internal.device.get("nodeSelector")
+        else:
+            local_name = spec.get("nodeName")
+            selector = spec.get("nodeSelector")
+        if local_name is not None or internal.device.get("bindsToNode"):
+            return {
+                "nodeSelectorTerms": [
+                    {
+                        "matchFields": [
+                            {"key": "metadata.name", "operator": "In", "values": [node_name]}
+                        ]
+                    }
+                ]
+            }
+        if selector is not None:
+            terms = selector.get("nodeSelectorTerms") or []
+            if len(terms) == 1:
+                _add_requirements(terms[0].get("matchFields") or [], fields)
+                _add_requirements(terms[0].get("matchExpressions") or [], expressions)
+            elif len(terms) > 1:
+                raise AllocatorError(
+                    f"create NodeSelector for claim {claim_name}: unsupported "
+                    f"ResourceSlice.NodeSelector with {len(terms)} terms"
+                )
+    if not fields and not expressions:
+        return None
+    term: dict[str, list] = {}
+    if expressions:
+        term["matchExpressions"] = expressions
+    if fields:
+        term["matchFields"] = fields
+    return {"nodeSelectorTerms": [term]}
+
+
+def _add_requirements(source: list, target: list) -> None:
+    for requirement in source:
+        values = set(requirement.get("values") or ())
+        if not any(
+            existing.get("key") == requirement.get("key")
+            and existing.get("operator") == requirement.get("operator")
+            and set(existing.get("values") or ()) == values
+            for existing in target
+        ):
+            target.append(copy.deepcopy(requirement))
