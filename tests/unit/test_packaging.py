@@ -21,6 +21,7 @@ MODULE_OF = {
     "kube-extender": "extender",
     "import-linter": "importlinter",
     "cel-expr-python": "cel_expr_python",
+    "cel-python": "celpy",
     "google-re2": "re2",
     "protobuf": "google",
 }
