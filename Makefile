@@ -8,14 +8,15 @@ EXAMPLES := examples/rack-spread
 EXAMPLE_TESTS := $(EXAMPLES)/tests
 export KUBE_EXTENDER_CACHE ?= $(HOME)/.cache/kube-extender
 
-.PHONY: start test unit fuzz lint setup controlplane bench bench-cluster conformance chaos cluster-up cluster-down clean
+.PHONY: start test unit fuzz lint setup controlplane test-binaries bench bench-cluster conformance chaos cluster-up cluster-down clean
 
-## The README's first command: build the control plane once, run the seed scenario on it.
+## The README's first command: build what the demo runs once (etcd, kube-apiserver,
+## kube-scheduler), run the seed scenario on it.
 start: setup controlplane
 	$(BIN)/kube-extender demo
 
 ## The README's second command: lint, unit, webhook and end-to-end tests.
-test: setup controlplane lint
+test: setup test-binaries lint
 	$(BIN)/python -m pytest -q -p no:cacheprovider tests $(EXAMPLE_TESTS)
 
 unit: setup
@@ -41,10 +42,15 @@ $(VENV)/.installed: pyproject.toml $(EXAMPLES)/pyproject.toml
 	$(BIN)/pip install -q -e $(EXAMPLES)
 	touch $@
 
-## The control plane (etcd, kube-apiserver, kube-scheduler, kube-controller-manager), the
-## volume tests' dynamic provisioner and helm for the chart tests.
+## What the demo, the e2e harness, conformance, chaos and the cluster benchmarks run: etcd,
+## kube-apiserver and kube-scheduler (one go build for both).
 controlplane:
-	bash hack/build-controlplane.sh
+	bash hack/build-controlplane.sh kube-apiserver kube-scheduler
+
+## All that `make test` runs: the control plane and kube-controller-manager (the volume tests'
+## PV binder) in one go build, the volume tests' dynamic provisioner, helm for the chart tests.
+test-binaries:
+	bash hack/build-controlplane.sh kube-apiserver kube-scheduler kube-controller-manager
 	bash hack/build-provisioner.sh
 	bash hack/build-helm.sh
 

@@ -20,6 +20,7 @@ import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench.progress import bar, steps  # noqa: E402
 from bench.workload import make_node, mixed_pod  # noqa: E402
 from extender.controlplane import ControlPlane  # noqa: E402
 from extender.kube import api_client, raw_request  # noqa: E402
@@ -63,7 +64,7 @@ def create_nodes(kube: Kube, count: int, seed: int = 1) -> None:
         )
 
     with ThreadPoolExecutor(16) as pool:
-        list(pool.map(create, nodes))
+        list(steps(pool.map(create, nodes), "creating nodes", len(nodes), "node"))
 
 
 def delete_all_nodes(kube: Kube) -> None:
@@ -105,7 +106,7 @@ def create_pods(
         kube.request("POST", f"/api/v1/namespaces/{BENCH_NAMESPACE}/pods", pod)
 
     with ThreadPoolExecutor(16) as pool:
-        list(pool.map(create, range(count)))
+        list(steps(pool.map(create, range(count)), "creating pods", count, "pod"))
     return names
 
 
@@ -173,7 +174,14 @@ class BindRecorder:
 
     def wait(self, timeout: float) -> float:
         """pods/s between the first and the last bind; raises if not all bound in time."""
-        if not self.done.wait(timeout):
+        deadline = time.monotonic() + timeout
+        with bar("pods bound", self.expected, "pod") as shown:
+            # The binds are timed by the watch thread: this loop only shows the count.
+            while not self.done.wait(0.5 if not shown.disable else timeout):
+                shown.update(len(self.bound) - shown.n)
+                if time.monotonic() >= deadline:
+                    break
+        if not self.done.is_set():
             raise TimeoutError(f"only {len(self.bound)}/{self.expected} pods bound in {timeout} s")
         times = sorted(self.bound.values())
         return (len(times) - 1) / max(times[-1] - times[0], 1e-9)

@@ -27,6 +27,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench.progress import steps  # noqa: E402
 from bench.workload import (  # noqa: E402
     MIXED_WORKLOADS,
     describe_mixed,
@@ -45,7 +46,7 @@ def time_per_pod(fn, repeats: int, cpu: list[float] | None = None) -> list[float
     """Wall ms per call; with ``cpu``, also this process's CPU ms per call appended there
     (the machine may be shared: CPU time is what other load does not inflate)."""
     out = []
-    for i in range(repeats):
+    for i in steps(range(repeats), "pods timed", repeats, "pod"):
         c0, t0 = time.process_time(), time.perf_counter()
         fn(i)
         out.append((time.perf_counter() - t0) * 1000)

@@ -66,7 +66,15 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 2
-    return int(module.main(args[1:]) or 0)
+    from extender.framework.runtime import ProfileError
+
+    try:
+        return int(module.main(args[1:]) or 0)
+    except ProfileError as exc:
+        # A profile that cannot be built (a plugin whose constructor raises): the same one
+        # line and exit 2 in every command, wherever the command builds its frameworks.
+        print(f"kube-extender {args[0]}: {exc}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

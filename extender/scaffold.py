@@ -234,9 +234,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from extender.config import ConfigError
 from extender.framework import Code
-from extender.testing import Cluster, node, pod, run_plugin, run_profile
+from extender.testing import Cluster, ConfigError, node, pod, run_plugin, run_profile
 
 from {{package}} import {{Name}}
 

@@ -17,6 +17,16 @@ Differences from one scheduling attempt of the standalone scheduler, on purpose:
 * the nominated-node fast path, PostFilter (preemption), Reserve, Permit and the binding
   cycle are not run.
 
+What the plugins see follows the shells' contracts, so a test that passes here does not fail
+behind kube-scheduler:
+
+* pods as the apiserver stores them (:func:`apiserver_defaults`: a container's requests
+  default to its limits);
+* the pods on each node only when a plugin of the profile declares ``reads=(PODS,)``, as in
+  the extender (``kube-extender serve`` watches pods only then); ``handle.lister(kind)`` only
+  for the kinds the profile's plugins declare (others list empty); ``namespace_labels`` only
+  when one declares ``NAMESPACES``.
+
 Example::
 
     from extender.testing import Cluster, node, pod, run_plugin
@@ -31,7 +41,9 @@ One module (~570 lines) on purpose: a plugin author reads one page to learn the 
 
 from __future__ import annotations
 
+import copy
 import random
+import warnings
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,8 +51,8 @@ from typing import Any
 
 import yaml
 
-from extender.config import API_VERSION, KIND, SchedulerConfig, load, loads
-from extender.config.plugins import points_of
+from extender.config import API_VERSION, KIND, ConfigError, SchedulerConfig, load, loads
+from extender.config.plugins import check_plugin, points_of
 from extender.framework import (
     CONFIG_MAPS,
     NAMESPACES,
@@ -63,13 +75,17 @@ from extender.framework import (
     Status,
     fit_error_message,
 )
-from extender.framework.handle import Services
+from extender.framework.handle import CACHE_KINDS, EmptyLister, Services
+from extender.framework.resources import pod_requests
 from extender.framework.schedule import NO_NODES_AVAILABLE
+from extender.plugins import IN_TREE
 
 __all__ = [
     "Cluster",
+    "ConfigError",
     "Result",
     "Runner",
+    "apiserver_defaults",
     "node",
     "pod",
     "taint",
@@ -141,16 +157,23 @@ def pod(
     priority: int | None = None,
     scheduler_name: str | None = None,
     uid: str | None = None,
+    limits: Mapping[str, str] | None = None,
     **spec: Any,
 ) -> dict:
-    """A Pod as the API serves it: one container requesting ``cpu``/``memory`` (if given);
-    ``node_name`` makes it an assigned, Running pod (it then counts on that node). Other
-    ``spec`` fields are passed as keyword arguments in camelCase
+    """A Pod as the API serves it: one container requesting ``cpu``/``memory`` (if given)
+    with ``limits`` (e.g. ``{"cpu": "2"}``; the kit defaults unset requests to them, as the
+    apiserver does); ``node_name`` makes it an assigned, Running pod (it then counts on that
+    node). Other ``spec`` fields are passed as keyword arguments in camelCase
     (e.g. ``topologySpreadConstraints=[...]``)."""
     container: dict[str, Any] = {"name": "app", "image": "registry.k8s.io/pause:3.10"}
     requests = {k: v for k, v in (("cpu", cpu), ("memory", memory)) if v is not None}
+    resources: dict[str, Any] = {}
     if requests:
-        container["resources"] = {"requests": requests}
+        resources["requests"] = requests
+    if limits:
+        resources["limits"] = dict(limits)
+    if resources:
+        container["resources"] = resources
     pod_spec: dict[str, Any] = {"containers": [container], **spec}
     if tolerations:
         pod_spec["tolerations"] = [dict(t) for t in tolerations]
@@ -179,6 +202,67 @@ def pod(
         "spec": pod_spec,
         "status": {"phase": "Running" if node_name else "Pending"},
     }
+
+
+# Resources a pod-level ``resources`` may name (upstream IsSupportedPodLevelResource), and
+# those of them that may be overcommitted (requests below limits: not hugepages).
+_POD_LEVEL = ("cpu", "memory")
+_HUGEPAGES = "hugepages-"
+
+
+def _defaulted_requests(container: dict) -> dict | None:
+    """The container with requests defaulted to its limits, or ``None`` if none is missing."""
+    resources = container.get("resources") or {}
+    limits = resources.get("limits") or {}
+    requests = resources.get("requests") or {}
+    missing = {k: v for k, v in limits.items() if k not in requests}
+    if not missing:
+        return None
+    return {**container, "resources": {**resources, "requests": {**requests, **missing}}}
+
+
+def apiserver_defaults(pod: dict) -> dict:
+    """The pod as the apiserver stores it, for the resources the scheduler reads (upstream
+    ``pkg/apis/core/v1/defaults.go``, ``SetDefaults_Pod``): a container's or init container's
+    requests default to its limits where unset; with pod-level ``resources.limits``, pod-level
+    requests default to the containers' aggregate requests (cpu, memory), then to the
+    pod-level limits (feature PodLevelResources, on by default). Returns ``pod`` itself when
+    nothing needs a default, else a copy; never mutates ``pod``."""
+    spec = pod.get("spec") or {}
+    changed = False
+    new_spec = dict(spec)
+    for key in ("containers", "initContainers"):
+        containers = spec.get(key) or []
+        defaulted = [_defaulted_requests(c) for c in containers]
+        if any(d is not None for d in defaulted):
+            new_spec[key] = [
+                d if d is not None else c for c, d in zip(containers, defaulted, strict=True)
+            ]
+            changed = True
+    pod_resources = spec.get("resources") or {}
+    pod_limits = pod_resources.get("limits") or {}
+    if pod_limits:
+        requests = dict(pod_resources.get("requests") or {})
+        named: set[str] = set()
+        for key in ("containers", "initContainers"):
+            for container in new_spec.get(key) or ():
+                named.update((container.get("resources") or {}).get("requests") or {})
+        aggregate = pod_requests(
+            {"spec": {k: v for k, v in new_spec.items() if k not in ("resources", "overhead")}}
+        )
+        if "cpu" in named and "cpu" not in requests:
+            requests["cpu"] = f"{aggregate.milli_cpu}m"
+        if "memory" in named and "memory" not in requests:
+            requests["memory"] = str(aggregate.memory)
+        for key, value in pod_limits.items():
+            if key not in requests and (key in _POD_LEVEL or key.startswith(_HUGEPAGES)):
+                requests[key] = value
+        if requests != (pod_resources.get("requests") or {}):
+            new_spec["resources"] = {**pod_resources, "requests": requests}
+            changed = True
+    if not changed:
+        return pod
+    return {**copy.copy(pod), "spec": new_spec}
 
 
 def taint(key: str, value: str = "", effect: str = "NoSchedule") -> dict:
@@ -322,8 +406,9 @@ class Cluster:
         return self
 
     def snapshot(self) -> Snapshot:
-        """A fresh snapshot: every node with its assigned pods (built once per run)."""
-        return Snapshot.from_objects(self.nodes, self.pods)
+        """A fresh snapshot: every node with its assigned pods, as the apiserver stores them
+        (:func:`apiserver_defaults`), built once per run."""
+        return Snapshot.from_objects(self.nodes, [apiserver_defaults(p) for p in self.pods])
 
     def lister(self, kind: Kind) -> Lister:
         """What ``handle.lister(kind)`` answers; pods come from ``pods``."""
@@ -437,14 +522,52 @@ class Runner:
         self.config = config
         self.cluster = _as_cluster(cluster)
         self.profile = _pick(config.profiles, profile)
-        self.framework = Framework(self.profile, config.registry, self.cluster.services(seed))
+        # The kinds the profile's plugins declare in `reads`: what the extender would watch.
+        self.reads: frozenset[str] = frozenset(
+            kind.name
+            for name in self.profile.plugin_names()
+            for kind in config.registry.reads(name)
+        )
+        services = Services(
+            listers=self._lister,
+            namespace_labels=(
+                self.cluster.namespace_labels if NAMESPACES.name in self.reads else _no_labels
+            ),
+            rng=random.Random(seed),
+        )
+        self.framework = Framework(self.profile, config.registry, services)
         self.algorithm = SchedulingAlgorithm(rng=random.Random(seed))
+
+    def _lister(self, kind: Kind) -> Lister:
+        """As in the shells: a declared kind's objects; pods and namespaces (the cache's kinds)
+        and undeclared kinds list empty."""
+        if kind.name not in self.reads or kind in CACHE_KINDS:
+            return EmptyLister()
+        return self.cluster.lister(kind)
+
+    def _snapshot(self) -> Snapshot:
+        """The cluster's nodes; their pods only if a plugin declares ``PODS`` (the extender
+        watches pods only then: a plugin that counts pods without declaring them sees none
+        behind kube-scheduler, and so it does here)."""
+        if PODS.name in self.reads:
+            return self.cluster.snapshot()
+        assigned = sum(1 for p in self.cluster.pods if (p.get("spec") or {}).get("nodeName"))
+        if assigned:
+            warnings.warn(
+                f"the cluster's {assigned} assigned pod(s) are not on the nodes: no plugin of "
+                f"profile {self.profile.scheduler_name!r} declares reads=(PODS,), so the "
+                "extender would not watch pods (declare PODS if a plugin reads "
+                "node_info.pods)",
+                stacklevel=3,
+            )
+        return Snapshot.from_objects(self.cluster.nodes, [])
 
     def run(self, pod: dict) -> Result:
         """PreFilter and Filter on every node, then PreScore, Score and NormalizeScore with the
         weights on the feasible nodes, as :meth:`SchedulingAlgorithm.schedule_pod` does."""
-        snapshot = self.cluster.snapshot()
+        snapshot = self._snapshot()
         result = Result(pod=pod, num_nodes=len(snapshot))
+        pod = apiserver_defaults(pod)
         state = CycleState()
         if len(snapshot) == 0:
             result.fit_error = NO_NODES_AVAILABLE
@@ -480,6 +603,10 @@ class Runner:
         best = max(result.totals.values())
         result.chosen = sorted(name for name, total in result.totals.items() if total == best)
         return result
+
+
+def _no_labels(namespace: str) -> dict | None:
+    return None
 
 
 def _pick(profiles: list[Profile], name: str | None) -> Profile:
@@ -523,6 +650,12 @@ def run_plugin(
     probe = loads(f"apiVersion: {API_VERSION}\nkind: {KIND}\n", "<probe>", plugins=classes)
     if name not in probe.registry:
         raise ValueError(f"unknown plugin {name!r}")
+    if probe.registry.source(name) != IN_TREE:
+        # What the loader says of an enabled plugin (signatures against the protocols),
+        # before the points are picked from what the class implements.
+        problem = check_plugin(probe.registry, name)
+        if problem:
+            raise ConfigError(problem)
     cls = probe.registry.plugin_class(name)
     points = points_of(cls) if cls is not None else frozenset(CYCLE_POINTS)
     plugins: dict[str, Any] = {"multiPoint": {"disabled": [{"name": "*"}]}}

@@ -9,19 +9,30 @@
 
 A name may be registered once: a clash with an in-tree plugin or between two sources is a
 config error naming both. :func:`check_plugin` is what the loader asks of every enabled
-out-of-tree plugin: importable, a class named as registered, implementing at least one
+out-of-tree plugin: importable, a class named as registered, its constructor and methods
+callable as the protocols call them (:func:`signature_problems`), implementing at least one
 extension point.
 """
 
 from __future__ import annotations
 
 import importlib.util
+import inspect
 import sys
 from collections.abc import Iterable
 from importlib.metadata import entry_points
 from pathlib import Path
 
-from extender.framework.interfaces import EXTENSION_POINTS
+from extender.framework.interfaces import (
+    EXTENSION_POINTS,
+    POINT_METHODS,
+    BatchFilterPlugin,
+    BatchNormalizeScore,
+    BatchScorePlugin,
+    EnqueueExtensions,
+    PreFilterExtensions,
+    ScoreExtensions,
+)
 from extender.framework.registry import LazyPlugin, PluginLoadError, Registry
 from extender.plugins import IN_TREE, in_tree_registry
 
@@ -31,6 +42,105 @@ ENTRY_POINT_GROUP = "kube_extender.plugins"
 def points_of(cls: type) -> frozenset[str]:
     """The extension points a plugin class implements (its methods against the protocols)."""
     return frozenset(point for point, proto in EXTENSION_POINTS.items() if isinstance(cls, proto))
+
+
+# Protocols whose methods a plugin class may define besides the points' own: their
+# signatures are checked too when the class has them (``score_extensions`` returning ``self``
+# is the usual way to normalize, so ``normalize_score`` sits on the plugin class).
+OPTIONAL_PROTOCOLS: tuple[type, ...] = (
+    BatchFilterPlugin,
+    BatchScorePlugin,
+    BatchNormalizeScore,
+    EnqueueExtensions,
+    PreFilterExtensions,
+    ScoreExtensions,
+)
+
+
+def _protocol_methods(proto: type) -> dict[str, inspect.Signature]:
+    """The public methods a protocol declares (its own and its bases'), with signatures."""
+    methods: dict[str, inspect.Signature] = {}
+    for klass in reversed(proto.__mro__):
+        if klass.__module__ != proto.__module__:
+            continue  # Protocol, Generic, object
+        for attr, value in vars(klass).items():
+            if inspect.isfunction(value) and not attr.startswith("_"):
+                methods[attr] = inspect.signature(value)
+    return methods
+
+
+def _shown(sig: inspect.Signature) -> str:
+    """``(self, state, pod, node_info)``: the parameter names only."""
+    return "(" + ", ".join(sig.parameters) + ")"
+
+
+def _call_problem(cls: type, attr: str, expected: inspect.Signature) -> str | None:
+    """Why ``cls().attr(...)`` cannot be called as ``expected`` says, or ``None``."""
+    raw = inspect.getattr_static(cls, attr)
+    value = getattr(cls, attr)
+    if not callable(value):
+        return f"{cls.__name__}.{attr} is a {type(value).__name__}, not a method"
+    try:
+        sig = inspect.signature(value)
+    except (TypeError, ValueError):
+        return None  # a builtin or C callable: nothing to inspect
+    positional = len(expected.parameters) - 1  # without self
+    # A plain function on the class takes the instance first; static and class methods do not.
+    bound_self = not isinstance(raw, staticmethod | classmethod) and inspect.isfunction(value)
+    try:
+        sig.bind(*range(positional + bound_self))
+    except TypeError:
+        shown = _shown(sig)
+        return (
+            f"{cls.__name__}.{attr}{shown} does not take the arguments the runtime passes: "
+            f"{attr}{_shown(expected)}"
+        )
+    return None
+
+
+def signature_problems(cls: type) -> list[str]:
+    """Mismatches between a plugin class and the protocols it (partly) implements, checked
+    when the config loads so that a wrong method fails there instead of on the first pod:
+    the constructor must take ``(args, handle)``; every point method and optional protocol
+    method the class defines must take the protocol's arguments; a class that defines a
+    point's method must define the rest of that point's protocol (``score`` needs
+    ``score_extensions``)."""
+    problems: list[str] = []
+    try:
+        inspect.signature(cls).bind(None, None)
+    except TypeError:
+        problems.append(
+            f"{cls.__name__}{_shown(inspect.signature(cls))}: the constructor must take "
+            "(args, handle)"
+        )
+    except ValueError:
+        pass  # no signature to inspect
+    checked: set[str] = set()
+    for point, proto in EXTENSION_POINTS.items():
+        if not hasattr(cls, POINT_METHODS[point]):
+            continue
+        methods = _protocol_methods(proto)
+        missing = [attr for attr in methods if not hasattr(cls, attr)]
+        if missing:
+            problems.append(
+                f"{cls.__name__} defines {POINT_METHODS[point]} but not "
+                f"{', '.join(missing)} (the {point} point needs both; "
+                "return None from a method you do not need)"
+            )
+        for attr, expected in methods.items():
+            if attr not in checked and hasattr(cls, attr):
+                checked.add(attr)
+                problem = _call_problem(cls, attr, expected)
+                if problem:
+                    problems.append(problem)
+    for proto in OPTIONAL_PROTOCOLS:
+        for attr, expected in _protocol_methods(proto).items():
+            if attr not in checked and hasattr(cls, attr):
+                checked.add(attr)
+                problem = _call_problem(cls, attr, expected)
+                if problem:
+                    problems.append(problem)
+    return problems
 
 
 def _load_file_class(reference: str, base_dir: Path) -> type:
@@ -148,6 +258,9 @@ def check_plugin(registry: Registry, name: str) -> str | None:
             f'plugin "{name}" ({source}): class {cls.__name__} has name '
             f"{getattr(cls, 'name', None)!r}; it must equal the registered name"
         )
+    problems = signature_problems(cls)
+    if problems:
+        return f'plugin "{name}" ({source}): ' + "; ".join(problems)
     if not points_of(cls):
         points = ", ".join(EXTENSION_POINTS)
         return (

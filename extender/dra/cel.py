@@ -49,6 +49,11 @@ How upstream's environment is rebuilt on it:
   after checking, every use of ``device.attributes`` / ``device.capacity`` in the AST is
   pointed at a plain variable, a lookup at a view with the empty-map default (``_analyze``,
   on the checked AST read and edited through ``extender.dra.celast``).
+- The base environment's checks the C++ checker lacks run on the checked AST
+  (``_validate``: one type per list and map literal, valid ``matches`` / ``duration`` /
+  ``timestamp`` literals); cel-go's cross-type numeric ordering (``1 < 1.5``), which the C++
+  checker rejects and its runtime supports, compiles by skipping the checker when those are
+  its only errors.
 - Error texts: the C++ runtime's words are rewritten to cel-go's (``no such key: x``,
   ``division by zero``, ``no such overload: f``, ``index '3' out of range in list size '1'``,
   the result conversion errors of ``DeviceMatches``).
@@ -77,7 +82,6 @@ Known differences (none reachable by the selectors DRA drivers document):
 - ``quantity(...).isGreaterThan(semver(...))`` is a runtime ``no such overload`` (upstream: a
   compile error); ``isInteger()``/``asInteger()`` of a quantity written with fraction digits
   that is still integral (``"1.0"``, ``"1.5Ki"``) succeed (see ``extender.dra.quantity``).
-- ``find``/``findAll`` use Python's ``re`` (Go: RE2); the two agree on the common syntax.
 - A quantity or semver value shows its one message field (``.value``, ``.version``) and can be
   built as a message literal (``kubernetes.Quantity{...}``); upstream's types have neither.
 - A lookup with a computed domain key (``device.attributes[k]``, ``k`` not a constant) of a
@@ -94,6 +98,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
+import re2
 from cel_expr_python import cel
 from cel_expr_python.ext import ext_bindings, ext_optional, ext_strings
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory, struct_pb2
@@ -313,27 +318,45 @@ def _less_than(a: Any, b: Any) -> bool:
     return _compare("isLessThan", a, b) == -1
 
 
+def _re2_options() -> Any:
+    options = re2.Options()
+    options.log_errors = False  # an invalid pattern is the caller's error, not a log line
+    return options
+
+
+_RE2_OPTIONS = _re2_options()
+
+
 @lru_cache(maxsize=256)
-def _regex(pattern: str) -> re.Pattern[str]:
+def _regex(pattern: str) -> Any:
+    """RE2, as Go's regexp: linear time (a selector is hostile input; Python's re is not)."""
     try:
-        return re.compile(pattern)
-    except re.error as e:
-        raise CELError(f"Illegal regex: {e}") from None
+        return re2.compile(pattern, options=_RE2_OPTIONS)
+    except re2.error as e:
+        detail = (
+            e.args[0].decode(errors="replace") if e.args and isinstance(e.args[0], bytes) else e
+        )
+        raise CELError(f"Illegal regex: error parsing regexp: {detail}") from None
 
 
 def _find(text: str, pattern: str) -> str:
     """regex.go ``find``: the leftmost match, or the empty string."""
     match = _regex(pattern).search(text)
-    return match.group(0) if match else ""
+    return str(match.group(0)) if match else ""
 
 
 def _find_all(text: str, pattern: str, limit: int = -1) -> list[str]:
-    """regex.go ``findAll`` (Go's ``FindAllString``: a negative limit means all)."""
+    """regex.go ``findAll``: Go's ``FindAllString`` (a negative limit means all; an empty
+    match right after the previous match is skipped)."""
     if limit == 0:
         return []
-    found = []
+    found: list[str] = []
+    previous_end = -1
     for match in _regex(pattern).finditer(text):
-        found.append(match.group(0))
+        if match.start() == match.end() == previous_end:
+            continue
+        previous_end = match.end()
+        found.append(str(match.group(0)))
         if 0 < limit <= len(found):
             break
     return found
@@ -447,7 +470,7 @@ def _kubernetes_library() -> cel.CelExtension:
                 o("is_semver_string_bool", B, [STR, B], _is_semver_normalize),
             ],
         ),
-        # regex.go (Go's RE2 syntax; Python's re agrees on the common subset)
+        # regex.go (RE2, as Go's regexp)
         f("find", [o("string_find_string", STR, [STR, STR], _find, True)]),
         f(
             "findAll",
@@ -718,6 +741,9 @@ class _DeviceValues:
             )
         except CELError as e:
             self.error = e
+        except (ValueError, TypeError, OverflowError) as e:
+            # Input no API server would have taken (a device from a file may hold anything).
+            self.error = CELError(f"invalid device: {e}")
 
 
 # Keyed by identity (a CELDevice holds dicts: it has no hash). The allocator builds one
@@ -853,6 +879,84 @@ def _string_constant(node: Any) -> str | None:
     return str(node.const_expr.string_value)
 
 
+@lru_cache(maxsize=1)
+def _literal_checks() -> dict[str, Any]:
+    """Programs that try a literal the way cel-go's literal validators do (by evaluating it)."""
+    env = cel.NewEnv(variables={"p": _T.STRING})
+    return {
+        "matches": env.compile('"".matches(p)'),
+        "duration": env.compile("duration(p)"),
+        "timestamp": env.compile("timestamp(p)"),
+    }
+
+
+def _literal_is_valid(function: str, text: str) -> bool:
+    result = _literal_checks()[function].eval(data={"p": text})
+    return bool(result.type() != _T.ERROR)
+
+
+def _validate(checked: Any, expression: str) -> str | None:
+    """The checks of Kubernetes' base environment the C++ checker does not make.
+
+    ``cel.HomogeneousAggregateLiterals`` and ``ValidateHomogeneousAggregateLiterals``: the
+    elements of a list literal, and the keys and the values of a map literal, have one type
+    (inside ``format`` a dyn element is allowed); ``ValidateRegexLiterals``,
+    ``ValidateDurationLiterals``, ``ValidateTimestampLiterals``: a literal argument of
+    ``matches``, ``duration`` and ``timestamp`` must be valid. Errors in cel-go's words, in
+    source order.
+    """
+    types = checked.type_map
+    errors: list[tuple[int, str]] = []
+
+    def mismatch(node: Any, expected: Any, found: Any) -> None:
+        errors.append(
+            (
+                node.id,
+                f"expected type '{celast.type_name(expected)}' but found "
+                f"'{celast.type_name(found)}'",
+            )
+        )
+
+    def homogeneous(nodes: list[Any], in_format: bool) -> None:
+        previous = None
+        for node in nodes:
+            current = types.get(node.id)
+            if current is None:
+                continue
+            if previous is None or previous.SerializeToString() == current.SerializeToString():
+                previous = current
+            elif in_format and (celast.is_dyn(previous) or celast.is_dyn(current)):
+                previous = current if celast.is_dyn(current) else previous
+            else:
+                mismatch(node, previous, current)
+                return
+
+    stack: list[tuple[Any, bool]] = [(checked.expr, False)]
+    while stack:
+        node, in_format = stack.pop()
+        kind = node.WhichOneof("expr_kind")
+        if kind == "list_expr":
+            homogeneous(list(node.list_expr.elements), in_format)
+        elif kind == "struct_expr" and not node.struct_expr.message_name:
+            entries = node.struct_expr.entries
+            homogeneous([e.map_key for e in entries if e.HasField("map_key")], in_format)
+            homogeneous([e.value for e in entries], in_format)
+        elif kind == "call_expr":
+            call = node.call_expr
+            function = call.function
+            if function in ("matches", "duration", "timestamp") and call.args:
+                literal = _string_constant(call.args[0])
+                if literal is not None and not _literal_is_valid(function, literal):
+                    errors.append((call.args[0].id, f"invalid {function} argument"))
+            in_format = in_format or function == "format"
+        stack.extend((child, in_format) for child in celast.children(node))
+    if not errors:
+        return None
+    positions = checked.source_info.positions
+    errors.sort(key=lambda e: positions.get(e[0], 0))
+    return "\n".join(celast.error_at(checked, i, expression, m) for i, m in errors)
+
+
 def _analyze(checked: Any, expression: str) -> tuple[str | None, _Lookups]:
     """Point device.attributes and device.capacity at plain variables; edits ``checked``.
 
@@ -868,14 +972,14 @@ def _analyze(checked: Any, expression: str) -> tuple[str | None, _Lookups]:
 
     Returns (compile error text or None, the looked-up keys).
     """
-    refs = checked.reference_map
+    refs = checked.reference_map if celast.is_checked(checked) else None
 
     def device_map(node: Any, bound: frozenset[str]) -> str | None:
         """ "attributes" or "capacity" if ``node`` is ``device.attributes`` / ``.capacity``."""
         if node.WhichOneof("expr_kind") != "select_expr" or node.select_expr.test_only:
             return None
         operand = node.select_expr.operand
-        if operand.WhichOneof("expr_kind") != "ident_expr" or operand.id not in refs:
+        if operand.WhichOneof("expr_kind") != "ident_expr":
             return None
         if operand.ident_expr.name != "device" or "device" in bound:
             return None  # a comprehension variable named device is not the device
@@ -912,7 +1016,8 @@ def _analyze(checked: Any, expression: str) -> tuple[str | None, _Lookups]:
         variable = lookup if node.id in lookups else exact
         node.ClearField("select_expr")
         node.ident_expr.name = variable
-        refs[node.id].name = variable
+        if refs is not None:
+            refs[node.id].name = variable
     variables = frozenset(
         node.ident_expr.name
         for node in celast.walk(checked.expr)
@@ -922,6 +1027,23 @@ def _analyze(checked: Any, expression: str) -> tuple[str | None, _Lookups]:
     return None, _Lookups(frozenset(keys["attributes"]), frozenset(keys["capacity"]), variables)
 
 
+_CROSS_TYPE_ORDERING = re.compile(
+    r"found no matching overload for '_(<|<=|>|>=)_' applied to "
+    r"'\((int|uint|double), (int|uint|double)\)'"
+)
+
+
+def _only_cross_type_ordering(message: str) -> bool:
+    """Whether every checker error is an ordering of two different numeric types."""
+    errors = [line for line in message.split("\n") if line.startswith("ERROR:")]
+    for line in errors:
+        found = _CROSS_TYPE_ORDERING.search(line)
+        if found is None or found[2] == found[3]:
+            return False
+    return bool(errors)
+
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 _UNDEFINED_FIELD = re.compile(r"undefined field '([^']*)' not found in struct '[^']*'")
 
 
@@ -933,12 +1055,18 @@ def _compile_message(message: str) -> str:
 def compile_expression(expression: str) -> CompilationResult:
     """``CompileCELExpression`` (StoredExpressions environment)."""
     env = _env()
+    # A lone surrogate (JSON "\ud800") cannot be UTF-8: Go's JSON decoder makes it U+FFFD.
+    source = _LONE_SURROGATE.sub("\ufffd", expression)
     try:
-        program = env.compile(expression)
+        program = env.compile(source)
     except RuntimeError as e:
-        return CompilationResult(
-            expression, CELError("compilation failed: " + _compile_message(str(e)))
-        )
+        message = _compile_message(str(e))
+        if not _only_cross_type_ordering(message):
+            return CompilationResult(expression, CELError("compilation failed: " + message))
+        # cel-go's CrossTypeNumericComparisons (Kubernetes' base environment): `1 < 1.5` and
+        # `q.asApproximateFloat() > 0` check there; the C++ checker has no such overloads
+        # (its runtime does). Such an expression is run unchecked: dispatch by the values.
+        program = env.compile(source, disable_check=True)
     output = program.return_type()
     if output != _T.BOOL and output != _T.DYN:
         return CompilationResult(
@@ -951,7 +1079,9 @@ def compile_expression(expression: str) -> CompilationResult:
         # Deeper than protobuf's nesting limit (100), past the parser's 32 levels only
         # through macros; upstream's parser allows 250 levels.
         return CompilationResult(expression, CELError("compilation failed: nested too deeply"))
-    error, lookups = _analyze(checked, expression)
+    error = _validate(checked, source) if celast.is_checked(checked) else None
+    if error is None:
+        error, lookups = _analyze(checked, source)
     if error is not None:
         if error.startswith("ERROR:"):
             error = "compilation failed: " + error

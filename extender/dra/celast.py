@@ -19,9 +19,21 @@ from typing import Any
 from google.protobuf import any_pb2, descriptor_pb2, descriptor_pool, message_factory
 from google.protobuf.message import DecodeError
 
-__all__ = ["DecodeError", "children", "decode", "encode", "error_at", "walk", "walk_scoped"]
+__all__ = [
+    "DecodeError",
+    "children",
+    "decode",
+    "encode",
+    "error_at",
+    "is_checked",
+    "is_dyn",
+    "type_name",
+    "walk",
+    "walk_scoped",
+]
 
 CHECKED_EXPR_TYPE_URL = "type.googleapis.com/cel.expr.CheckedExpr"
+PARSED_EXPR_TYPE_URL = "type.googleapis.com/cel.expr.ParsedExpr"
 
 _F = descriptor_pb2.FieldDescriptorProto
 _OPT, _REP = _F.LABEL_OPTIONAL, _F.LABEL_REPEATED
@@ -162,12 +174,26 @@ def _pool() -> descriptor_pool.DescriptorPool:
         types,
         "Type",
         [
+            ("dyn", 1, _MSG, ".cel.expr.Empty", _OPT, True),
+            ("null", 2, _I32, None, _OPT, True),
             ("primitive", 3, _I32, None, _OPT, True),
+            ("wrapper", 4, _I32, None, _OPT, True),
+            ("well_known", 5, _I32, None, _OPT, True),
             ("list_type", 6, _MSG, ".cel.expr.Type.ListType", _OPT, True),
             ("map_type", 7, _MSG, ".cel.expr.Type.MapType", _OPT, True),
             ("message_type", 9, _STR, None, _OPT, True),
+            ("type_param", 10, _STR, None, _OPT, True),
+            ("type", 11, _MSG, ".cel.expr.Type", _OPT, True),
+            ("error", 12, _MSG, ".cel.expr.Empty", _OPT, True),
+            ("abstract_type", 14, _MSG, ".cel.expr.Type.AbstractType", _OPT, True),
         ],
         oneof="type_kind",
+    )
+    _message(types, "Empty", [])
+    _message(
+        type_msg.nested_type,
+        "AbstractType",
+        [("name", 1, _STR), ("parameter_types", 2, _MSG, ".cel.expr.Type", _REP)],
     )
     _message(type_msg.nested_type, "ListType", [("elem_type", 1, _MSG, ".cel.expr.Type")])
     _message(
@@ -187,6 +213,11 @@ def _pool() -> descriptor_pool.DescriptorPool:
             ("expr_version", 6, _STR),
         ],
     )
+    _message(
+        types,
+        "ParsedExpr",
+        [("expr", 2, _MSG, ".cel.expr.Expr"), ("source_info", 3, _MSG, ".cel.expr.SourceInfo")],
+    )
     _map_entry(checked, "ReferenceMapEntry", _I64, (_MSG, ".cel.expr.Reference"))
     _map_entry(checked, "TypeMapEntry", _I64, (_MSG, ".cel.expr.Type"))
     pool = descriptor_pool.DescriptorPool()
@@ -198,21 +229,66 @@ _POOL = _pool()
 CheckedExpr: Any = message_factory.GetMessageClass(
     _POOL.FindMessageTypeByName("cel.expr.CheckedExpr")
 )
+ParsedExpr: Any = message_factory.GetMessageClass(
+    _POOL.FindMessageTypeByName("cel.expr.ParsedExpr")
+)
 
 
 def decode(serialized: bytes) -> Any:
-    """The CheckedExpr inside ``Expression.serialize()``."""
+    """The CheckedExpr (or, compiled without the checker, ParsedExpr) of ``serialize()``."""
     wrapper = any_pb2.Any()
     wrapper.ParseFromString(serialized)
-    checked = CheckedExpr()
-    checked.ParseFromString(wrapper.value)
-    return checked
+    message = ParsedExpr() if wrapper.type_url == PARSED_EXPR_TYPE_URL else CheckedExpr()
+    message.ParseFromString(wrapper.value)
+    return message
 
 
-def encode(checked: Any) -> bytes:
+def is_checked(message: Any) -> bool:
+    return bool(message.DESCRIPTOR.name == "CheckedExpr")
+
+
+def encode(message: Any) -> bytes:
     """What ``Env.deserialize()`` reads."""
-    wrapper = any_pb2.Any(type_url=CHECKED_EXPR_TYPE_URL, value=checked.SerializeToString())
+    url = CHECKED_EXPR_TYPE_URL if is_checked(message) else PARSED_EXPR_TYPE_URL
+    wrapper = any_pb2.Any(type_url=url, value=message.SerializeToString())
     return wrapper.SerializeToString()
+
+
+_PRIMITIVES = {1: "bool", 2: "int", 3: "uint", 4: "double", 5: "string", 6: "bytes"}
+_WELL_KNOWN = {1: "any", 2: "google.protobuf.Timestamp", 3: "google.protobuf.Duration"}
+
+
+def type_name(t: Any) -> str:
+    """cel-go's ``FormatCELType`` of a checked type."""
+    kind = t.WhichOneof("type_kind")
+    if kind == "primitive":
+        return _PRIMITIVES.get(t.primitive, "dyn")
+    if kind == "wrapper":
+        return f"wrapper({_PRIMITIVES.get(t.wrapper, 'dyn')})"
+    if kind == "well_known":
+        return _WELL_KNOWN.get(t.well_known, "dyn")
+    if kind == "list_type":
+        return f"list({type_name(t.list_type.elem_type)})"
+    if kind == "map_type":
+        return f"map({type_name(t.map_type.key_type)}, {type_name(t.map_type.value_type)})"
+    if kind == "message_type":
+        return str(t.message_type)
+    if kind == "type_param":
+        return str(t.type_param)
+    if kind == "type":
+        return f"type({type_name(t.type)})"
+    if kind == "null":
+        return "null_type"
+    if kind == "error":
+        return "*error*"
+    if kind == "abstract_type":
+        params = ", ".join(type_name(p) for p in t.abstract_type.parameter_types)
+        return f"{t.abstract_type.name}({params})" if params else str(t.abstract_type.name)
+    return "dyn"
+
+
+def is_dyn(t: Any) -> bool:
+    return t.WhichOneof("type_kind") in (None, "dyn")
 
 
 def children(expr: Any) -> Iterator[Any]:

@@ -46,8 +46,12 @@ _BINARY_SUFFIXES = {"Ki": 10, "Mi": 20, "Gi": 30, "Ti": 40, "Pi": 50, "Ei": 60}
 _SUFFIX_CHARS = frozenset("eEinumkKMGTP")
 _DIGITS = frozenset("0123456789")
 _NANO = -9
-# An exponent gap beyond this in add/sub would build a number with that many digits.
-_MAX_ALIGN = 100_000
+# Python converts at most 4300 digits between int and str: a quantity longer than _MAX_DIGITS
+# is refused, and add/sub refuse an exponent gap that would build a longer number (Go's
+# arbitrary-precision decimals take both).
+_MAX_DIGITS = 1000
+_MAX_ALIGN = 1000
+TOO_LONG = "quantity has too many digits"
 
 
 class QuantityError(ValueError):
@@ -217,6 +221,8 @@ def parse(text: str) -> Quantity:
         if not (num + denom).strip("0"):
             return Quantity(0, 0)  # Go's int64 path: ParseInt("0") succeeds
         raise QuantityError(NUMERIC)
+    if len(num) + len(denom) > _MAX_DIGITS:
+        raise QuantityError(TOO_LONG)
     magnitude = int(num + denom)
     if base == 10:
         exp10, exp2 = exponent - len(denom), 0

@@ -32,6 +32,8 @@ def _parse_uint(text: str) -> int:
     """Go's ``strconv.ParseUint(text, 10, 64)`` for a string of digits, with its errors."""
     if not text:
         raise SemverError('strconv.ParseUint: parsing "": invalid syntax')
+    if len(text) > 20:  # more digits than 2^64 has (and than Python converts unasked)
+        raise SemverError(f'strconv.ParseUint: parsing "{text}": value out of range')
     value = int(text)
     if value > _MAX_UINT64:
         raise SemverError(f'strconv.ParseUint: parsing "{text}": value out of range')

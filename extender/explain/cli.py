@@ -4,7 +4,8 @@ Reads the cluster once (read-only: nodes, pods, namespaces and the kinds the pro
 plugins read), runs the pod's profile on the pod as it is now, and prints every node's
 Filter verdict, the scores of the feasible nodes, the node(s) it would choose, and when
 nothing fits the FitError and what preemption would do. A bound pod is explained with
-itself taken out of its node. Nothing is written to the cluster.
+itself taken out of its node. Nothing is written to the cluster. The config's ``extenders:``
+are called with their read-only verbs (filter, prioritize), as kube-scheduler calls them.
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ import time
 from pathlib import Path
 
 from extender.cliutil import check_kubeconfig, connect
-from extender.config import ConfigError, load
+from extender.config import ConfigError, SchedulerConfig, load
+from extender.scheduler.http_extender import HTTPExtender
 
 from . import render
 from .cluster import (
@@ -24,8 +26,7 @@ from .cluster import (
     find_pod,
     kinds_read,
     list_cluster,
-    pick_profile,
-    scheduler_name,
+    profile_for_pods,
     without,
 )
 from .engine import Explainer, unbind
@@ -69,11 +70,26 @@ def main(argv: list[str]) -> int:
         return 2
 
 
+def extenders_of(config: SchedulerConfig | None) -> list[HTTPExtender]:
+    """The config's ``extenders:``, as the standalone scheduler calls them (the same HTTP
+    client); :class:`~extender.explain.engine.Explainer` uses their read-only verbs only."""
+    if config is None:
+        return []
+    try:
+        return [HTTPExtender(entry) for entry in config.extenders]
+    except (ValueError, OSError) as exc:  # a tlsConfig that does not load
+        raise InputError(f"{config.source}: extenders: {exc}") from None
+
+
 def _explain(args: argparse.Namespace, config, client) -> int:  # type: ignore[no-untyped-def]
-    pod = client.get_pod(args.namespace, args.pod)
+    try:
+        pod = client.get_pod(args.namespace, args.pod)
+    except Exception as exc:  # no connection, no permission: one line
+        raise InputError(f"reading pod {args.namespace}/{args.pod}: {exc}") from None
     if pod is None:
         raise InputError(f'pod "{args.pod}" not found in namespace "{args.namespace}"')
-    config, profile = pick_profile(config, args.profile or scheduler_name(pod))
+    config, profile, notes = profile_for_pods(config, [pod], args.profile)
+    extenders = extenders_of(config)
     start = time.perf_counter()
     try:
         cluster, timings = list_cluster(client, kinds_read([profile], config.registry))
@@ -86,7 +102,15 @@ def _explain(args: argparse.Namespace, config, client) -> int:  # type: ignore[n
         cluster, pod = without(cluster, pod), unbind(pod)
     fwk = dry_run_framework(config, profile, cluster)
     start = time.perf_counter()
-    explanation = Explainer(fwk).explain(pod, cluster.snapshot(), bound_to=bound_to)
+    explanation = Explainer(fwk, extenders=extenders).explain(
+        pod, cluster.snapshot(), bound_to=bound_to
+    )
+    explanation.notes[:0] = notes
+    if bound_to and extenders:
+        explanation.notes.append(
+            f"the extenders were called about a pod bound to {bound_to}: an extender that "
+            "reads pods from its own cache still counts it there"
+        )
     elapsed = time.perf_counter() - start
     if args.timings:
         print(

@@ -146,15 +146,79 @@ def scheduler_name(pod: dict) -> str:
     return (pod.get("spec") or {}).get("schedulerName") or DEFAULT_SCHEDULER
 
 
+def known_profiles(config: SchedulerConfig | None) -> list[str]:
+    """The profile names a scheduler with ``config`` runs; without a config, kube-scheduler's
+    default configuration: one profile, ``default-scheduler``."""
+    if config is None:
+        return [DEFAULT_SCHEDULER]
+    return [p.scheduler_name for p in config.profiles]
+
+
+def _profiles_of(config: SchedulerConfig | None) -> str:
+    names = ", ".join(known_profiles(config))
+    if config is None:
+        return (
+            f"without --config the only profile is {DEFAULT_SCHEDULER!r}, kube-scheduler's default"
+        )
+    return f"the config's profiles: {names}"
+
+
 def pick_profile(config: SchedulerConfig | None, name: str) -> tuple[SchedulerConfig, Profile]:
-    """The profile named ``name``; without a config, the default profile under that name."""
+    """The profile named ``name``; without a config, the default profile, which is named
+    ``default-scheduler`` (any other name is unknown, as to kube-scheduler's defaults)."""
+    if name not in known_profiles(config):
+        raise InputError(f"unknown profile {name!r} ({_profiles_of(config)})")
     if config is None:
         config = default_config(name)
     for profile in config.profiles:
         if profile.scheduler_name == name:
             return config, profile
-    names = ", ".join(p.scheduler_name for p in config.profiles)
-    raise InputError(f"unknown profile {name!r} (the config's profiles: {names})")
+    raise AssertionError(name)  # known_profiles lists exactly these
+
+
+def profile_for_pods(
+    config: SchedulerConfig | None, pods: list[dict], given: str | None
+) -> tuple[SchedulerConfig, Profile, list[str]]:
+    """The profile to run ``pods`` with and the notes to show: ``given`` (``--profile``), else
+    the pods' ``schedulerName``. A pod whose schedulerName no profile has is never scheduled
+    by this scheduler: without ``--profile`` that is an :class:`InputError` naming the known
+    profiles (not an answer for a profile the pod does not ask for); with it, a note."""
+    names = sorted({scheduler_name(p) for p in pods}) or [DEFAULT_SCHEDULER]
+    known = known_profiles(config)
+    profiles = _profiles_of(config)
+    unknown = [n for n in names if n not in known]
+    if given is None:
+        if unknown:
+            whose = _pods_naming(pods, unknown[0])
+            raise InputError(
+                f"unknown profile {unknown[0]!r}: {whose} spec.schedulerName names no profile "
+                f"({profiles}), so no scheduler with this configuration schedules "
+                f"it; check spec.schedulerName, or give the --config of the scheduler named "
+                f"{unknown[0]!r}"
+            )
+        if len(names) > 1:
+            raise InputError(
+                f"the pods name several profiles ({', '.join(names)}): give --profile, or "
+                "one profile's pods at a time"
+            )
+        given = names[0]
+    config, profile = pick_profile(config, given)
+    notes = [
+        f"{_pods_naming(pods, n)} spec.schedulerName {n!r} names no profile "
+        f"({profiles}), so no scheduler with this configuration schedules it; "
+        f"shown as profile {given!r} (--profile)"
+        for n in unknown
+    ]
+    return config, profile, notes
+
+
+def _pods_naming(pods: list[dict], name: str) -> str:
+    """``pod default/web's`` or ``3 pods'`` (those whose schedulerName is ``name``)."""
+    matching = [p for p in pods if scheduler_name(p) == name]
+    if len(matching) == 1:
+        meta = matching[0].get("metadata") or {}
+        return f"pod {meta.get('namespace') or 'default'}/{meta.get('name', '')}'s"
+    return f"{len(matching)} pods'"
 
 
 def dry_run_framework(

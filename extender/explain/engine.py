@@ -12,17 +12,25 @@ from one scheduling attempt, on purpose (as in :mod:`extender.testing`):
   of the framework: its client records the evictions it is asked for and writes nothing,
   no events, no metrics, no nominator. The victims are read from those recorded calls and
   the candidate node from the PostFilterResult.
+
+The config's ``extenders:`` (given as ``extenders``, e.g. the standalone scheduler's
+:class:`~extender.scheduler.http_extender.HTTPExtender` s) are called through the algorithm as
+kube-scheduler calls them, with their read-only verbs only (:class:`ReadOnlyExtender`: filter
+and prioritize; never bind, never preempt); what each did is in
+:attr:`Explanation.extenders`, and whatever was left out is said in :attr:`Explanation.notes`.
 """
 
 from __future__ import annotations
 
 import random
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from extender.framework.cycle_state import CycleState
-from extender.framework.handle import NoEvents, NoMetrics, NoNominator
+from extender.framework.handle import MAX_EXTENDER_PRIORITY, NoEvents, NoMetrics, NoNominator
+from extender.framework.normalize import MAX_NODE_SCORE
 from extender.framework.registry import Registry
 from extender.framework.runtime import Framework
 from extender.framework.schedule import (
@@ -83,6 +91,69 @@ class DryRunClient:
 
     def patch_resource_claim_status(self, namespace: str, name: str, patch: dict) -> dict:
         return {}
+
+
+@dataclass
+class ExtenderReport:
+    """What one configured extender did for one explanation."""
+
+    name: str
+    called: list[str] = field(default_factory=list)  # the verbs called, in order
+    error: str | None = None
+    ignorable: bool = False
+
+
+class ReadOnlyExtender:
+    """A configured extender as explain and simulate may call it: ``filter`` and
+    ``prioritize`` (they change nothing) go to it; it is never a binder and never asked to
+    preempt. Each call is recorded in :attr:`report` (reset per explanation)."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.name: str = inner.name
+        self.weight: int = inner.weight
+        self.ignorable: bool = inner.ignorable
+        self.report = ExtenderReport(self.name, ignorable=self.ignorable)
+
+    def reset(self) -> None:
+        self.report = ExtenderReport(self.name, ignorable=self.ignorable)
+
+    def is_interested(self, pod: dict) -> bool:
+        return bool(self.inner.is_interested(pod))
+
+    def is_filter(self) -> bool:
+        return bool(self.inner.is_filter())
+
+    def is_prioritizer(self) -> bool:
+        return bool(self.inner.is_prioritizer())
+
+    def is_binder(self) -> bool:
+        return False
+
+    def supports_preemption(self) -> bool:
+        return False
+
+    def _call(self, verb: str, fn: Any, *args: Any) -> Any:
+        self.report.called.append(verb)
+        try:
+            return fn(*args)
+        except Exception as exc:
+            self.report.error = f"{verb}: {exc}"
+            raise
+
+    def filter(
+        self, pod: dict, nodes: list[NodeInfo]
+    ) -> tuple[list[NodeInfo], dict[str, str], dict[str, str]]:
+        return self._call("filter", self.inner.filter, pod, nodes)  # type: ignore[no-any-return]
+
+    def prioritize(self, pod: dict, nodes: list[NodeInfo]) -> dict[str, int]:
+        return self._call("prioritize", self.inner.prioritize, pod, nodes)  # type: ignore[no-any-return]
+
+    def process_preemption(self, pod: dict, node_to_victims: dict) -> dict:
+        raise RuntimeError("dry run: extenders are not asked to preempt")
+
+    def bind(self, pod: dict, node_name: str) -> None:
+        raise RuntimeError("dry run: no binding")
 
 
 def dry_run_twin(fwk: Framework, client: DryRunClient | None = None) -> Framework:
@@ -168,6 +239,11 @@ class Explanation:
     preemption: PreemptionOutcome | None = None
     bound_to: str = ""
     diagnosis: Diagnosis = field(default_factory=Diagnosis)
+    # The config's extenders and what each did (empty: none configured, or not called).
+    extenders: list[ExtenderReport] = field(default_factory=list)
+    # What the explanation left out or could not know (extenders not called, a pod whose
+    # schedulerName no profile has): one sentence each, shown with the verdict.
+    notes: list[str] = field(default_factory=list)
 
     @property
     def feasible(self) -> list[str]:
@@ -210,12 +286,19 @@ class Explainer:
     never).
     """
 
-    def __init__(self, fwk: Framework, *, preemption: bool = True) -> None:
+    def __init__(
+        self, fwk: Framework, *, preemption: bool = True, extenders: Sequence[Any] = ()
+    ) -> None:
         self.fwk = fwk
         self.preemption = preemption
+        # Each configured extender, read-only (ReadOnlyExtender): filter and prioritize.
+        self.extenders = [
+            e if isinstance(e, ReadOnlyExtender) else ReadOnlyExtender(e) for e in extenders
+        ]
         self._twin: Framework | None = fwk if isinstance(fwk.client, DryRunClient) else None
         # The twin's client records evictions: one dry run at a time (the service's threads).
         self._lock = threading.Lock()
+        self._calls = threading.Lock()
 
     def _dry_run(self) -> Framework:
         if self._twin is None:
@@ -249,7 +332,43 @@ class Explainer:
         if len(snapshot) == 0:
             result.fit_error = NO_NODES_AVAILABLE
             return result
-        algorithm = SchedulingAlgorithm(rng=random.Random(0))
+        if not self.extenders:
+            self._run(result, pod, snapshot, candidates)
+            return result
+        with self._calls:  # the extenders' reports are per explanation
+            for extender in self.extenders:
+                extender.reset()
+            try:
+                self._run(result, pod, snapshot, candidates)
+            finally:
+                self._report_extenders(result)
+        return result
+
+    def _report_extenders(self, result: Explanation) -> None:
+        result.extenders = [e.report for e in self.extenders]
+        for report in result.extenders:
+            if report.error and report.ignorable:
+                result.notes.append(
+                    f"extender {report.name} (ignorable) failed ({report.error}); "
+                    "kube-scheduler goes on without it, and so did this explanation"
+                )
+        if result.preemption is not None and any(
+            e.inner.supports_preemption() for e in self.extenders
+        ):
+            result.notes.append(
+                "the preemption dry run did not ask the extenders' preemptVerb which victims "
+                "they accept"
+            )
+
+    def _run(
+        self,
+        result: Explanation,
+        pod: dict,
+        snapshot: Snapshot,
+        candidates: list[NodeInfo] | None,
+    ) -> None:
+        fwk = self.fwk
+        algorithm = SchedulingAlgorithm(self.extenders, rng=random.Random(0))
         state = CycleState()
         try:
             feasible, diagnosis = algorithm.find_nodes_that_fit(
@@ -257,7 +376,7 @@ class Explainer:
             )
         except SchedulingError as exc:
             result.error = exc.status.message
-            return result
+            return
         result.diagnosis = diagnosis
         passed = {info.name for info in feasible}
         listed = snapshot.node_info_list if candidates is None else candidates
@@ -268,33 +387,45 @@ class Explainer:
             result.nodes.append(NodeVerdict(info.name, status))
         if feasible:
             try:
-                self._score(result, state, pod, feasible)
+                self._score(result, algorithm, state, pod, feasible)
             except SchedulingError as exc:
                 result.error = exc.status.message
-            return result
+            return
         if self.preemption and fwk.has_post_filter_plugins():
             with self._lock:
                 result.preemption = self._preempt(pod, snapshot, diagnosis)
         result.fit_error = fit_error_message(len(snapshot), diagnosis)
-        return result
 
     def _score(
-        self, result: Explanation, state: CycleState, pod: dict, feasible: list[NodeInfo]
+        self,
+        result: Explanation,
+        algorithm: SchedulingAlgorithm,
+        state: CycleState,
+        pod: dict,
+        feasible: list[NodeInfo],
     ) -> None:
         fwk = self.fwk
-        algorithm = SchedulingAlgorithm(rng=random.Random(0))
         entries = algorithm.prioritize_nodes(fwk, state, pod, feasible)
         raw = _raw_scores(fwk, state, pod, feasible)
-        weights = fwk.score_weights
+        weights = dict(fwk.score_weights)
+        # An extender's 0..MAX_EXTENDER_PRIORITY answer counts x weight x 10 (upstream
+        # prioritizeNodes): shown as raw = its answer, normalized = answer x 10, its weight.
+        factor = MAX_NODE_SCORE // MAX_EXTENDER_PRIORITY
+        for extender in self.extenders:
+            if "prioritize" in extender.report.called and not extender.report.error:
+                weights[extender.name] = extender.weight
+                result.score_weights[extender.name] = extender.weight
         by_name = {v.name: v for v in result.nodes}
         for entry in entries:
             verdict = by_name[entry.name]
             verdict.total = entry.total_score
             for plugin, weighted in entry.scores.items():
-                weight = weights.get(plugin, 1)
-                verdict.scores[plugin] = PluginScore(
-                    raw.get((entry.name, plugin)), weighted // weight, weighted
-                )
+                weight = weights.get(plugin, 1) or 1
+                normalized = weighted // weight
+                raw_score = raw.get((entry.name, plugin))
+                if plugin not in fwk.score_weights:
+                    raw_score = normalized // factor  # an extender's own answer
+                verdict.scores[plugin] = PluginScore(raw_score, normalized, weighted)
         best = max(entry.total_score for entry in entries)
         result.chosen = sorted(e.name for e in entries if e.total_score == best)
         for name in result.chosen:

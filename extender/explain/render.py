@@ -69,6 +69,11 @@ def to_dict(explanation: Explanation) -> dict[str, Any]:
         "preemption": preemption,
         "scoreWeights": dict(ex.score_weights),
         "nodes": [node_dict(v) for v in sorted(ex.nodes, key=_sort_key)],
+        "extenders": [
+            {"name": e.name, "called": list(e.called), "error": e.error, "ignorable": e.ignorable}
+            for e in ex.extenders
+        ],
+        "notes": list(ex.notes),
     }
 
 
@@ -82,7 +87,9 @@ def dumps(data: Any, output: str) -> str:
 
 
 def abbreviation(plugin: str) -> str:
-    """``NodeResourcesBalancedAllocation`` -> ``NRBA``."""
+    """``NodeResourcesBalancedAllocation`` -> ``NRBA``; an extender (its URL) -> ``EXT``."""
+    if "://" in plugin:
+        return "EXT"
     capitals = "".join(c for c in plugin if c.isupper())
     return capitals or plugin[:4]
 
@@ -126,6 +133,14 @@ def table(
     )
     feasible = sorted((v for v in ex.nodes if v.fits), key=_sort_key)
     rejected = [v for v in ex.nodes if not v.fits]
+    for note in ex.notes:
+        out += _wrap(f"Note: {note}", "")
+    called = [e for e in ex.extenders if e.called]
+    if called:
+        out += _wrap(
+            "Extenders called: " + ", ".join(f"{e.name} ({', '.join(e.called)})" for e in called),
+            "",
+        )
     if ex.error:
         out += _wrap(f"Error: {ex.error}", "")
     if ex.chosen:

@@ -13,16 +13,18 @@ import argparse
 import html
 import json
 import sys
-import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+
+from tqdm import tqdm
 
 from extender.config import ConfigError, load
 
 from . import render
-from .cluster import InputError, dry_run_framework, load_dump, load_objects, pick_profile
-from .cluster import scheduler_name as pod_scheduler_name
-from .simulate import Simulation, expand, placements_dict, utilisation
+from .cluster import InputError, dry_run_framework, load_dump, load_objects, profile_for_pods
+from .simulate import Simulation, apiserver_defaults, expand, placements_dict, utilisation
 
 PROG = "kube-extender simulate"
 
@@ -40,21 +42,22 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
-def _progress(label: str):  # type: ignore[no-untyped-def]
-    if not sys.stderr.isatty():
-        return None
-    start = time.monotonic()
+@contextmanager
+def _progress(label: str, quiet: bool) -> Iterator[Callable[[int, int], None] | None]:
+    """A progress bar on stderr while pods are placed, or None: only on a terminal, and not
+    under ``-o json``/``yaml`` (whose readers want the document alone). ``total`` 0: unknown
+    (``--max`` counts up to the first pod that does not fit)."""
+    if quiet or not sys.stderr.isatty():
+        yield None
+        return
+    with tqdm(desc=label, unit="pod", file=sys.stderr, leave=False, dynamic_ncols=True) as bar:
 
-    def report(done: int, total: int) -> None:
-        if done % 10 and done != total:
-            return
-        of = f"/{total}" if total else ""
-        sys.stderr.write(f"\r{label} {done}{of} ({time.monotonic() - start:.1f} s)")
-        if done == total:
-            sys.stderr.write("\n")
-        sys.stderr.flush()
+        def report(done: int, total: int) -> None:
+            if total and bar.total != total:
+                bar.total = total
+            bar.update(done - bar.n)
 
-    return report
+        yield report
 
 
 def main(argv: list[str]) -> int:
@@ -79,18 +82,32 @@ def _simulate(args: argparse.Namespace, config: Any) -> int:
         found += expand([o for o in load_objects(args.max) if o.get("kind") != "Pod"])[:1]
         if not found:
             raise InputError(f"{args.max}: no Pod (or controller template) in the file")
-        template = found[0]
-    first = template or (pods[0] if pods else {})
-    name = args.profile or pod_scheduler_name(first)
-    config, profile = pick_profile(config, name)
+        template = apiserver_defaults(found[0])
+    config, profile, notes = profile_for_pods(
+        config, pods + ([template] if template else []), args.profile
+    )
+    name = profile.scheduler_name
     fwk = dry_run_framework(config, profile, cluster, args.seed)
     sim = Simulation(fwk, cluster, args.seed)
     before = utilisation(sim.snapshot)
     report: dict[str, Any] = {"version": 1, "kind": "Simulation", "profile": name}
-    placements = sim.run(pods, _progress("scheduling")) if pods else []
+    report["extenders"] = extenders_not_called(config)
+    report["notes"] = notes + (
+        [
+            f"the config's extenders ({', '.join(e['urlPrefix'] for e in report['extenders'])}) "
+            "were not called: simulate is offline, so these placements are the profile's "
+            "plugins alone"
+        ]
+        if report["extenders"]
+        else []
+    )
+    quiet = args.output in ("json", "yaml")
+    with _progress("scheduling", quiet) as progress:
+        placements = sim.run(pods, progress) if pods else []
     report["placements"] = placements_dict(placements)
     if template is not None:
-        count, why, per_node = sim.max_replicas(template, args.limit, _progress("replicas"))
+        with _progress("replicas", quiet) as progress:
+            count, why, per_node = sim.max_replicas(template, args.limit, progress)
         report["max"] = {
             "pod": (template.get("metadata") or {}).get("name"),
             "replicas": count,
@@ -109,8 +126,18 @@ def _simulate(args: argparse.Namespace, config: Any) -> int:
     return 0
 
 
+def extenders_not_called(config: Any) -> list[dict[str, Any]]:
+    """The config's ``extenders:`` as the report lists them (``called`` is always false)."""
+    return [
+        {"urlPrefix": e.get("urlPrefix"), "called": False}
+        for e in (config.extenders if config is not None else ())
+    ]
+
+
 def table(report: dict[str, Any]) -> str:
     out: list[str] = []
+    for note in report.get("notes") or ():
+        out += render._wrap(f"Note: {note}", "")
     placements = report["placements"]
     if placements:
         placed = sum(1 for p in placements if p["node"])
@@ -159,6 +186,7 @@ def to_html(report: dict[str, Any], explanations: list[dict[str, Any]]) -> str:
     parts = [
         "<!doctype html><html><head><meta charset='utf-8'><title>kube-extender simulate</title>",
         f"<style>{HTML_STYLE}</style></head><body><h1>kube-extender simulate</h1>",
+        *(f"<p><b>Note:</b> {e(note)}</p>" for note in report.get("notes") or ()),
         "<input id='q' placeholder='filter rows (pod, node, plugin, reason)'>",
         "<h2>Placements</h2><table><tr><th>pod</th><th>node</th><th>priority</th>"
         "<th>victims</th><th>why not</th></tr>",

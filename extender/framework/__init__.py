@@ -60,10 +60,16 @@ from .normalize import (
 )
 from .profile import PluginSpec, Profile
 from .registry import Registry
+from .resources import Resource as ResourceAmounts
 from .runtime import Framework, ProfileError
 from .schedule import Diagnosis, FitError, SchedulingAlgorithm, SchedulingError, fit_error_message
 from .status import SKIP, Code, Status, is_non_success, is_success, unresolvable, unschedulable
 from .types import NodeInfo, NodeScore, PodInfo, PreFilterResult, QueuedPodInfo, Snapshot
+
+# `Resource` is the kind of object a cluster event is about (upstream's EventResource), not an
+# amount of CPU or memory: `EventResource` says so, `ResourceAmounts` is the amounts' type
+# (NodeInfo.requested / allocatable, PodInfo.requests). `Resource` stays, for compatibility.
+EventResource = Resource
 
 # The list is repeated in docs/plugin-api.md ("Public names"); a test keeps the two equal.
 __all__ = [
@@ -124,6 +130,7 @@ __all__ = [
     "StateNotFound",
     "NodeInfo",
     "PodInfo",
+    "ResourceAmounts",
     "NodeScore",
     "PreFilterResult",
     "MAX_NODE_SCORE",
@@ -134,6 +141,7 @@ __all__ = [
     "ClusterEventWithHint",
     "ActionType",
     "Resource",
+    "EventResource",
     "QueueingHint",
     # the runner (what the shells and extender.testing build)
     "Framework",

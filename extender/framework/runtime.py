@@ -101,6 +101,56 @@ def _first_invalid_score(values: np.ndarray | list[Any]) -> Any:
     )
 
 
+# What each point must return, in the words of the Error a wrong answer becomes.
+STATUS_OR_NONE = "None or a Status"
+PRE_FILTER_ANSWER = "a tuple (PreFilterResult | None, Status | None)"
+POST_FILTER_ANSWER = "a tuple (PostFilterResult | None, Status | None)"
+SCORE_ANSWER = "a tuple (int score, Status | None)"
+PERMIT_ANSWER = "a tuple (Status | None, timeout seconds)"
+
+
+class WrongAnswer(str):
+    """The detail of an Error for an answer of the wrong type: a plugin bug, so it is logged
+    as an exception is (a decision's Error status is not)."""
+
+
+def wrong_return(value: Any, expected: str) -> WrongAnswer:
+    """The detail of the Error for a plugin that returned ``value`` where ``expected`` was due
+    (e.g. ``True`` from Filter): the value's type and a short repr."""
+    text = repr(value)
+    if len(text) > 80:
+        text = text[:77] + "..."
+    return WrongAnswer(f"returned {type(value).__name__} {text}, expected {expected}")
+
+
+def _not_status(value: Any) -> bool:
+    return value is not None and not isinstance(value, Status)
+
+
+def _pair(value: Any) -> bool:
+    return isinstance(value, tuple) and len(value) == 2
+
+
+def _score_answer(answer: Any) -> bool:
+    """``(score, None | Status)``: checked inline-cheap, it runs per node and plugin."""
+    return (
+        isinstance(answer, tuple)
+        and len(answer) == 2
+        and (answer[1] is None or isinstance(answer[1], Status))
+    )
+
+
+def exception_text(exc: BaseException) -> str:
+    """An exception as the Error's detail: its message, with its type where the message alone
+    says nothing (``str(KeyError('x'))`` is ``'x'``; an empty message)."""
+    text = str(exc)
+    if not text:
+        return type(exc).__name__
+    if isinstance(exc, KeyError):
+        return f"{type(exc).__name__}: {text}"
+    return text
+
+
 class BatchFilter:
     """The batch forms' answer for one pod (:meth:`Framework.run_filter_batch`).
 
@@ -254,7 +304,15 @@ class Framework:
                 detail,
                 exc_info=detail,
             )
+        elif isinstance(detail, WrongAnswer):
+            log.error(
+                "profile %s: plugin %s failed at %s: %s", self.profile_name, plugin, point, detail
+            )
         self.metrics.plugin_error(plugin, point)
+        if isinstance(detail, BaseException):
+            status = error_status(plugin, point, exception_text(detail))
+            status.err = detail
+            return status
         return error_status(plugin, point, detail)
 
     # -- handle -------------------------------------------------------------------------
@@ -291,6 +349,15 @@ class Framework:
                     registered = list(plugin.events_to_register())
                 except Exception as exc:
                     self._failed(name, "preEnqueue", exc)
+                wrong = next(
+                    (e for e in registered or () if not isinstance(e, ClusterEventWithHint)), None
+                )
+                if wrong is not None:
+                    # e.g. a bare ClusterEvent: the queue could not match it; every event
+                    # requeues this plugin's pods instead.
+                    detail = wrong_return(wrong, "ClusterEventWithHint items")
+                    self._failed(name, "preEnqueue", WrongAnswer(f"events_to_register {detail}"))
+                    registered = None
             events[name] = registered or [
                 ClusterEventWithHint(ClusterEvent(Resource.WILDCARD, ActionType.ALL))
             ]
@@ -304,6 +371,8 @@ class Framework:
                 status = pre_enqueue(pod)
             except Exception as exc:
                 return self._failed(name, "preEnqueue", exc)
+            if _not_status(status):
+                return self._failed(name, "preEnqueue", wrong_return(status, STATUS_OR_NONE))
             if is_non_success(status):
                 if status.code == Code.ERROR:
                     return self._failed(name, "preEnqueue", status.message)
@@ -336,9 +405,17 @@ class Framework:
         subset_plugins: list[str] = []
         for name, pre_filter in self._calls["preFilter"]:
             try:
-                res, status = pre_filter(state, pod, nodes)
+                answer = pre_filter(state, pod, nodes)
             except Exception as exc:
                 return None, self._failed(name, "preFilter", exc), set()
+            if (
+                not _pair(answer)
+                or _not_status(answer[1])
+                or (answer[0] is not None and not isinstance(answer[0], PreFilterResult))
+            ):
+                detail = wrong_return(answer, PRE_FILTER_ANSWER)
+                return None, self._failed(name, "preFilter", detail), set()
+            res, status = answer
             if is_non_success(status):
                 if status.code == Code.SKIP:
                     state.skip_filter_plugins.add(name)
@@ -386,6 +463,8 @@ class Framework:
                     status = ext.remove_pod(state, pod, other, node_info)
             except Exception as exc:
                 return self._failed(plugin.name, point, exc)
+            if _not_status(status):
+                return self._failed(plugin.name, point, wrong_return(status, STATUS_OR_NONE))
             if is_non_success(status):
                 return self._failed(plugin.name, point, status.message)
         return None
@@ -445,6 +524,13 @@ class Framework:
                 continue
             if mask is None:
                 continue
+            if not isinstance(mask, np.ndarray) or mask.shape != (len(table),):
+                log.warning(
+                    "plugin %s: filter_batch %s, filtering per node",
+                    name,
+                    wrong_return(mask, f"None or a bool array of {len(table)} rows"),
+                )
+                continue
             if first is None:
                 first = np.full(len(table), NO_REJECT, dtype=np.int32)
             first[~mask & (first == NO_REJECT)] = k
@@ -491,13 +577,19 @@ class Framework:
                         status = table[signature]
                     else:
                         status = filter_(state, pod, node_info)
-                        if status is None or status.code != Code.ERROR:
+                        if status is None or (
+                            isinstance(status, Status) and status.code != Code.ERROR
+                        ):
                             if len(table) >= MEMO_SPECS_PER_NODE:
                                 table.clear()
                             table[signature] = status
             except Exception as exc:
                 return self._failed(name, "filter", exc)
-            if is_non_success(status):
+            if status is not None:
+                if not isinstance(status, Status):
+                    return self._failed(name, "filter", wrong_return(status, STATUS_OR_NONE))
+                if status.code == Code.SUCCESS:
+                    continue
                 if status.code not in REJECTED_CODES:
                     return self._failed(name, "filter", status.message)
                 status.plugin = name
@@ -539,9 +631,13 @@ class Framework:
         rejector = ""
         for name, post_filter in self._calls["postFilter"]:
             try:
-                res, status = post_filter(state, pod, filtered_node_status)
+                answer = post_filter(state, pod, filtered_node_status)
             except Exception as exc:
                 return None, self._failed(name, "postFilter", exc)
+            if not _pair(answer) or _not_status(answer[1]):
+                detail = wrong_return(answer, POST_FILTER_ANSWER)
+                return None, self._failed(name, "postFilter", detail)
+            res, status = answer
             if is_success(status):
                 return res, status or Status(Code.SUCCESS)
             if status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
@@ -565,6 +661,8 @@ class Framework:
                 status = pre_score(state, pod, nodes)
             except Exception as exc:
                 return self._failed(name, "preScore", exc)
+            if _not_status(status):
+                return self._failed(name, "preScore", wrong_return(status, STATUS_OR_NONE))
             if is_success(status):
                 continue
             if status.code == Code.SKIP:
@@ -602,6 +700,9 @@ class Framework:
                         NodeScore(info.name, v) for info, v in zip(nodes, listed, strict=True)
                     ]
                     status = ext.normalize_score(state, pod, node_scores)
+                    if _not_status(status):
+                        detail = wrong_return(status, STATUS_OR_NONE)
+                        return [], self._failed(name, "normalizeScore", detail)
                     if is_non_success(status):
                         return [], self._failed(name, "normalizeScore", status.message)
                     values = [ns.score for ns in node_scores]
@@ -647,6 +748,15 @@ class Framework:
             except Exception as exc:
                 log.warning("plugin %s: score_batch failed, scoring per node: %r", name, exc)
                 answer = None
+            if answer is not None and (
+                not isinstance(answer, np.ndarray) or answer.shape != (len(nodes),)
+            ):
+                log.warning(
+                    "plugin %s: score_batch %s, scoring per node",
+                    name,
+                    wrong_return(answer, f"None or an int array of {len(nodes)} scores"),
+                )
+                answer = None
             if answer is not None:
                 return answer, None
         values: list[int] = []
@@ -654,7 +764,10 @@ class Framework:
         try:
             if memo is None:
                 for info in nodes:
-                    value, status = score(state, pod, info)
+                    answer = score(state, pod, info)
+                    if not _score_answer(answer):
+                        return [], self._failed(name, "score", wrong_return(answer, SCORE_ANSWER))
+                    value, status = answer
                     if is_non_success(status):
                         return [], self._failed(name, "score", status.message)
                     values.append(value)
@@ -669,7 +782,10 @@ class Framework:
                 if hit is not None:
                     values.append(hit)
                     continue
-                value, status = score(state, pod, info)
+                answer = score(state, pod, info)
+                if not _score_answer(answer):
+                    return [], self._failed(name, "score", wrong_return(answer, SCORE_ANSWER))
+                value, status = answer
                 if is_non_success(status):
                     return [], self._failed(name, "score", status.message)
                 if len(table) >= MEMO_SPECS_PER_NODE:
@@ -718,6 +834,8 @@ class Framework:
                 status = reserve(state, pod, node_name)
             except Exception as exc:
                 return self._failed(name, "reserve", exc)
+            if _not_status(status):
+                return self._failed(name, "reserve", wrong_return(status, STATUS_OR_NONE))
             if is_non_success(status):
                 if status.code not in REJECTED_CODES:
                     return self._failed(name, "reserve", status.message)
@@ -739,9 +857,12 @@ class Framework:
         timeouts: dict[str, float] = {}
         for name, permit in self._calls["permit"]:
             try:
-                status, timeout = permit(state, pod, node_name)
+                answer = permit(state, pod, node_name)
             except Exception as exc:
                 return self._failed(name, "permit", exc)
+            if not _pair(answer) or _not_status(answer[0]):
+                return self._failed(name, "permit", wrong_return(answer, PERMIT_ANSWER))
+            status, timeout = answer
             if is_success(status):
                 continue
             if status.code in REJECTED_CODES:
@@ -794,6 +915,8 @@ class Framework:
                 status = pre_bind(state, pod, node_name)
             except Exception as exc:
                 return self._failed(name, "preBind", exc)
+            if _not_status(status):
+                return self._failed(name, "preBind", wrong_return(status, STATUS_OR_NONE))
             if is_non_success(status):
                 if status.code not in REJECTED_CODES:
                     return self._failed(name, "preBind", status.message)
@@ -808,6 +931,8 @@ class Framework:
                 status = bind(state, pod, node_name)
             except Exception as exc:
                 return self._failed(name, "bind", exc)
+            if _not_status(status):
+                return self._failed(name, "bind", wrong_return(status, STATUS_OR_NONE))
             if status is not None and status.code == Code.SKIP:
                 continue
             if is_non_success(status):

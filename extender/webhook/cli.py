@@ -1,4 +1,5 @@
-"""``kube-extender serve``: the extender service under gunicorn (gthread workers).
+"""``kube-extender serve``: the extender service under gunicorn (``server.ExtenderWorker``:
+an event loop for the connections, a thread pool for the app).
 
 Each gunicorn worker process builds the app once: the config, the framework, and one
 watch-fed cache shared by all of its request threads. Scale out with replicas.
@@ -10,6 +11,7 @@ import argparse
 import gc
 import logging
 import os
+import resource
 import ssl
 import sys
 import threading
@@ -21,6 +23,7 @@ from gunicorn.app.base import BaseApplication
 from extender import logs
 from extender.cliutil import add_log_flags, bind_type, check_kubeconfig, parse_bind
 from extender.config import ConfigError, SchedulerConfig, load
+from extender.framework.runtime import Framework, ProfileError
 
 from .server import ExtenderWorker, HealthListener
 
@@ -29,6 +32,10 @@ log = logging.getLogger("extender.webhook")
 
 class StartupError(Exception):
     pass
+
+
+# gunicorn's exit code when the app cannot load in a worker (gunicorn.arbiter.Arbiter).
+APP_LOAD_ERROR = 4
 
 
 def _profile(config: SchedulerConfig) -> Any:
@@ -43,6 +50,44 @@ def _profile(config: SchedulerConfig) -> Any:
         f"{config.source}: ExtenderConfiguration.profile: no profile named {wanted!r} "
         f"(profiles: {names})"
     )
+
+
+def offline_pods_problem(profile: Any, registry: Any) -> str | None:
+    """Why ``profile`` cannot be served without a cluster connection (a plugin that needs the
+    pods on each node), or ``None``."""
+    from extender.composition import kinds_read
+    from extender.framework.handle import PODS
+
+    if PODS not in kinds_read([profile], registry):
+        return None
+    need = ", ".join(sorted(n for n in profile.plugin_names() if PODS in registry.reads(n)))
+    return (
+        f"profile {profile.scheduler_name!r} enables {need}, which need the pods on each "
+        "node; the extender reads them from the cluster, but it has no cluster "
+        "connection: give --kubeconfig (or run in a cluster), or disable those plugins"
+    )
+
+
+def check_startup(config: SchedulerConfig, connected: bool, kubeconfig: str | None = None) -> None:
+    """What a worker would refuse at boot, checked in the parent before gunicorn forks (so
+    it is one line and exit 2, not a worker that fails to boot): the profile exists, the
+    kubeconfig loads, every plugin constructs (``cls(args, handle)``, once here with a handle
+    that has no cluster), and without a cluster connection no plugin needs the pods."""
+    profile = _profile(config)
+    if connected:
+        from extender.kube.kubeconfig import load_configuration
+
+        try:
+            load_configuration(kubeconfig)
+        except Exception as exc:  # any kubeconfig problem: one line (YAML errors span several)
+            raise StartupError(f"no cluster connection: {' '.join(str(exc).split())}") from exc
+    try:
+        Framework(profile, config.registry)
+    except ProfileError as exc:
+        raise StartupError(f"{config.source}: {exc}") from exc
+    problem = None if connected else offline_pods_problem(profile, config.registry)
+    if problem:
+        raise StartupError(problem)
 
 
 def has_cluster(kubeconfig: str | None) -> bool:
@@ -84,7 +129,6 @@ def build_app(
 ) -> Any:
     """The app of one worker process: framework, cache and informers, Flask routes."""
     from extender.composition import build_extender
-    from extender.framework.handle import PODS
 
     from .app import Metrics, create_app
     from .limits import BytesInFlight
@@ -99,7 +143,10 @@ def build_app(
     if connected:
         from extender.kube import KubeClient, api_client
 
-        client = KubeClient(api_client(kubeconfig))
+        try:
+            client = KubeClient(api_client(kubeconfig))
+        except Exception as exc:  # a kubeconfig that changed since the parent checked it
+            raise StartupError(f"no cluster connection: {exc}") from exc
     metrics = Metrics()
     parts = build_extender(
         profile,
@@ -108,13 +155,9 @@ def build_app(
         watch_pods=settings.watch_pods,
         metrics=metrics,
     )
-    if not connected and PODS in parts.kinds:
-        need = ", ".join(sorted(n for n in profile.plugin_names() if PODS in parts.reads(n)))
-        raise StartupError(
-            f"profile {profile.scheduler_name!r} enables {need}, which need the pods on each "
-            "node; the extender reads them from the cluster, but it has no cluster "
-            "connection: give --kubeconfig (or run in a cluster), or disable those plugins"
-        )
+    problem = None if connected else offline_pods_problem(profile, config.registry)
+    if problem:
+        raise StartupError(problem)
     parts.start()
     if parts.informers:
         threading.Thread(target=_freeze_after_sync, args=(parts.informers,), daemon=True).start()
@@ -136,15 +179,21 @@ def build_app(
         health.start(service.ready)
     budget = max_inflight_bytes or settings.max_request_bytes
     allowed = allowed_clients(settings, allowed_flags)
-    return create_app(
+    app = create_app(
         service,
         url_prefix=settings.url_prefix,
         max_request_bytes=settings.max_request_bytes,
         metrics=metrics,
-        body_budget=BytesInFlight(max(budget, settings.max_request_bytes)),
+        # The server admits bodies against the budget before it reads them (front.py):
+        # the app gets them whole and holds none itself.
+        body_budget=None,
         allowed_clients=allowed or None,
         bind_enabled=settings.bind_enabled,
     )
+    app.extensions["kube-extender"]["body_budget"] = BytesInFlight(
+        max(budget, settings.max_request_bytes)
+    )
+    return app
 
 
 def _freeze_after_sync(informers: list[Any]) -> None:
@@ -157,6 +206,23 @@ def _freeze_after_sync(informers: list[Any]) -> None:
         informer.wait_for_sync()
     gc.collect()
     gc.freeze()
+
+
+FD_HEADROOM = 256  # descriptors besides the verb connections: health, cluster, logs, pipes
+
+
+def open_file_limit(max_connections: int) -> int:
+    """Raise the soft open-file limit for ``max_connections`` plus headroom (the workers
+    inherit it); return the connection cap the limit allows, lower if the hard limit is."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    needed = max_connections + FD_HEADROOM
+    if soft != resource.RLIM_INFINITY and soft < needed:
+        target = needed if hard == resource.RLIM_INFINITY else min(needed, hard)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+        soft = target
+    if soft == resource.RLIM_INFINITY or soft >= needed:
+        return max_connections
+    return max(soft - FD_HEADROOM, 1)
 
 
 class _Server(BaseApplication):
@@ -174,10 +240,11 @@ class _Server(BaseApplication):
     def load(self) -> Any:
         try:
             return self.factory()
-        except (StartupError, ConfigError) as exc:
-            # A worker that cannot boot makes gunicorn exit with "Worker failed to boot".
+        except (StartupError, ConfigError, ProfileError) as exc:
+            # The parent checked all this before forking (check_startup); a config that
+            # changed since is reported the same way: exit APP_LOAD_ERROR, mapped to 2 in main.
             log.error("kube-extender serve: %s", exc)
-            sys.exit(4)
+            sys.exit(APP_LOAD_ERROR)
 
 
 def main(argv: list[str]) -> int:
@@ -199,7 +266,9 @@ def main(argv: list[str]) -> int:
         "(default %(default)s)",
     )
     parser.add_argument("--workers", type=int, default=1, help="processes (default %(default)s)")
-    parser.add_argument("--threads", type=int, default=8, help="threads per worker")
+    parser.add_argument(
+        "--threads", type=int, default=8, help="app threads per worker (complete requests)"
+    )
     parser.add_argument("--timeout", type=int, default=30, help="worker timeout in seconds")
     parser.add_argument(
         "--header-timeout",
@@ -216,9 +285,10 @@ def main(argv: list[str]) -> int:
     parser.add_argument(
         "--max-connections",
         type=int,
-        default=100,
-        help="open connections per worker, kept-alive ones included; above it, new ones "
-        "wait in the listen backlog (default %(default)s)",
+        default=2048,
+        help="open connections per worker, idle and slow ones included (they hold no "
+        "thread); at the cap a new connection closes the longest-idle one, else the one "
+        "slowest to send its headers, else it is answered 503 (default %(default)s)",
     )
     parser.add_argument(
         "--keepalive",
@@ -288,7 +358,8 @@ def main(argv: list[str]) -> int:
     # Fail fast in the parent on a bad config, before gunicorn forks workers.
     try:
         config = load(args.config)
-        _profile(config)
+        kubeconfig = args.kubeconfig or config.extender.kubeconfig
+        check_startup(config, not args.offline and has_cluster(kubeconfig), kubeconfig)
         check_client_auth(
             config.extender, allowed_clients(config.extender, args.allowed_client), args.ca_certs
         )
@@ -304,6 +375,14 @@ def main(argv: list[str]) -> int:
             print(f"kube-extender serve: --health-bind {args.health_bind}: {exc}", file=sys.stderr)
             return 2
 
+    max_connections = open_file_limit(args.max_connections)
+    if max_connections < args.max_connections:
+        log.warning(
+            "--max-connections %d lowered to %d: the open-file limit (ulimit -n) is %d",
+            args.max_connections,
+            max_connections,
+            resource.getrlimit(resource.RLIMIT_NOFILE)[0],
+        )
     ExtenderWorker.header_timeout = args.header_timeout
     ExtenderWorker.body_timeout = args.body_timeout
     options: dict[str, Any] = {
@@ -311,7 +390,7 @@ def main(argv: list[str]) -> int:
         "workers": args.workers,
         "threads": args.threads,
         "worker_class": "extender.webhook.server.ExtenderWorker",
-        "worker_connections": args.max_connections,
+        "worker_connections": max_connections,
         "timeout": args.timeout,
         "loglevel": args.log_level,
         "logger_class": "extender.webhook.server.JSONLogger",
@@ -333,15 +412,20 @@ def main(argv: list[str]) -> int:
         options.update(certfile=args.certfile, keyfile=args.keyfile)
         if args.ca_certs:
             options.update(ca_certs=args.ca_certs, cert_reqs=ssl.CERT_REQUIRED)
-    _Server(
-        options,
-        lambda: build_app(
-            args.config,
-            args.kubeconfig,
-            args.offline,
-            health,
-            args.max_inflight_bytes,
-            args.allowed_client,
-        ),
-    ).run()
+    try:
+        _Server(
+            options,
+            lambda: build_app(
+                args.config,
+                args.kubeconfig,
+                args.offline,
+                health,
+                args.max_inflight_bytes,
+                args.allowed_client,
+            ),
+        ).run()
+    except SystemExit as exc:
+        if exc.code == APP_LOAD_ERROR:
+            return 2  # a config error, already logged on one line by _Server.load
+        raise
     return 0

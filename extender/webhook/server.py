@@ -1,141 +1,124 @@
 """gunicorn, hardened for kube-extender: the worker class, the logger class, the health listener.
 
-* :class:`ExtenderWorker` is gunicorn's gthread worker with deadlines: a connection that has
-  not sent its request headers ``header_timeout`` seconds after its first byte, or its body
-  ``body_timeout`` seconds after its headers, is shut down (a watchdog on the worker's main
-  loop, which wakes at least once a second). A connection that sends nothing holds a thread
-  for at most ``FIRST_BYTE_WAIT`` seconds, then waits in the poller without one. gunicorn's
-  own error answers (400, 414, 431, ...) are JSON, ``{"error": ...}``, like the app's.
+* :class:`ExtenderWorker`: a gunicorn worker whose connections live in an asyncio event loop
+  (:mod:`extender.webhook.front`, HTTP/1.1 by ``h11``) and whose complete requests run in a
+  pool of ``--threads`` threads, all on the one WSGI app the worker built. Slow or idle
+  clients hold no thread: with a thousand connections dribbling their headers, the verbs and
+  ``/healthz`` on the same port answer in their usual time. Header and body deadlines, the
+  request limits and a cap on connections are the front's; its error answers (400, 413, 414,
+  431, 501, 503) are JSON, ``{"error": ...}``, like the app's. gunicorn's arbiter stays: worker
+  processes, heartbeats (``--timeout``), signals, graceful shutdown, logging.
 * :class:`JSONLogger` formats gunicorn's lines (arbiter, workers, access log) with the
   project's formatter (``extender.logs``), so ``--log-format json`` gives one object a line.
 * :class:`HealthListener`: ``/healthz`` and ``/readyz`` on a port of their own
   (``--health-bind``), served by a dedicated thread in every worker. The socket is bound by
-  the arbiter before it forks, so the workers share it like gunicorn's own listener. The
-  verb threads being all busy (slow clients, large bodies) does not delay a probe.
+  the arbiter before it forks, so the workers share it like gunicorn's own listener. All the
+  verb threads being busy (long requests) does not delay a probe.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import os
+import signal
 import socket
+import sys
 import threading
 import time
 from collections.abc import Callable
 from typing import Any
 
 import orjson
-from gunicorn import glogging, util
-from gunicorn.workers import gthread
+from gunicorn import glogging
+from gunicorn import sock as gsock
+from gunicorn.workers import base
 
 from extender import logs
 from extender.cliutil import parse_bind
 
+from .front import Front, Limits
+
 log = logging.getLogger("extender.webhook")
 
-FIRST_BYTE_WAIT = 0.5
-_DEFER = getattr(gthread, "_DEFER", None)
-_REASONS = {
-    400: "Bad Request",
-    403: "Forbidden",
-    414: "URI Too Long",
-    417: "Expectation Failed",
-    431: "Request Header Fields Too Large",
-    500: "Internal Server Error",
-    501: "Not Implemented",
-}
 
-
-def write_json_error(sock: Any, status_int: int, reason: str, mesg: str) -> None:
-    """gunicorn's ``util.write_error``, answering JSON instead of an HTML page."""
-    body = orjson.dumps({"error": mesg or reason})
-    head = (
-        f"HTTP/1.1 {status_int} {reason}\r\nConnection: close\r\n"
-        f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
-    )
-    util.write_nonblock(sock, head.encode("latin1") + body)
-
-
-class ExtenderWorker(gthread.ThreadWorker):
-    """gthread with header/body deadlines and JSON error answers. Set the class attributes
-    in the arbiter before it forks."""
+class ExtenderWorker(base.Worker):
+    """An event loop for the connections, a thread pool for the app. Set the class attributes
+    in the arbiter before it forks; the other limits come from gunicorn's settings
+    (``keepalive``, ``worker_connections``, ``threads``, ``limit_request_*``) and from the app
+    (``MAX_CONTENT_LENGTH``, and the body budget ``build_app`` puts in its extensions)."""
 
     header_timeout = 10.0
     body_timeout = 30.0
 
     def init_process(self) -> None:
-        # gunicorn answers malformed requests through util.write_error (worker process only).
-        util.write_error = write_json_error
-        self._deadlines: dict[int, tuple[float, Any, str]] = {}
-        self._deadline_lock = threading.Lock()
+        self.loop = asyncio.new_event_loop()
+        asyncio.set_event_loop(self.loop)
+        self.quick = False
         super().init_process()
 
-    def load_wsgi(self) -> None:
-        super().load_wsgi()
-        app = self.wsgi
+    def init_signals(self) -> None:
+        for sig in self.SIGNALS:
+            signal.signal(sig, signal.SIG_DFL)
+        add = self.loop.add_signal_handler
+        add(signal.SIGTERM, self._stop, False)
+        add(signal.SIGQUIT, self._stop, True)
+        add(signal.SIGINT, self._stop, True)
+        add(signal.SIGUSR1, self.log.reopen_files)
+        add(signal.SIGWINCH, lambda: None)
+        add(signal.SIGABRT, self._abort)
 
-        def with_body_deadline(environ: dict, start_response: Callable) -> Any:
-            # Headers are in: the body now has body_timeout; the app ends it once read.
-            key = threading.get_ident()
-            self._extend(key, self.body_timeout, "body")
-            environ["kube_extender.body_read"] = lambda: self._clear(key)
-            try:
-                return app(environ, start_response)
-            finally:
-                self._clear(key)
+    def _stop(self, quick: bool) -> None:
+        if quick and self.alive:
+            self.cfg.worker_int(self)
+        self.quick = self.quick or quick
+        self.alive = False
 
-        self.wsgi = with_body_deadline
+    def _abort(self) -> None:
+        self.alive = False
+        self.cfg.worker_abort(self)
+        sys.exit(1)
 
-    def _extend(self, key: int, seconds: float, what: str) -> None:
-        with self._deadline_lock:
-            entry = self._deadlines.get(key)
-            if entry is not None:
-                self._deadlines[key] = (time.monotonic() + seconds, entry[1], what)
+    def limits(self) -> Limits:
+        cfg = self.cfg
+        shared = getattr(self.wsgi, "extensions", {}).get("kube-extender", {})
+        max_body = getattr(self.wsgi, "config", {}).get("MAX_CONTENT_LENGTH")
+        return Limits(
+            header_timeout=self.header_timeout,
+            body_timeout=self.body_timeout,
+            keepalive=float(cfg.keepalive),
+            max_connections=cfg.worker_connections,
+            request_line=cfg.limit_request_line or 1 << 20,
+            field_size=cfg.limit_request_field_size or 1 << 20,
+            fields=cfg.limit_request_fields,
+            max_body=max_body or Limits.max_body,
+            budget=shared.get("body_budget"),
+        )
 
-    def _clear(self, key: int) -> None:
-        with self._deadline_lock:
-            self._deadlines.pop(key, None)
-
-    def handle(self, conn: Any) -> Any:
-        if _DEFER is not None and not conn.initialized and not getattr(conn, "data_ready", True):
-            # gunicorn waits 5 s for a first byte in a pool thread; wait less, then park the
-            # connection in the poller, where it holds no thread.
-            if not conn.wait_for_data(FIRST_BYTE_WAIT):
-                return _DEFER
-        key = threading.get_ident()
-        with self._deadline_lock:
-            self._deadlines[key] = (time.monotonic() + self.header_timeout, conn, "headers")
+    def run(self) -> None:
+        context = gsock.ssl_context(self.cfg) if self.cfg.is_ssl else None
+        self.front = Front(
+            self.wsgi,
+            self.limits(),
+            threads=self.cfg.threads,
+            access=self.log.access,
+            ssl_context=context,
+            loop=self.loop,
+        )
         try:
-            return super().handle(conn)
+            self.loop.run_until_complete(self._serve())
         finally:
-            self._clear(key)
+            self.loop.close()
 
-    def murder_pending(self) -> None:
-        super().murder_pending()
-        now = time.monotonic()
-        with self._deadline_lock:
-            expired = [(k, v) for k, v in self._deadlines.items() if v[0] <= now]
-            for key, _ in expired:
-                del self._deadlines[key]
-        for _, (_, conn, what) in expired:
-            timeout = self.header_timeout if what == "headers" else self.body_timeout
-            self.log.warning(
-                "closing the connection from %s: request %s not received within %ss",
-                _peer(conn.client),
-                what,
-                timeout,
-            )
-            try:
-                # The base class's shutdown, also for an SSL socket: it wakes the thread
-                # blocked in recv, which then gives the connection up.
-                socket.socket.shutdown(conn.sock, socket.SHUT_RDWR)
-            except OSError:
-                pass
-
-
-def _peer(addr: Any) -> str:
-    if isinstance(addr, tuple) and len(addr) >= 2:
-        return f"{addr[0]}:{addr[1]}"
-    return str(addr)
+    async def _serve(self) -> None:
+        await self.front.listen(listener.sock for listener in self.sockets)
+        while self.alive:
+            self.notify()
+            if self.ppid != os.getppid():
+                self.log.info("Parent changed, shutting down: %s", self)
+                break
+            await asyncio.sleep(1.0)
+        await self.front.shutdown(0.0 if self.quick else float(self.cfg.graceful_timeout))
 
 
 class JSONLogger(glogging.Logger):

@@ -177,10 +177,22 @@ def _kube_scheduler_config(name: str, extender: Extender, ignorable: bool) -> di
 
 
 class Soak:
-    def __init__(self, directory: Path, options: Options, out: Callable = print) -> None:
+    def __init__(
+        self,
+        directory: Path,
+        options: Options,
+        out: Callable = print,
+        progress: Callable[[str, float, str], None] | None = None,
+    ) -> None:
         self.dir = Path(directory)
         self.opt = options
         self.out = out
+        # progress(phase, seconds of the plan done, counts), about every second (python -m
+        # tests.chaos draws it on a terminal); the plan: minutes of churn, then the settle time.
+        self.progress = progress
+        # The phase: its name, when it began, the plan's seconds before it and its own.
+        self.phase = ("starting", 0.0, 0.0, 0.0)
+        self.finished = threading.Event()
         self.rng = random.Random(options.seed)
         self.report = Report()
         self.stop = threading.Event()
@@ -587,8 +599,20 @@ class Soak:
             if n and log.stem not in ("etcd", "kube-apiserver"):
                 self.report.findings.notes[f"watch expiry (410) lines in {log.stem}.log"] = n
 
+    def _show_progress(self) -> None:
+        while not self.finished.wait(1.0) and self.progress is not None:
+            name, began, before, length = self.phase
+            done = before + min(time.monotonic() - began, length)
+            counts = (
+                f"faults {sum(self.report.faults.values())}, "
+                f"pods created {self.report.churn['pods created']}, bound {len(self.bound_at)}"
+            )
+            self.progress(name, done, counts)
+
     def run(self) -> Report:
         t0 = time.monotonic()
+        if self.progress is not None:
+            threading.Thread(target=self._show_progress, daemon=True, name="progress").start()
         try:
             self.start()
             threads = [
@@ -598,6 +622,7 @@ class Soak:
             for thread in threads:
                 thread.start()
             t1 = time.monotonic()
+            self.phase = ("churn and faults", t1, 0.0, self.opt.minutes * 60)
             self.faults(until=t1 + self.opt.minutes * 60)
             remaining = t1 + self.opt.minutes * 60 - time.monotonic()
             if remaining > 0:
@@ -606,6 +631,7 @@ class Soak:
             for thread in threads:
                 thread.join(timeout=30)
             self.report.seconds["churn"] = time.monotonic() - t1
+            self.phase = ("settling", time.monotonic(), self.opt.minutes * 60, self.opt.settle)
             self._heal()
             t2 = time.monotonic()
             snap = self.settle()
@@ -614,6 +640,7 @@ class Soak:
             self.watch_expiries()
         finally:
             self.stop.set()
+            self.finished.set()
             for replica in self.replicas:
                 replica.stop()
             if getattr(self, "extender", None) and self.extender.proc is not None:
@@ -634,8 +661,13 @@ def _condition(pod: dict) -> str:
     return ""
 
 
-def run(directory: Path, options: Options, out: Callable = print) -> Report:
-    soak = Soak(directory, options, out)
+def run(
+    directory: Path,
+    options: Options,
+    out: Callable = print,
+    progress: Callable[[str, float, str], None] | None = None,
+) -> Report:
+    soak = Soak(directory, options, out, progress)
     report = soak.run()
     out(report.table())
     out(f"logs: {soak.cp.logs}")

@@ -103,3 +103,60 @@ def _config(tmp_path):  # noqa: ANN001, ANN202
         "profiles:\n- schedulerName: default-scheduler\n"
     )
     return path
+
+
+def test_explain_calls_the_configs_extender_and_refuses_unknown_profiles(
+    kube,
+    control_plane,
+    tmp_path,  # noqa: ANN001
+) -> None:
+    """A pod for a profile nobody serves stays Pending; explain with the config runs that
+    profile and the config's extender (a real HTTP extender rejecting one node); without the
+    config, its schedulerName is no profile: one line, exit 2. A plugin whose constructor
+    raises is one line and exit 2 too."""
+    from tests.unit.test_explain_extenders import RejectsB, serving
+
+    kc = str(control_plane.kubeconfig)
+    ns = kube.namespace
+    kube.scheduler_name = "e2e-explain"
+    for name in ("a", "b", "c"):
+        kube.create_node(f"{ns}-{name}", cpu="4")
+    kube.create_pod("waiting", cpu="1")
+    with serving(RejectsB, reject=f"{ns}-b", prefer=f"{ns}-c") as url:
+        config = tmp_path / "config.yaml"
+        config.write_text(
+            "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
+            "profiles:\n- schedulerName: e2e-explain\n"
+            f"extenders:\n- urlPrefix: {url}\n  filterVerb: filter\n"
+            "  prioritizeVerb: prioritize\n  weight: 5\n  nodeCacheCapable: true\n"
+        )
+        data = explain(control_plane, kube, "waiting", "--config", str(config))
+    by_name = {n["name"]: n for n in data["nodes"]}
+    assert by_name[f"{ns}-b"]["plugin"] == "Extender", by_name[f"{ns}-b"]
+    assert by_name[f"{ns}-b"]["reasons"] == ["node(s) had no licence"]
+    assert data["chosen"] == [f"{ns}-c"]
+    assert data["extenders"][0]["called"] == ["filter", "prioritize"]
+
+    unknown = run("explain", "waiting", "-n", ns, "--kubeconfig", kc)
+    assert unknown.returncode == 2, unknown.stderr
+    assert unknown.stderr.strip().count("\n") == 0
+    assert "unknown profile 'e2e-explain'" in unknown.stderr
+    assert "the only profile is 'default-scheduler'" in unknown.stderr
+
+    (tmp_path / "raising.py").write_text(
+        "class Raising:\n    name = 'Raising'\n"
+        "    def __init__(self, args, handle):\n        raise ValueError('no licence server')\n"
+        "    def filter(self, state, pod, node_info):\n        return None\n"
+    )
+    (tmp_path / "raising.yaml").write_text(
+        "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
+        "profiles:\n- schedulerName: e2e-explain\n  plugins:\n"
+        "    multiPoint:\n      enabled: [{name: Raising}]\n---\n"
+        "apiVersion: kube-extender.io/v1alpha1\nkind: ExtenderConfiguration\n"
+        "pluginModules: ['raising.py:Raising']\n"
+    )
+    raising = run("explain", "waiting", "-n", ns, "--kubeconfig", kc,
+                  "--config", str(tmp_path / "raising.yaml"))  # fmt: skip
+    assert raising.returncode == 2, raising.stderr
+    assert raising.stderr.strip().count("\n") == 0 and "Traceback" not in raising.stderr
+    assert "plugin 'Raising' failed to start: ValueError: no licence server" in raising.stderr

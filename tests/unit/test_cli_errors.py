@@ -12,6 +12,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 CONFIG = str(ROOT / "examples" / "extender-offline.yaml")
 MISSING = "/nonexistent/kubeconfig"
+# Exists, but is not a kubeconfig (a KubeSchedulerConfiguration).
+BROKEN = CONFIG
 NO_CLUSTER = {"KUBECONFIG": "", "KUBERNETES_SERVICE_HOST": "", "HOME": "/nonexistent-home"}
 
 CASES = [
@@ -22,6 +24,12 @@ CASES = [
     (["serve", "--config", CONFIG, "--health-bind", "8889"], {}, "--health-bind"),
     (["serve", "--config", CONFIG], {"KUBECONFIG": MISSING}, "KUBECONFIG"),
     (["serve", "--config", CONFIG, "--kubeconfig", MISSING], {}, "--kubeconfig"),
+    # A kubeconfig that exists but does not load: checked before gunicorn starts its workers.
+    (
+        ["serve", "--config", CONFIG, "--kubeconfig", BROKEN, "--health-bind", "off"],
+        {},
+        "no cluster connection",
+    ),  # fmt: skip
     (["run", "--config", CONFIG, "--log-level", "verbose"], {}, "--log-level"),
     (["run", "--config", CONFIG, "--metrics-bind", "10259"], {}, "--metrics-bind"),
     (["run", "--config", CONFIG, "--metrics-bind", "h:99999"], {}, "--metrics-bind"),

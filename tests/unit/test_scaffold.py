@@ -3,6 +3,7 @@ once the package's entry point is visible."""
 
 from __future__ import annotations
 
+import ast
 import os
 import subprocess
 import sys
@@ -74,6 +75,24 @@ def test_layout_and_entry_point(package: Path) -> None:
     assert project["entry-points"]["kube_extender.plugins"] == {
         "LabelScore": "label_score.plugin:LabelScore"
     }
+
+
+STABLE = {"extender.framework", "extender.testing"}
+
+
+def test_generated_code_imports_only_the_stable_api(package: Path) -> None:
+    """docs/plugin-api.md: a plugin and its tests use extender.framework and extender.testing
+    only; everything else of kube-extender may change in any release."""
+    for path in package.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            modules = []
+            if isinstance(node, ast.ImportFrom) and node.module:
+                modules = [node.module]
+            elif isinstance(node, ast.Import):
+                modules = [alias.name for alias in node.names]
+            for module in modules:
+                if module.split(".")[0] == "extender":
+                    assert module in STABLE, f"{path.name} imports {module}"
 
 
 def test_generated_tests_pass(package: Path) -> None:

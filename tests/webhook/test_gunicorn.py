@@ -185,8 +185,13 @@ def test_serve_refuses_pod_plugins_without_a_cluster(tmp_path: Path) -> None:
         text=True,
         timeout=60,
     )
-    assert proc.returncode != 0
-    assert "NodeResourcesFit" in proc.stderr and "no cluster connection" in proc.stderr
+    # Checked before gunicorn starts: one line and exit 2 (not a worker that fails to boot,
+    # gunicorn's log lines and its exit code 4).
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "gunicorn" not in proc.stderr, proc.stderr
+    assert lines[0].startswith("kube-extender serve: ")
+    assert "NodeResourcesFit" in lines[0] and "no cluster connection" in lines[0]
 
 
 def test_serve_names_the_bad_config_field(tmp_path: Path) -> None:

@@ -8,9 +8,8 @@ from pathlib import Path
 import pytest
 from rack_spread import ERR_REASON_MAINTENANCE, MAINTENANCE_ANNOTATION, RackSpread
 
-from extender.config import ConfigError
 from extender.framework import Code
-from extender.testing import Cluster, node, pod, run_plugin, run_profile
+from extender.testing import Cluster, ConfigError, node, pod, run_plugin, run_profile
 
 HERE = Path(__file__).resolve().parent.parent
 RACK = "example.com/rack"

@@ -22,8 +22,9 @@ import time
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
+from extender.dra.cel import CELCache, CELDevice, CELError
 from extender.dra.structured.capacity import (
     Quantity,
     UndefinedCapacityRequest,
@@ -51,12 +52,6 @@ ClassLister = Callable[[str], dict | None]
 _EXACT_COUNT = "ExactCount"
 _ALL = "All"
 _TAINT_EFFECTS_PREVENTING = ("NoSchedule", "NoExecute")
-
-
-class CELCacheLike(Protocol):
-    """What the allocator needs of ``extender.dra.cel.CELCache``."""
-
-    def get_or_compile(self, expression: str) -> Any: ...
 
 
 def _kobj(obj: dict) -> str:
@@ -160,6 +155,12 @@ class _MaxSizeExceeded(Exception):
     """Allocating would exceed the results limit of a claim: backtrack further."""
 
 
+# id(device dict) -> (that dict, its CEL input). The same device object (a slice in the
+# informer's cache) gets the same CELDevice in every scheduling cycle, which lets the CEL layer
+# keep each selector's answer per device. Bounded; the dict is kept to guard against id reuse.
+_CEL_DEVICES: dict[int, tuple[dict, CELDevice]] = {}
+_CEL_DEVICES_MAX = 1 << 16
+
 RequestKey = tuple[int, int, int]  # claim, request, subrequest
 DeviceKey = tuple[int, int, int, int]  # claim, request, subrequest, device
 Location = tuple[int, int, int]  # pool, slice, device
@@ -178,7 +179,7 @@ class Allocator:
         allocated_state: AllocatedState,
         class_lister: ClassLister,
         slices: Sequence[dict],
-        cel_cache: CELCacheLike,
+        cel_cache: CELCache,
     ) -> None:
         self.features = features
         self.allocated_state = allocated_state
@@ -206,7 +207,14 @@ class Allocator:
 
         ``deadline`` is a ``time.monotonic()`` value; past it, :class:`AllocationTimeout`.
         """
-        return _Run(self, node, list(claims), deadline).allocate()
+        try:
+            return _Run(self, node, list(claims), deadline).allocate()
+        except AllocatorError:
+            raise
+        except (ValueError, TypeError, AttributeError) as err:
+            # Malformed objects (a non-numeric count, a bad quantity, a list where a map
+            # belongs): the API server would have refused them; never a traceback.
+            raise AllocatorError(f"invalid input: {err}") from err
 
 
 class _Run:
@@ -226,7 +234,8 @@ class _Run:
         self.request_data: dict[RequestKey, _RequestData] = {}
         self.constraints: list[list[Constraint]] = [[] for _ in claims]
         self.matches: dict[tuple[DeviceID, RequestKey], bool] = {}
-        self.cel_devices: dict[DeviceID, Any] = {}
+        # Expression -> compiled selector, for this call (the shared cache takes a lock).
+        self.compiled: dict[str, Any] = {}
         # Counters consumed by devices being allocated, per pool name.
         self.consumed_counters: dict[str, CounterSets] = {}
         # Device -> indices of the claims it is being allocated for.
@@ -535,12 +544,16 @@ class _Run:
 
     def _fits_capacity(self, request: _Request, device_id: DeviceID, device: dict) -> bool:
         """``CmpRequestOverCapacity``; a request for a capacity the device lacks never fits."""
+        device_capacity = device.get("capacity")
+        if not device_capacity:
+            # Nothing to consume: fits unless the request names a capacity.
+            return not (request.capacity or {}).get("requests")
         consumed = self.state.aggregated_capacity.get(device_id) or {}
         try:
             return request_fits_capacity(
                 {name: Quantity.parse(q) for name, q in consumed.items()},
                 request.capacity,
-                device.get("capacity") or {},
+                device_capacity,
                 self.allocating_capacity.get(device_id),
             )
         except UndefinedCapacityRequest:
@@ -583,7 +596,10 @@ class _Run:
     ) -> bool:
         for i, selector in enumerate(selectors):
             expression = ((selector or {}).get("cel") or {}).get("expression") or ""
-            compiled = self.owner.cel_cache.get_or_compile(expression)
+            compiled = self.compiled.get(expression)
+            if compiled is None:
+                compiled = self.owner.cel_cache.get_or_compile(expression)
+                self.compiled[expression] = compiled
             if compiled.error is not None:
                 raise AllocatorError(
                     f"{self._selector_owner(key, device_class)}: selector #{i}: "
@@ -591,9 +607,7 @@ class _Run:
                 )
             try:
                 matched = compiled.device_matches(self._cel_device(device_id, device))
-            except AllocatorError:
-                raise
-            except Exception as err:  # the CEL layer's CELError (runtime errors)
+            except CELError as err:
                 raise AllocatorError(
                     f"{self._selector_owner(key, device_class)}: selector #{i}: "
                     f"CEL runtime error: {err}"
@@ -607,18 +621,19 @@ class _Run:
             return f"class {(device_class.get('metadata') or {}).get('name') or ''}"
         return f"claim {_kobj(self.claims[key[0]])}"
 
-    def _cel_device(self, device_id: DeviceID, device: dict) -> Any:
-        cel_device = self.cel_devices.get(device_id)
-        if cel_device is None:
-            from extender.dra.cel import CELDevice
-
-            cel_device = CELDevice(
-                driver=device_id[0],
-                attributes=device.get("attributes") or {},
-                capacity=device.get("capacity") or {},
-                allow_multiple_allocations=device.get("allowMultipleAllocations"),
-            )
-            self.cel_devices[device_id] = cel_device
+    def _cel_device(self, device_id: DeviceID, device: dict) -> CELDevice:
+        known = _CEL_DEVICES.get(id(device))
+        if known is not None and known[0] is device and known[1].driver == device_id[0]:
+            return known[1]
+        cel_device = CELDevice(
+            driver=device_id[0],
+            attributes=device.get("attributes") or {},
+            capacity=device.get("capacity") or {},
+            allow_multiple_allocations=device.get("allowMultipleAllocations"),
+        )
+        if len(_CEL_DEVICES) >= _CEL_DEVICES_MAX:
+            _CEL_DEVICES.clear()
+        _CEL_DEVICES[id(device)] = (device, cel_device)
         return cel_device
 
     # --- allocating one device -----------------------------------------------------------------
@@ -870,10 +885,15 @@ class _Run:
                 if f"{request.get('name') or ''}/{sub.get('name') or ''}" in names:
                     config.append({"source": "FromClaim", "requests": list(names)} | body)
 
-        result: dict[str, Any] = {"devices": {"results": entries}}
+        # As the API serves it: empty lists are omitted (omitempty).
+        devices: dict[str, Any] = {}
+        if entries:
+            devices["results"] = entries
         if config:
-            result["devices"]["config"] = config
-        selector = _node_selector(self.results[claim_index], self.node_name, _kobj(claim))
+            devices["config"] = config
+        result: dict[str, Any] = {"devices": devices}
+        claim_name = (claim.get("metadata") or {}).get("name") or ""
+        selector = _node_selector(self.results[claim_index], self.node_name, claim_name)
         if selector is not None:
             result["nodeSelector"] = selector
         return result

@@ -15,6 +15,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from decimal import ROUND_CEILING, ROUND_UP, Context, Decimal, localcontext
+from functools import lru_cache
 
 BINARY_SI = "BinarySI"
 DECIMAL_SI = "DecimalSI"
@@ -53,29 +54,7 @@ class Quantity:
             return text
         if isinstance(text, bool) or not isinstance(text, str | int | float):
             raise QuantityError(f"{text!r} is not a quantity")
-        raw = str(text).strip()
-        match = _QUANTITY_RE.match(raw)
-        if not raw or match is None or not (match.group(2) or match.group(3)):
-            raise QuantityError(f"{raw!r} is not a quantity")
-        sign, whole, fraction, suffix = match.groups()
-        number = Decimal(f"{sign}{whole or '0'}.{fraction or '0'}")
-        with localcontext(_CONTEXT):
-            if suffix in _DECIMAL_SUFFIXES:
-                value, fmt = number.scaleb(_DECIMAL_SUFFIXES[suffix]), DECIMAL_SI
-            elif suffix in _BINARY_SUFFIXES:
-                value, fmt = number * (2 ** _BINARY_SUFFIXES[suffix]), BINARY_SI
-            elif len(suffix) > 1 and suffix[0] in "eE" and re.fullmatch(r"[-+]?[0-9]+", suffix[1:]):
-                exponent = int(suffix[1:])
-                if abs(exponent) > _MAX_EXPONENT:
-                    raise QuantityError(f"{raw!r} is out of range")
-                value, fmt = number.scaleb(exponent), DECIMAL_EXPONENT
-            else:
-                raise QuantityError(f"{raw!r} is not a quantity (unable to parse suffix)")
-            # Non-zero values are rounded up (away from zero) to nano precision.
-            places = value.as_tuple().exponent
-            if value != 0 and isinstance(places, int) and places < -9:
-                value = value.quantize(_NANO, rounding=ROUND_UP)
-        return Quantity(value, fmt)
+        return _parse_text(str(text).strip())
 
     @staticmethod
     def from_int(value: int, fmt: str = BINARY_SI) -> Quantity:
@@ -105,6 +84,33 @@ class Quantity:
 
     def __str__(self) -> str:
         return canonical(self)
+
+
+@lru_cache(maxsize=4096)
+def _parse_text(raw: str) -> Quantity:
+    """Parsing is pure and the same few texts recur (capacities, counters): cached."""
+    match = _QUANTITY_RE.match(raw)
+    if not raw or match is None or not (match.group(2) or match.group(3)):
+        raise QuantityError(f"{raw!r} is not a quantity")
+    sign, whole, fraction, suffix = match.groups()
+    number = Decimal(f"{sign}{whole or '0'}.{fraction or '0'}")
+    with localcontext(_CONTEXT):
+        if suffix in _DECIMAL_SUFFIXES:
+            value, fmt = number.scaleb(_DECIMAL_SUFFIXES[suffix]), DECIMAL_SI
+        elif suffix in _BINARY_SUFFIXES:
+            value, fmt = number * (2 ** _BINARY_SUFFIXES[suffix]), BINARY_SI
+        elif len(suffix) > 1 and suffix[0] in "eE" and re.fullmatch(r"[-+]?[0-9]+", suffix[1:]):
+            exponent = int(suffix[1:])
+            if abs(exponent) > _MAX_EXPONENT:
+                raise QuantityError(f"{raw!r} is out of range")
+            value, fmt = number.scaleb(exponent), DECIMAL_EXPONENT
+        else:
+            raise QuantityError(f"{raw!r} is not a quantity (unable to parse suffix)")
+        # Non-zero values are rounded up (away from zero) to nano precision.
+        places = value.as_tuple().exponent
+        if value != 0 and isinstance(places, int) and places < -9:
+            value = value.quantize(_NANO, rounding=ROUND_UP)
+    return Quantity(value, fmt)
 
 
 def canonical(q: Quantity) -> str:

@@ -743,6 +743,15 @@ class DynamicResources:
                 return Status.error(f"{ERR_DEVICE_BINDING_TIMEOUT}: context deadline exceeded")
             time.sleep(self.binding_poll_interval)
 
+    def pre_bind_pre_flight(self, state: CycleState, pod: dict, node_name: str) -> Status | None:
+        """``PreBindPreFlight``: whether PreBind has work for this pod (Skip: no claims).
+        kube-scheduler v1.36 (NominatedNodeNameForExpectation) sets the pod's
+        ``nominatedNodeName`` before a PreBind with work; our loop does not call this yet."""
+        s = self._state(state)
+        if isinstance(s, Status):
+            return s
+        return SKIP if s.claims.empty() else None
+
     def _bind_claim(self, client: Any, s: _State, index: int, pod: dict, node_name: str) -> dict:
         """``bindClaim``: record the allocation from Reserve (after the finalizer) and the
         pod in ``reservedFor``; on a conflict, again with a fresh claim. The extended-resource

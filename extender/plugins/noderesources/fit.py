@@ -248,6 +248,13 @@ class NodeResourcesFit:
         state.write(PRE_FILTER_KEY, _PreFilterState(request, self._delegated(request)))
         return None, None
 
+    def is_schedulable_after_node_change(
+        self, pod: dict, old: dict | None, new: dict | None
+    ) -> QueueingHint:
+        """The node hint with the DeviceClasses' view of the pod's extended resources."""
+        delegated = self._delegated(compute_pod_resource_request(pod))
+        return is_schedulable_after_node_change(pod, old, new, delegated)
+
     def _delegated(self, request: Amounts) -> frozenset[str]:
         """The requested extended resources a DeviceClass provides (DRAExtendedResource, on
         in v1.36): NodeResourcesFit leaves them to DynamicResources on nodes without them."""
@@ -357,7 +364,7 @@ class NodeResourcesFit:
             # A new node, or more allocatable on one.
             ClusterEventWithHint(
                 ClusterEvent(Resource.NODE, ActionType.ADD | ActionType.UPDATE_NODE_ALLOCATABLE),
-                is_schedulable_after_node_change,
+                self.is_schedulable_after_node_change,
             ),
             # DRAExtendedResource: a class may now provide an extended resource the pod asks.
             ClusterEventWithHint(
@@ -432,19 +439,28 @@ def is_schedulable_after_pod_scale_down(target: dict, old: dict, new: dict) -> b
     return False
 
 
-def is_schedulable_after_node_change(pod: dict, old: dict | None, new: dict | None) -> QueueingHint:
-    """Queue when the new/updated node could host the pod and (if updated) grew where it counts."""
-    if new is None or fits(pod, NodeInfo(new)):
+def is_schedulable_after_node_change(
+    pod: dict, old: dict | None, new: dict | None, delegated: frozenset[str] = frozenset()
+) -> QueueingHint:
+    """Queue when the new/updated node could host the pod and (if updated) grew where it counts.
+    ``delegated``: the pod's extended resources a DeviceClass provides (DRAExtendedResource)."""
+    if new is None:
+        return QueueingHint.QUEUE_SKIP
+    request = compute_pod_resource_request(pod)
+    if insufficient_resources(request, NodeInfo(new), delegated=delegated):
         return QueueingHint.QUEUE_SKIP  # it would not fit even on the empty node
     if old is None:
         return QueueingHint.QUEUE
-    if not have_any_requested_resources_increased(pod, old, new):
+    if not have_any_requested_resources_increased(pod, old, new, delegated):
         return QueueingHint.QUEUE_SKIP
     return QueueingHint.QUEUE
 
 
-def have_any_requested_resources_increased(pod: dict, old: dict, new: dict) -> bool:
-    """More pods allowed, or more allocatable of a resource the pod requests."""
+def have_any_requested_resources_increased(
+    pod: dict, old: dict, new: dict, delegated: frozenset[str] = frozenset()
+) -> bool:
+    """More pods allowed, or more allocatable of a resource the pod requests, or a requested
+    resource DRA now provides on the node."""
     request = compute_pod_resource_request(pod)
     before, after = NodeInfo(old).allocatable, NodeInfo(new).allocatable
     if after.allowed_pod_number > before.allowed_pod_number:
@@ -454,6 +470,10 @@ def have_any_requested_resources_increased(pod: dict, old: dict, new: dict) -> b
     if any(request.get(n) > 0 and after.get(n) > before.get(n) for n in NATIVE_RESOURCES):
         return True
     return any(
-        amount and after.scalar.get(name, 0) > before.scalar.get(name, 0)
+        amount
+        and (
+            after.scalar.get(name, 0) > before.scalar.get(name, 0)
+            or (name in delegated and after.scalar.get(name, 0) <= 0)
+        )
         for name, amount in request.scalar.items()
     )

@@ -286,6 +286,20 @@ def test_string_extensions_and_bind(expression: str) -> None:
     assert _matches(expression)
 
 
+def test_regexes_are_re2() -> None:
+    # Linear time on a pattern that backtracks exponentially in Python's re (60 characters:
+    # 2^60 steps there), as Go's regexp is.
+    attributes = {"s": {"string": "a" * 60 + "!"}}
+    assert _matches(
+        'device.attributes["dra.example.com"].s.find("(a+)+$") == ""', attributes=attributes
+    )
+    # Go's FindAllString skips an empty match right after the previous match.
+    assert _matches('"a1b22".findAll("[0-9]*") == ["", "1", "22"]')
+    assert _matches('"abc".findAll("") == ["", "", "", ""]')
+    with pytest.raises(CELError, match="^Illegal regex: error parsing regexp: "):
+        _matches('"x".find("[") == ""')
+
+
 def test_attribute_without_a_domain_gets_the_drivers() -> None:
     attributes = {"model": {"string": "a100"}, "other.example.com/model": {"string": "h100"}}
     assert _matches('device.attributes["dra.example.com"].model == "a100"', attributes=attributes)
@@ -314,6 +328,28 @@ def test_optional_lookups_get_the_missing_domain_default_too() -> None:
     assert _matches(
         'device.attributes["dra.example.com"].?b.orValue(7) == 7', attributes=attributes
     )
+
+
+def test_cross_type_numeric_ordering_compiles() -> None:
+    # cel-go's CrossTypeNumericComparisons, on in Kubernetes' base environment since 1.28.
+    capacity = {"memory": {"value": "80Gi"}}
+    assert _matches("1 < 1.5")
+    assert not _matches("2 < 1.5")
+    assert _matches("1.5 >= 1u")
+    assert _matches(
+        'device.capacity["dra.example.com"].memory.asApproximateFloat() > 0', capacity=capacity
+    )
+    assert _matches(
+        'device.capacity["dra.example.com"].memory.asInteger() > 1.5e9 && '
+        'device.attributes["other.example.com"].size() == 0',
+        capacity=capacity,
+    )
+    # Equality is not ordering: still a type error, as in cel-go.
+    error = compile_expression("1 == 1.0").error
+    assert error is not None and "found no matching overload for '_==_'" in str(error)
+    # Another error alongside: the checker's errors are reported.
+    error = compile_expression("1 < 1.5 && device.foo").error
+    assert error is not None and "undefined field 'foo'" in str(error)
 
 
 def test_runtime_errors_are_cel_gos() -> None:
@@ -354,6 +390,33 @@ def test_compile_errors_are_upstreams() -> None:
     for expression, fragment in cases.items():
         error = compile_expression(expression).error
         assert error is not None and fragment in str(error), (expression, error)
+
+
+@pytest.mark.parametrize(
+    ("expression", "fragment"),
+    [
+        # HomogeneousAggregateLiterals / ValidateHomogeneousAggregateLiterals
+        ('[1, "a"].size() == 2', "1:5: expected type 'int' but found 'string'"),
+        ("[[1], [2u]].size() > 0", "expected type 'list(int)' but found 'list(uint)'"),
+        ('{"a": 1, "b": 2.0}.size() > 0', "expected type 'int' but found 'double'"),
+        ('{"a": 1, 1: 2}.size() > 0', "expected type 'string' but found 'int'"),
+        ("[dyn(1), 2].size() > 0", "expected type 'dyn' but found 'int'"),
+        # ValidateRegexLiterals, ValidateDurationLiterals, ValidateTimestampLiterals
+        ('"a".matches("[")', "1:13: invalid matches argument"),
+        ('duration("1x") > duration("1m")', "invalid duration argument"),
+        ('timestamp("nope") < timestamp("2020-01-01T00:00:00Z")', "invalid timestamp argument"),
+    ],
+)
+def test_the_base_environments_literal_checks(expression: str, fragment: str) -> None:
+    error = compile_expression(expression).error
+    assert error is not None and fragment in str(error), error
+
+
+def test_valid_literals_pass_the_checks() -> None:
+    assert _matches('"%s %d".format(["a", dyn(1)]) == "a 1"')  # format is exempt from dyn
+    assert _matches('"a1".matches("[a-z][0-9]")')
+    assert _matches('duration("1h30m") > duration("90s")')
+    assert _matches('["a", "b"].size() == 2 && {"a": 1}.size() == 1')
 
 
 def test_a_comprehension_variable_named_device_shadows_it() -> None:
@@ -413,3 +476,20 @@ def test_hostile_devices_are_errors_not_crashes(device: CELDevice, message: str)
     with pytest.raises(CELError) as raised:
         result.device_matches(device)
     assert str(raised.value) == message
+
+
+def test_lone_surrogates_are_replaced_as_gos_json_decoder_does() -> None:
+    assert _matches('"\ud800" == "\ufffd"')
+    with pytest.raises(CELError):
+        _matches(
+            'device.attributes["dra.example.com"].s == "x"', attributes={"s": {"string": "\ud800"}}
+        )
+
+
+def test_overlong_numbers_are_errors_not_crashes() -> None:
+    with pytest.raises(CELError, match="^capacity c: quantity has too many digits$"):
+        _matches("true", capacity={"c": {"value": "1" * 5000}})
+    with pytest.raises(CELError, match="value out of range"):
+        _matches("true", attributes={"v": {"version": "1" * 5000 + ".0.0"}})
+    with pytest.raises(CELError, match="^quantity arithmetic out of range$"):
+        _matches('quantity("1e2000").add(quantity("1")).sign() == 1')

@@ -263,3 +263,27 @@ def test_failed_pod_status_patch_then_unreserve_deletes_the_created_claim() -> N
     assert [verb for verb, _ in handle.client.writes][-2:] == ["update", "delete"]
     assert handle.claims == []
     assert pl.tracker.in_flight_count() == 0
+
+
+def test_node_resources_fit_hints_for_dra_extended_resources() -> None:
+    from extender.framework.events import QueueingHint
+    from extender.plugins.noderesources.fit import is_schedulable_after_device_class_event
+
+    pod = gpu_pod(1)
+    with_class = NodeResourcesFit({}, FakeHandle(classes=[gpu_class()]))  # type: ignore[arg-type]
+    without = NodeResourcesFit({}, FakeHandle())  # type: ignore[arg-type]
+    # A node without the resource: DRA may provide it only with a class.
+    assert with_class.is_schedulable_after_node_change(pod, None, node()) == QueueingHint.QUEUE
+    assert without.is_schedulable_after_node_change(pod, None, node()) == QueueingHint.QUEUE_SKIP
+    # A DeviceClass naming the resource (upstream isSchedulableAfterDeviceClassEvent).
+    plain = device_class("other")
+    assert is_schedulable_after_device_class_event(pod, None, gpu_class()) == QueueingHint.QUEUE
+    assert is_schedulable_after_device_class_event(pod, None, plain) == QueueingHint.QUEUE_SKIP
+    assert (
+        is_schedulable_after_device_class_event(pod, plain, {**plain, "spec": gpu_class()["spec"]})
+        == QueueingHint.QUEUE
+    )
+    assert (
+        is_schedulable_after_device_class_event(pod, gpu_class(), gpu_class())
+        == QueueingHint.QUEUE_SKIP
+    )
