@@ -58,8 +58,7 @@ class AllocatedDevices:
             if share is not None:
                 if consumable_capacity:
                     self.shared.add((*device, share))
-                    for name, quantity in (result.get("consumedCapacity") or {}).items():
-                        self.consumed.setdefault(device, {}).setdefault(name, []).append(quantity)
+                    self.consumed.append((device, dict(result.get("consumedCapacity") or {})))
                     continue
             self.devices.add(device)
 
