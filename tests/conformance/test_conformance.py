@@ -29,7 +29,9 @@ CI_SEEDS = range(1, 11)
 PODS_PER_SEED = 25
 SCORE_CHECKS_PER_SEED = 2
 VOLUME_SEEDS = range(1, 5)
-DRA_SEEDS = range(1, 5)
+# 1013: a multi-allocation device's share allocated, then more pods (regression: the allocated
+# state's consumed capacity)
+DRA_SEEDS = (1, 2, 3, 4, 1013)
 DEVICE_CHECKS_PER_SEED = 2
 BROKEN_PLUGIN_SEED = 4  # 9 of its first 10 pods meet a taint they do not tolerate
 
