@@ -58,7 +58,7 @@ test-binaries:
 bench: setup
 	$(BIN)/python bench/core.py
 
-bench-cluster: setup controlplane
+bench-cluster: setup test-binaries
 	$(BIN)/python bench/webhook.py
 	$(BIN)/python bench/extender_overhead.py
 	$(BIN)/python bench/throughput.py
@@ -66,7 +66,7 @@ bench-cluster: setup controlplane
 ## Differential tests against the real kube-scheduler: make conformance SEEDS=50
 SEEDS ?= 20
 PODS ?= 25
-conformance: setup controlplane
+conformance: setup test-binaries
 	$(BIN)/python -m tests.conformance --seeds $(SEEDS) --pods-per-seed $(PODS) --isolate
 	$(BIN)/python -m tests.conformance --volumes --seeds $(SEEDS) --pods-per-seed $(PODS) --isolate
 	$(BIN)/python -m tests.conformance --dra --seeds $(SEEDS) --pods-per-seed $(PODS) --isolate

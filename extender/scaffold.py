@@ -116,7 +116,7 @@ def main(argv: list[str]) -> int:
 
 PYPROJECT = """
 [build-system]
-requires = ["setuptools>=61"]
+requires = ["setuptools>=77"]
 build-backend = "setuptools.build_meta"
 
 [project]
@@ -133,8 +133,10 @@ test = ["pytest>=8"]
 [project.entry-points."{{group}}"]
 {{Name}} = "{{package}}.plugin:{{Name}}"
 
+# package-dir: an editable install is one path entry (setuptools' static mode, no warning).
 [tool.setuptools]
 packages = ["{{package}}"]
+package-dir = { "" = "." }
 """
 
 INIT = '''

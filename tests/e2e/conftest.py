@@ -1,7 +1,7 @@
 """Session fixtures: one real control plane (etcd + kube-apiserver) per test run.
 
-The binaries come from ``hack/build-controlplane.sh`` (``make controlplane``); a missing
-binary fails the run with that instruction rather than skipping.
+The binaries come from ``make controlplane`` and ``make test-binaries`` (``hack/build-*.sh``);
+a missing binary fails the run with that instruction rather than skipping.
 """
 
 from __future__ import annotations

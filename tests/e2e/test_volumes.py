@@ -1,6 +1,6 @@
 """The volume plugins of ``kube-extender run`` against real volume machinery: the upstream
 kube-controller-manager's PV binder and a dynamic provisioner on the external-provisioner
-library (``hack/provisioner``, built by ``make controlplane``).
+library (``hack/provisioner``, built by ``make test-binaries``).
 
 There is no kubelet: pods never run, so the tests assert bindings (pods' nodes, claims'
 volumes, PVs' node affinity), never Running.
