@@ -118,6 +118,7 @@ def test_rack_spread_standalone(rack_spread_installed, kube, control_plane, proc
     assert message == (
         "0/4 nodes are available: 1 node(s) were under maintenance, "
         "3 node(s) didn't match Pod's node affinity/selector. "
+        "no new claims to deallocate, "  # DynamicResources' PostFilter, as v1.36 writes it
         "preemption: 0/4 nodes are available: 4 Preemption is not helpful for scheduling."
     ), message
     kube.update_node(f"{ns}-a1", {"metadata": {"annotations": {MAINTENANCE: "false"}}})
