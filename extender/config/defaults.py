@@ -6,8 +6,8 @@ The default profile is upstream's MultiPoint list (upstream
 :data:`extender.plugins.IN_TREE_PLUGINS`, in upstream order and with upstream score weights.
 
 Upstream defaults that are absent here, because they need objects we do not model
-(ResourceClaims, node feature declarations, workloads): DynamicResources, and the feature-gated
-NodeDeclaredFeatures and GangScheduling. A config may still *disable* them (a file shared with a
+(node feature declarations, workloads): the feature-gated NodeDeclaredFeatures and
+GangScheduling. A config may still *disable* them (a file shared with a
 real kube-scheduler often does); enabling them is an error. NodeNumber (the teaching plugin)
 is in the registry but opt-in, so it is not in the default profile.
 """
@@ -50,6 +50,9 @@ DEFAULT_MULTI_POINT: tuple[PluginSpec, ...] = (
     PluginSpec("VolumeZone"),
     PluginSpec("PodTopologySpread", 2),
     PluginSpec("InterPodAffinity", 2),
+    # Before DefaultPreemption (upstream applyDynamicResources): deallocating an idle claim
+    # beats evicting a pod.
+    PluginSpec("DynamicResources", 2),
     PluginSpec("DefaultPreemption"),
     PluginSpec("NodeResourcesBalancedAllocation", 1),
     PluginSpec("ImageLocality", 1),
@@ -59,7 +62,6 @@ DEFAULT_MULTI_POINT: tuple[PluginSpec, ...] = (
 # Upstream plugins we do not implement: a config may disable them (no-op), not enable them.
 UPSTREAM_ONLY_PLUGINS: frozenset[str] = frozenset(
     {
-        "DynamicResources",
         "NodeDeclaredFeatures",
         "GangScheduling",
     }
@@ -76,6 +78,7 @@ ARG_KEYS: dict[str, frozenset[str]] = {
     "NodeAffinity": frozenset({"addedAffinity"}),
     "NodeNumber": frozenset({"permitTimeoutSeconds"}),
     "VolumeBinding": frozenset({"bindTimeoutSeconds", "shape"}),
+    "DynamicResources": frozenset({"filterTimeout", "bindingTimeout"}),
 }
 
 
@@ -146,6 +149,14 @@ def _volume_binding(args: dict) -> dict:
     return args
 
 
+def _dynamic_resources(args: dict) -> dict:
+    # Both defaults need feature gates that are on in v1.36 (DRASchedulerFilterTimeout;
+    # DRADeviceBindingConditions and DRAResourceClaimDeviceStatus).
+    args.setdefault("filterTimeout", "10s")
+    args.setdefault("bindingTimeout", "10m0s")
+    return args
+
+
 _DEFAULTERS = {
     "NodeResourcesFit": _fit,
     "NodeResourcesBalancedAllocation": _balanced,
@@ -155,6 +166,7 @@ _DEFAULTERS = {
     "NodeAffinity": lambda args: args,
     "NodeNumber": _node_number,
     "VolumeBinding": _volume_binding,
+    "DynamicResources": _dynamic_resources,
 }
 
 

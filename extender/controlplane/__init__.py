@@ -1,8 +1,9 @@
 """A real control plane on loopback: etcd, kube-apiserver, optionally kube-scheduler and
-kube-controller-manager (the PV binder only, for the volume tests).
+kube-controller-manager (the PV binder and the resource-claim controller only, for the volume and
+DRA tests).
 
 The binaries are built by ``hack/build-controlplane.sh`` into ``$KUBE_EXTENDER_CACHE/bin``.
-Without kubelet (and with at most the PV binder of controller-manager) two admission plugins
+Without kubelet (and with at most those two controllers of controller-manager) two admission plugins
 must be off: ``ServiceAccount`` (no default service account is ever created) and
 ``TaintNodesByCondition`` (it taints every new node not-ready and nothing would remove it).
 
@@ -314,13 +315,16 @@ class ControlPlane:
 
     def start_controller_manager(
         self,
-        controllers: str = "persistentvolume-binder",
+        controllers: str = "persistentvolume-binder,resourceclaim-controller",
         name: str = "kube-controller-manager",
         wait: bool = True,
     ) -> None:
-        """Start the real kube-controller-manager with only ``controllers`` (the PV binder by
-        default, for the volume tests: it binds claims to pre-bound PVs, marks delayed claims
-        for an external provisioner and binds what that provisions). The admin's credentials
+        """Start the real kube-controller-manager with only ``controllers``: by default the PV
+        binder, for the volume tests (it binds claims to pre-bound PVs, marks delayed claims
+        for an external provisioner and binds what that provisions), and the resource-claim
+        controller, for the DRA tests (it creates a pod's ResourceClaims from its
+        ResourceClaimTemplates, names them in ``pod.status.resourceClaimStatuses`` and drops
+        ``reservedFor`` entries of pods that are gone). The admin's credentials
         for the API and the delegated authentication/authorization of its secure port, no
         leader election, no per-controller service accounts (the ``ServiceAccount`` admission
         plugin and the token controller are off) and no cloud provider.

@@ -19,7 +19,14 @@ import yaml
 from extender.composition import kinds_read
 from extender.config import SchedulerConfig
 from extender.config.loader import default_config
-from extender.framework.handle import CACHE_KINDS, Kind, Services
+from extender.framework.handle import (
+    CACHE_KINDS,
+    DEVICE_CLASSES,
+    RESOURCE_CLAIMS,
+    RESOURCE_SLICES,
+    Kind,
+    Services,
+)
 from extender.framework.profile import Profile
 from extender.framework.runtime import Framework
 from extender.testing import Cluster
@@ -38,6 +45,14 @@ class InputError(ValueError):
 
 
 # -- live --------------------------------------------------------------------------------------
+
+# The ``kind`` of listed objects whose List answer drops it (the DRA kinds, so a listed
+# cluster reads like a ``kubectl get deviceclasses,resourceslices,resourceclaims -o yaml`` dump).
+OBJECT_KINDS: dict[Kind, str] = {
+    DEVICE_CLASSES: "DeviceClass",
+    RESOURCE_SLICES: "ResourceSlice",
+    RESOURCE_CLAIMS: "ResourceClaim",
+}
 
 
 def list_cluster(client: Any, kinds: Iterable[Kind]) -> tuple[Cluster, dict[str, float]]:
@@ -65,7 +80,9 @@ def list_cluster(client: Any, kinds: Iterable[Kind]) -> tuple[Cluster, dict[str,
     }
     for kind in sorted(set(kinds) - CACHE_KINDS, key=str):
         api_version = f"{kind.group}/{kind.version}" if kind.group else kind.version
-        objects[kind.name] = timed_list(kind.path, kind.name, api_version, "")
+        objects[kind.name] = timed_list(
+            kind.path, kind.name, api_version, OBJECT_KINDS.get(kind, "")
+        )
     return Cluster(nodes, pods, objects), timings
 
 

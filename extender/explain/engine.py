@@ -73,6 +73,25 @@ class DryRunClient:
     def patch_pod_status(self, namespace: str, name: str, patch: dict) -> dict | None:
         return None
 
+    # ResourceClaims: a dry run reads them from the cluster it was given and writes nothing.
+    def get_resource_claim(self, namespace: str, name: str) -> dict | None:
+        return None
+
+    def create_resource_claim(self, namespace: str, claim: dict) -> dict:
+        return claim
+
+    def delete_resource_claim(self, namespace: str, name: str) -> None:
+        return None
+
+    def update_resource_claim(self, claim: dict) -> dict:
+        return claim
+
+    def update_resource_claim_status(self, claim: dict) -> dict:
+        return claim
+
+    def patch_resource_claim_status(self, namespace: str, name: str, patch: dict) -> dict:
+        return {}
+
 
 @dataclass
 class ExtenderReport:

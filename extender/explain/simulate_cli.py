@@ -1,6 +1,7 @@
 """kube-extender simulate: offline what-if over a cluster dump, no cluster needed.
 
-``--cluster DUMP`` (``kubectl get nodes,pods,namespaces,... -A -o yaml``, multi-document
+``--cluster DUMP`` (``kubectl get nodes,pods,namespaces,... -A -o yaml``, with
+``deviceclasses,resourceslices,resourceclaims`` for pods with ResourceClaims; multi-document
 YAML, or a directory of such files); ``--pods FILE`` (pods, or Deployments, StatefulSets,
 Jobs, ReplicaSets expanded to their pods) are scheduled in queue order as ``kube-extender
 run`` would; ``--max PODSPEC`` answers how many more replicas of a pod fit.

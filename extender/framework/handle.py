@@ -69,6 +69,10 @@ STORAGE_CLASSES = Kind("storage.k8s.io", "v1", "storageclasses", namespaced=Fals
 CSI_NODES = Kind("storage.k8s.io", "v1", "csinodes", namespaced=False)
 CSI_DRIVERS = Kind("storage.k8s.io", "v1", "csidrivers", namespaced=False)
 CSI_STORAGE_CAPACITIES = Kind("storage.k8s.io", "v1", "csistoragecapacities")
+# Dynamic Resource Allocation (the DynamicResources plugin), resource.k8s.io/v1.
+DEVICE_CLASSES = Kind("resource.k8s.io", "v1", "deviceclasses", namespaced=False)
+RESOURCE_SLICES = Kind("resource.k8s.io", "v1", "resourceslices", namespaced=False)
+RESOURCE_CLAIMS = Kind("resource.k8s.io", "v1", "resourceclaims")
 
 # Kinds the cache itself feeds from (not served by ``Handle.lister``).
 CACHE_KINDS = frozenset({PODS, NAMESPACES})
@@ -154,6 +158,20 @@ class Client(Protocol):
     ) -> dict | None: ...
 
     def patch_pod_status(self, namespace: str, name: str, patch: dict) -> dict | None: ...
+
+    # ResourceClaims (DynamicResources: Reserve's allocation written in PreBind, PostFilter's
+    # deallocation, Unreserve's release). The claim's resourceVersion guards each update.
+    def get_resource_claim(self, namespace: str, name: str) -> dict | None: ...
+
+    def create_resource_claim(self, namespace: str, claim: dict) -> dict: ...
+
+    def delete_resource_claim(self, namespace: str, name: str) -> None: ...
+
+    def update_resource_claim(self, claim: dict) -> dict: ...
+
+    def update_resource_claim_status(self, claim: dict) -> dict: ...
+
+    def patch_resource_claim_status(self, namespace: str, name: str, patch: dict) -> dict: ...
 
 
 class Metrics(Protocol):

@@ -320,6 +320,46 @@ class KubeClient:
             content_type=STRATEGIC_MERGE_PATCH,
         )
 
+    # -- resource claims (DynamicResources) -------------------------------------------------
+
+    def _claim_path(self, namespace: str, name: str) -> str:
+        return f"/apis/resource.k8s.io/v1/namespaces/{namespace}/resourceclaims/{name}"
+
+    def get_resource_claim(self, namespace: str, name: str) -> dict | None:
+        return self.get(self._claim_path(namespace, name))
+
+    def create_resource_claim(self, namespace: str, claim: dict) -> dict:
+        """POST a claim (``metadata.generateName`` names it: the extended-resource claim)."""
+        return self.request(
+            "POST", f"/apis/resource.k8s.io/v1/namespaces/{namespace}/resourceclaims", claim
+        )
+
+    def delete_resource_claim(self, namespace: str, name: str) -> None:
+        self.request("DELETE", self._claim_path(namespace, name))
+
+    def update_resource_claim(self, claim: dict) -> dict:
+        """PUT the claim (e.g. its finalizers); its resourceVersion guards it (``Conflict``)."""
+        meta = claim.get("metadata") or {}
+        return self.request(
+            "PUT", self._claim_path(meta.get("namespace") or "default", meta["name"]), claim
+        )
+
+    def update_resource_claim_status(self, claim: dict) -> dict:
+        """PUT ``resourceclaims/{name}/status`` (allocation, reservedFor, devices)."""
+        meta = claim.get("metadata") or {}
+        path = self._claim_path(meta.get("namespace") or "default", meta["name"])
+        return self.request("PUT", f"{path}/status", claim)
+
+    def patch_resource_claim_status(self, namespace: str, name: str, patch: dict) -> dict:
+        """Strategic-merge-patch ``resourceclaims/{name}/status`` (``reservedFor`` entries
+        merge by ``uid``, so one can be deleted without the latest claim)."""
+        return self.request(
+            "PATCH",
+            f"{self._claim_path(namespace, name)}/status",
+            patch,
+            content_type=STRATEGIC_MERGE_PATCH,
+        )
+
     # -- events ---------------------------------------------------------------------------------
 
     def create_event(self, event: dict) -> dict | None:

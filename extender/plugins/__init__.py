@@ -1,5 +1,5 @@
-"""In-tree plugins, one module each (one package for the node-resources family, as upstream),
-named after the upstream plugin.
+"""In-tree plugins, one module each (one package each for the node-resources family and for
+DynamicResources, as upstream), named after the upstream plugin.
 
 The registry maps each plugin name to its factory ``cls(args, handle)``. Modules are imported
 on first use, so a profile only pays for the plugins it enables.
@@ -25,6 +25,7 @@ IN_TREE_PLUGINS: dict[str, str] = {
     "VolumeZone": "volume_zone:VolumeZone",
     "PodTopologySpread": "pod_topology_spread:PodTopologySpread",
     "InterPodAffinity": "inter_pod_affinity:InterPodAffinity",
+    "DynamicResources": "dynamicresources.dynamic_resources:DynamicResources",
     "DefaultPreemption": "default_preemption:DefaultPreemption",
     "NodeResourcesBalancedAllocation": (
         "noderesources.balanced_allocation:NodeResourcesBalancedAllocation"

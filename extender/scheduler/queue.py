@@ -508,6 +508,14 @@ def pod_update_event(old: dict | None, new: dict) -> ClusterEvent:
         action |= ActionType.UPDATE_POD_SCHEDULING_GATES_ELIMINATED
     if old_spec.get("containers") != new_spec.get("containers"):
         action |= ActionType.UPDATE_POD_SCALE_DOWN
+    # The resource-claim controller named the claims it generated for the pod.
+    old_status, new_status = old.get("status") or {}, new.get("status") or {}
+    if old_status.get("resourceClaimStatuses") != new_status.get(
+        "resourceClaimStatuses"
+    ) or old_status.get("extendedResourceClaimStatus") != new_status.get(
+        "extendedResourceClaimStatus"
+    ):
+        action |= ActionType.UPDATE_POD_GENERATED_RESOURCE_CLAIM
     if not action:
         action = ActionType.UPDATE
     return ClusterEvent(Resource.UNSCHEDULABLE_POD, action, "UnschedulablePodUpdate")

@@ -1,7 +1,8 @@
-"""Cluster events from the storage informers (upstream ``pkg/scheduler/eventhandlers.go``,
+"""Cluster events from the storage and DRA informers (upstream ``pkg/scheduler/eventhandlers.go``,
 ``addAllEventHandlers`` for PersistentVolumes, PersistentVolumeClaims, StorageClasses, CSINodes,
-CSIDrivers and CSIStorageCapacities): an add or update requeues the unschedulable pods whose
-rejecting plugins registered the event (with their queueing hints).
+CSIDrivers, CSIStorageCapacities, and for ResourceClaims, ResourceSlices and DeviceClasses): an
+add, update or delete requeues the unschedulable pods whose rejecting plugins registered the
+event (with their queueing hints).
 
 Only the kinds some enabled plugin reads have informers, so only those produce events.
 """
@@ -16,8 +17,11 @@ from extender.framework.handle import (
     CSI_DRIVERS,
     CSI_NODES,
     CSI_STORAGE_CAPACITIES,
+    DEVICE_CLASSES,
     PERSISTENT_VOLUME_CLAIMS,
     PERSISTENT_VOLUMES,
+    RESOURCE_CLAIMS,
+    RESOURCE_SLICES,
     STORAGE_CLASSES,
     Kind,
 )
@@ -29,6 +33,10 @@ STORAGE_RESOURCES: dict[Kind, Resource] = {
     CSI_NODES: Resource.CSI_NODE,
     CSI_DRIVERS: Resource.CSI_DRIVER,
     CSI_STORAGE_CAPACITIES: Resource.CSI_STORAGE_CAPACITY,
+    # Dynamic Resource Allocation (DynamicResources).
+    RESOURCE_CLAIMS: Resource.RESOURCE_CLAIM,
+    RESOURCE_SLICES: Resource.RESOURCE_SLICE,
+    DEVICE_CLASSES: Resource.DEVICE_CLASS,
 }
 
 

@@ -132,6 +132,87 @@ def test_standalone_scheduler_with_its_manifests_service_account(
     assert "forbidden" not in run.log(400).lower(), run.log()
 
 
+def test_standalone_allocates_a_claim_with_its_manifests_service_account(
+    kube, control_plane, admin, deployed, processes
+) -> None:
+    """DynamicResources under the standalone's ServiceAccount: it reads the DRA kinds and
+    writes the claim (finalizer, allocation, reservedFor) with exactly deploy/standalone.yaml's
+    grants; the extender's may read claims but not write them."""
+    config = yaml.safe_load(
+        config_map(DEPLOY / "standalone.yaml", "kube-extender-standalone-config")
+    )
+    config["leaderElection"].update(leaseDuration="4s", renewDeadline="3s", retryPeriod="1s")
+    run = Standalone(
+        control_plane,
+        config,
+        name="standalone-sa-dra",
+        kubeconfig=sa_kubeconfig(control_plane, admin, "kube-extender-standalone"),
+    )
+    processes.append(run)
+    run.wait_ready(timeout=60)
+    ns = kube.namespace
+    node = f"{ns}-node1"
+    kube.create_node(node)
+    driver = f"gpu.{ns}.example.com"
+    resource = "/apis/resource.k8s.io/v1"
+    cluster_paths = [f"{resource}/deviceclasses/{ns}-gpu", f"{resource}/resourceslices/{ns}-gpu"]
+    try:
+        admin.request(
+            "POST",
+            f"{resource}/deviceclasses",
+            {
+                "metadata": {"name": f"{ns}-gpu"},
+                "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{driver}"'}}]},
+            },
+        )
+        admin.request(
+            "POST",
+            f"{resource}/resourceslices",
+            {
+                "metadata": {"name": f"{ns}-gpu"},
+                "spec": {
+                    "driver": driver,
+                    "nodeName": node,
+                    "pool": {"name": node, "generation": 1, "resourceSliceCount": 1},
+                    "devices": [{"name": "gpu-0"}],
+                },
+            },
+        )
+        claim_path = f"{resource}/namespaces/{ns}/resourceclaims"
+        admin.request(
+            "POST",
+            claim_path,
+            {
+                "metadata": {"name": "gpu"},
+                "spec": {
+                    "devices": {
+                        "requests": [{"name": "gpu", "exactly": {"deviceClassName": f"{ns}-gpu"}}]
+                    }
+                },
+            },
+        )
+        kube.create_pod(
+            "standalone-dra",
+            schedulerName="kube-extender-standalone",
+            resourceClaims=[{"name": "gpu", "resourceClaimName": "gpu"}],
+        )
+        assert kube.wait_bound("standalone-dra", timeout=60) == node
+        claim = admin.get(f"{claim_path}/gpu")
+        results = claim["status"]["allocation"]["devices"]["results"]
+        assert [(r["driver"], r["device"]) for r in results] == [(driver, "gpu-0")]
+        assert [r["name"] for r in claim["status"]["reservedFor"]] == ["standalone-dra"]
+        assert "forbidden" not in run.log(400).lower(), run.log()
+        extender = as_sa(control_plane, admin, "kube-extender")
+        assert extender.get(f"{claim_path}/gpu")
+        assert refused(lambda: extender.request("PUT", f"{claim_path}/gpu/status", claim)) == 403
+    finally:
+        for path in cluster_paths:
+            try:
+                admin.request("DELETE", path)
+            except ApiError:
+                pass
+
+
 def test_permissions_outside_the_manifests_are_refused(
     kube, control_plane, admin, deployed
 ) -> None:

@@ -30,6 +30,8 @@ EXPECTED = {
     ("ClusterRoleBinding", None, EXTENDER): RBAC,
     ("ClusterRole", None, f"{EXTENDER}-volumes"): RBAC,
     ("ClusterRoleBinding", None, f"{EXTENDER}-volumes"): RBAC,
+    ("ClusterRole", None, f"{EXTENDER}-dra"): RBAC,
+    ("ClusterRoleBinding", None, f"{EXTENDER}-dra"): RBAC,
     ("ServiceAccount", NAMESPACE, SCHEDULER): "v1",
     ("ClusterRoleBinding", None, f"{SCHEDULER}-as-kube-scheduler"): RBAC,
     ("ClusterRoleBinding", None, f"{SCHEDULER}-as-volume-scheduler"): RBAC,
@@ -140,6 +142,7 @@ def test_kustomization_lists_the_manifests_only() -> None:
         "namespace.yaml",
         "rbac.yaml",
         "rbac-volumes.yaml",
+        "rbac-dra.yaml",
         "extender.yaml",
         "scheduler.yaml",
     ]
@@ -230,6 +233,24 @@ def test_volumes_role_reads_exactly_what_the_volume_plugins_declare() -> None:
         (kind.group, kind.resource, verb) for kind in kinds for verb in ("get", "list", "watch")
     }
     subjects_are(get("ClusterRoleBinding", f"{EXTENDER}-volumes"), EXTENDER)
+
+
+def test_dra_role_reads_exactly_what_dynamic_resources_declares() -> None:
+    from extender.framework.handle import reads_of
+    from extender.plugins import plugin_class
+
+    granted = {
+        (group, resource, verb)
+        for rule in get("ClusterRole", f"{EXTENDER}-dra")["rules"]
+        for group in rule["apiGroups"]
+        for resource in rule["resources"]
+        for verb in rule["verbs"]
+    }
+    kinds = reads_of(plugin_class("DynamicResources"))
+    assert granted == {
+        (kind.group, kind.resource, verb) for kind in kinds for verb in ("get", "list", "watch")
+    }
+    subjects_are(get("ClusterRoleBinding", f"{EXTENDER}-dra"), EXTENDER)
 
 
 def subjects_are(binding: dict, service_account: str) -> None:

@@ -76,7 +76,11 @@ def test_preemption_that_cannot_help_says_why_in_the_fit_error() -> None:
     ex = explainer(cluster).explain(pod("huge", cpu="30", priority=5), cluster.snapshot())
     assert ex.preemption is not None and not ex.preemption.node
     assert ex.fit_error is not None
-    assert ex.fit_error.startswith("0/1 nodes are available: 1 Insufficient cpu. preemption: ")
+    # DynamicResources' PostFilter runs first (upstream test/integration/dra/extendedresource.go
+    # expects the same shape).
+    assert ex.fit_error.startswith(
+        "0/1 nodes are available: 1 Insufficient cpu. no new claims to deallocate, preemption: "
+    )
     assert ex.preemption.message in ex.fit_error
 
 

@@ -42,8 +42,8 @@ from extender.framework.events import (
     QueueingHint,
     Resource,
 )
+from extender.framework.handle import DEVICE_CLASSES, Handle
 from extender.framework.handle import PODS as POD_OBJECTS
-from extender.framework.handle import Handle
 from extender.framework.resources import (
     CPU,
     EPHEMERAL_STORAGE,
@@ -57,6 +57,11 @@ from extender.framework.resources import Resource as Amounts
 from extender.framework.status import Code, Status
 from extender.framework.types import NodeInfo, PreFilterResult
 
+from ..dynamicresources.extended import (
+    DEVICE_CLASS_PREFIX,
+    class_resolver,
+    is_dra_extended_resource_name,
+)
 from .least_allocated import least_resource_batch_scorer, least_resource_scorer
 from .most_allocated import most_resource_batch_scorer, most_resource_scorer
 from .requested_to_capacity_ratio import (
@@ -117,8 +122,12 @@ def insufficient_resources(
     node_info: NodeInfo,
     ignored_resources: Iterable[str] = (),
     ignored_resource_groups: Iterable[str] = (),
+    delegated: frozenset[str] = frozenset(),
 ) -> list[InsufficientResource]:
-    """Every shortfall of ``node_info`` for ``pod_request``, in upstream order (empty: it fits)."""
+    """Every shortfall of ``node_info`` for ``pod_request``, in upstream order (empty: it fits).
+
+    ``delegated``: extended resources a DeviceClass provides (DRAExtendedResource); on a node
+    without allocatable of one, DynamicResources allocates it (``shouldDelegateResourceToDRA``)."""
     out: list[InsufficientResource] = []
     allocatable, used = node_info.allocatable, node_info.requested
 
@@ -140,6 +149,8 @@ def insufficient_resources(
         if pod_request.get(name) > 0
     ]
     for name, want in checked_scalars(pod_request, ignored_resources, ignored_resource_groups):
+        if name in delegated and allocatable.scalar.get(name, 0) <= 0:
+            continue
         checks.append((name, want, allocatable.scalar.get(name, 0), used.scalar.get(name, 0)))
     for name, want, have, taken in checks:
         if want > have - taken:
@@ -187,12 +198,14 @@ def status_for(shortfalls: list[InsufficientResource]) -> Status | None:
 
 
 class _PreFilterState:
-    """The pod's requests; never mutated after PreFilter, so clones share it."""
+    """The pod's requests and the extended resources among them that DRA may provide; never
+    mutated after PreFilter, so clones share it."""
 
-    __slots__ = ("request",)
+    __slots__ = ("request", "delegated")
 
-    def __init__(self, request: Amounts) -> None:
+    def __init__(self, request: Amounts, delegated: frozenset[str] = frozenset()) -> None:
         self.request = request
+        self.delegated = delegated
 
     def clone(self) -> _PreFilterState:
         return self
@@ -203,7 +216,7 @@ class _PreFilterState:
 
 class NodeResourcesFit:
     name = NAME
-    reads = (POD_OBJECTS,)
+    reads = (POD_OBJECTS, DEVICE_CLASSES)
     # Answers depend only on the pod's spec and the NodeInfo: the runtime may memoize them.
     memo_points = ("filter", "score")
 
@@ -231,19 +244,40 @@ class NodeResourcesFit:
     def pre_filter(
         self, state: CycleState, pod: dict, nodes: list[NodeInfo]
     ) -> tuple[PreFilterResult | None, Status | None]:
-        state.write(PRE_FILTER_KEY, _PreFilterState(compute_pod_resource_request(pod)))
+        request = compute_pod_resource_request(pod)
+        state.write(PRE_FILTER_KEY, _PreFilterState(request, self._delegated(request)))
         return None, None
+
+    def is_schedulable_after_node_change(
+        self, pod: dict, old: dict | None, new: dict | None
+    ) -> QueueingHint:
+        """The node hint with the DeviceClasses' view of the pod's extended resources."""
+        delegated = self._delegated(compute_pod_resource_request(pod))
+        return is_schedulable_after_node_change(pod, old, new, delegated)
+
+    def _delegated(self, request: Amounts) -> frozenset[str]:
+        """The requested extended resources a DeviceClass provides (DRAExtendedResource, on
+        in v1.36): NodeResourcesFit leaves them to DynamicResources on nodes without them."""
+        names = [n for n, v in request.scalar.items() if v and is_dra_extended_resource_name(n)]
+        if not names or self.handle is None:
+            return frozenset()
+        resolver = class_resolver(self.handle.lister(DEVICE_CLASSES).list())
+        return frozenset(n for n in names if n in resolver)
 
     def pre_filter_extensions(self) -> None:
         # The requests do not depend on other pods: nothing to update on add/remove.
         return None
 
     def insufficient_resources(
-        self, pod_request: Amounts, node_info: NodeInfo
+        self, pod_request: Amounts, node_info: NodeInfo, delegated: frozenset[str] = frozenset()
     ) -> list[InsufficientResource]:
         """Shortfalls with this plugin's ignored resources/groups applied."""
         return insufficient_resources(
-            pod_request, node_info, self.ignored_resources, self.ignored_resource_groups
+            pod_request,
+            node_info,
+            self.ignored_resources,
+            self.ignored_resource_groups,
+            delegated,
         )
 
     def filter(self, state: CycleState, pod: dict, node_info: NodeInfo) -> Status | None:
@@ -251,7 +285,7 @@ class NodeResourcesFit:
             pre: _PreFilterState = state.read(PRE_FILTER_KEY)
         except StateNotFound:
             return Status.error(f'error reading "{PRE_FILTER_KEY}" from cycleState', plugin=NAME)
-        return status_for(self.insufficient_resources(pre.request, node_info))
+        return status_for(self.insufficient_resources(pre.request, node_info, pre.delegated))
 
     def filter_batch(self, state: CycleState, pod: dict, table: NodeTable) -> np.ndarray | None:
         """:meth:`filter` for every row: the same comparisons on the table's columns."""
@@ -271,13 +305,17 @@ class NodeResourcesFit:
                 if not -SAFE_AMOUNT < want < SAFE_AMOUNT:
                     return None
                 ok &= want <= alloc - used
+        delegated: frozenset[str] = pre.delegated
         for name, want in checked_scalars(
             request, self.ignored_resources, self.ignored_resource_groups
         ):
             columns = table.scalar(name)
+            if columns is None and name in delegated:
+                continue  # no node has it: DynamicResources allocates it everywhere
             if columns is None or not -SAFE_AMOUNT < want < SAFE_AMOUNT:
                 return None
-            ok &= want <= columns[0] - columns[1]
+            fits = want <= columns[0] - columns[1]
+            ok &= (fits | (columns[0] <= 0)) if name in delegated else fits
         return ok
 
     # -- PreScore / Score -----------------------------------------------------------------------
@@ -326,13 +364,37 @@ class NodeResourcesFit:
             # A new node, or more allocatable on one.
             ClusterEventWithHint(
                 ClusterEvent(Resource.NODE, ActionType.ADD | ActionType.UPDATE_NODE_ALLOCATABLE),
-                is_schedulable_after_node_change,
+                self.is_schedulable_after_node_change,
+            ),
+            # DRAExtendedResource: a class may now provide an extended resource the pod asks.
+            ClusterEventWithHint(
+                ClusterEvent(Resource.DEVICE_CLASS, ActionType.ADD | ActionType.UPDATE),
+                is_schedulable_after_device_class_event,
             ),
         ]
 
 
 def _spec(obj: dict) -> dict:
     return obj.get("spec") or {}
+
+
+def is_schedulable_after_device_class_event(
+    pod: dict, old: dict | None, new: dict | None
+) -> QueueingHint:
+    """``isSchedulableAfterDeviceClassEvent``: a new class named like a requested resource, or
+    a class whose ``extendedResourceName`` changed to one the pod requests."""
+    if new is None:
+        return QueueingHint.QUEUE
+    name = _spec(new).get("extendedResourceName")
+    requests = pod_requests(pod).scalar
+    if old is not None:
+        if (_spec(old).get("extendedResourceName") or "") == (name or ""):
+            return QueueingHint.QUEUE_SKIP
+    elif DEVICE_CLASS_PREFIX + ((new.get("metadata") or {}).get("name") or "") in requests:
+        return QueueingHint.QUEUE
+    if name and name in requests:
+        return QueueingHint.QUEUE
+    return QueueingHint.QUEUE_SKIP
 
 
 def _uid(obj: dict) -> str:
@@ -377,19 +439,28 @@ def is_schedulable_after_pod_scale_down(target: dict, old: dict, new: dict) -> b
     return False
 
 
-def is_schedulable_after_node_change(pod: dict, old: dict | None, new: dict | None) -> QueueingHint:
-    """Queue when the new/updated node could host the pod and (if updated) grew where it counts."""
-    if new is None or fits(pod, NodeInfo(new)):
+def is_schedulable_after_node_change(
+    pod: dict, old: dict | None, new: dict | None, delegated: frozenset[str] = frozenset()
+) -> QueueingHint:
+    """Queue when the new/updated node could host the pod and (if updated) grew where it counts.
+    ``delegated``: the pod's extended resources a DeviceClass provides (DRAExtendedResource)."""
+    if new is None:
+        return QueueingHint.QUEUE_SKIP
+    request = compute_pod_resource_request(pod)
+    if insufficient_resources(request, NodeInfo(new), delegated=delegated):
         return QueueingHint.QUEUE_SKIP  # it would not fit even on the empty node
     if old is None:
         return QueueingHint.QUEUE
-    if not have_any_requested_resources_increased(pod, old, new):
+    if not have_any_requested_resources_increased(pod, old, new, delegated):
         return QueueingHint.QUEUE_SKIP
     return QueueingHint.QUEUE
 
 
-def have_any_requested_resources_increased(pod: dict, old: dict, new: dict) -> bool:
-    """More pods allowed, or more allocatable of a resource the pod requests."""
+def have_any_requested_resources_increased(
+    pod: dict, old: dict, new: dict, delegated: frozenset[str] = frozenset()
+) -> bool:
+    """More pods allowed, or more allocatable of a resource the pod requests, or a requested
+    resource DRA now provides on the node."""
     request = compute_pod_resource_request(pod)
     before, after = NodeInfo(old).allocatable, NodeInfo(new).allocatable
     if after.allowed_pod_number > before.allowed_pod_number:
@@ -399,6 +470,10 @@ def have_any_requested_resources_increased(pod: dict, old: dict, new: dict) -> b
     if any(request.get(n) > 0 and after.get(n) > before.get(n) for n in NATIVE_RESOURCES):
         return True
     return any(
-        amount and after.scalar.get(name, 0) > before.scalar.get(name, 0)
+        amount
+        and (
+            after.scalar.get(name, 0) > before.scalar.get(name, 0)
+            or (name in delegated and after.scalar.get(name, 0) <= 0)
+        )
         for name, amount in request.scalar.items()
     )

@@ -51,6 +51,14 @@ class DummyClient:
         raise AssertionError(f"the client was used ({name}) before any informer started")
 
 
+# DynamicResources' kinds (resource.k8s.io/v1).
+DRA_PATHS = (
+    "/apis/resource.k8s.io/v1/deviceclasses",
+    "/apis/resource.k8s.io/v1/resourceslices",
+    "/apis/resource.k8s.io/v1/resourceclaims",
+)
+
+
 def profile(*plugins: str) -> Profile:
     return Profile("test", plugins={"filter": [PluginSpec(name) for name in plugins]})
 
@@ -82,6 +90,7 @@ def test_default_profile_watches_every_declared_kind_once():
             "/apis/policy/v1/poddisruptionbudgets",
             *DEFAULT_SELECTOR_PATHS,
             *STORAGE_PATHS,
+            *DRA_PATHS,
         }
     )
 

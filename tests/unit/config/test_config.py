@@ -65,6 +65,7 @@ DEFAULT_FILTER = [
     "VolumeZone",
     "PodTopologySpread",
     "InterPodAffinity",
+    "DynamicResources",
 ]
 DEFAULT_PRE_FILTER = [
     "NodeAffinity",
@@ -76,6 +77,7 @@ DEFAULT_PRE_FILTER = [
     "VolumeZone",
     "PodTopologySpread",
     "InterPodAffinity",
+    "DynamicResources",
 ]
 DEFAULT_PRE_SCORE = [
     "TaintToleration",
@@ -93,6 +95,7 @@ DEFAULT_SCORE = [
     ("VolumeBinding", 1),
     ("PodTopologySpread", 2),
     ("InterPodAffinity", 2),
+    ("DynamicResources", 2),
     ("NodeResourcesBalancedAllocation", 1),
     ("ImageLocality", 1),
 ]
@@ -104,16 +107,16 @@ DEFAULT_SCORE = [
 def test_default_profile_points_order_and_weights() -> None:
     profile = default_profile()
     assert profile.scheduler_name == "kube-extender"
-    assert names(profile, "preEnqueue") == ["SchedulingGates"]
+    assert names(profile, "preEnqueue") == ["SchedulingGates", "DynamicResources"]
     assert names(profile, "queueSort") == ["PrioritySort"]
     assert names(profile, "preFilter") == DEFAULT_PRE_FILTER
     assert names(profile, "filter") == DEFAULT_FILTER
-    assert names(profile, "postFilter") == ["DefaultPreemption"]
+    assert names(profile, "postFilter") == ["DynamicResources", "DefaultPreemption"]
     assert names(profile, "preScore") == DEFAULT_PRE_SCORE
     assert [(s.name, s.weight) for s in profile.plugins["score"]] == DEFAULT_SCORE
     assert names(profile, "bind") == ["DefaultBinder"]
-    assert names(profile, "reserve") == ["VolumeBinding"]
-    assert names(profile, "preBind") == ["VolumeBinding"]
+    assert names(profile, "reserve") == ["VolumeBinding", "DynamicResources"]
+    assert names(profile, "preBind") == ["VolumeBinding", "DynamicResources"]
     for point in ("permit", "postBind"):
         assert names(profile, point) == []
     # NodeNumber is registered but opt-in.
@@ -348,6 +351,7 @@ def test_per_point_enable_of_multi_point_plugin_overrides_order_and_weight() -> 
         ("VolumeBinding", 1),
         ("PodTopologySpread", 2),
         ("InterPodAffinity", 2),
+        ("DynamicResources", 2),
         ("NodeResourcesBalancedAllocation", 1),
         ("NodeNumber", 2),
     ]
@@ -381,7 +385,7 @@ def test_disabling_an_upstream_plugin_we_lack_is_a_no_op() -> None:
     profile = profile_with(
         """\
         multiPoint:
-          disabled: [{name: DynamicResources}]
+          disabled: [{name: GangScheduling}]
         """
     )
     assert names(profile, "filter") == DEFAULT_FILTER
@@ -418,6 +422,9 @@ EXPECTED_POINTS: dict[str, frozenset[str]] = {
     "NodeVolumeLimits": frozenset({"preFilter", "filter"}),
     "VolumeBinding": frozenset({"preFilter", "filter", "preScore", "score", "reserve", "preBind"}),
     "VolumeZone": frozenset({"preFilter", "filter"}),
+    "DynamicResources": frozenset(
+        {"preEnqueue", "preFilter", "filter", "postFilter", "score", "reserve", "preBind"}
+    ),
     "NodeNumber": frozenset({"preScore", "score", "permit"}),
 }
 
@@ -717,17 +724,17 @@ def test_error_unknown_plugin() -> None:
     )
     assert message.startswith(
         f'{SOURCE}: profiles[0].plugins.filter.enabled[1].name: unknown plugin "Foo" '
-        "(registered: in-tree: DefaultBinder, DefaultPreemption, ImageLocality, "
+        "(registered: in-tree: DefaultBinder, DefaultPreemption, DynamicResources, "
+        "ImageLocality, "
     )
 
 
 def test_error_enabling_an_upstream_plugin_we_lack() -> None:
     message = parse_error(
-        "profiles:\n  - plugins: {multiPoint: {enabled: [{name: DynamicResources}]}}\n"
+        "profiles:\n  - plugins: {multiPoint: {enabled: [{name: GangScheduling}]}}\n"
     )
     assert message.startswith(
-        f"{SOURCE}: profiles[0].plugins.multiPoint.enabled[0].name: "
-        'unknown plugin "DynamicResources"'
+        f'{SOURCE}: profiles[0].plugins.multiPoint.enabled[0].name: unknown plugin "GangScheduling"'
     )
     assert "does not implement" in message
 

@@ -227,3 +227,11 @@ def test_pod_update_event_actions():
     old = make_pod("p", labels={"a": "1"})
     new = {**old, "metadata": {**old["metadata"], "labels": {"a": "2"}}}
     assert pod_update_event(old, new).action == ActionType.UPDATE_POD_LABEL
+
+
+def test_pod_update_event_generated_resource_claim():
+    # The resource-claim controller names the claim it created from the pod's template.
+    old = make_pod("p")
+    new = {**old, "status": {"resourceClaimStatuses": [{"name": "gpu", "resourceClaimName": "c"}]}}
+    assert pod_update_event(old, new).action == ActionType.UPDATE_POD_GENERATED_RESOURCE_CLAIM
+    assert pod_update_event(new, new).action == ActionType.UPDATE

@@ -28,3 +28,29 @@ def test_claim_events_reach_the_queue_and_other_kinds_are_left_alone() -> None:
     ((event, old, new),) = queue.events
     assert event.resource == Resource.PERSISTENT_VOLUME_CLAIM
     assert event.action == ActionType.ADD and old is None and new is claim
+
+
+def test_dra_events_reach_the_queue_with_upstream_resource_names() -> None:
+    from extender.framework.handle import DEVICE_CLASSES, RESOURCE_CLAIMS, RESOURCE_SLICES
+
+    informers = {kind: Informer(None, kind.path) for kind in (DEVICE_CLASSES, RESOURCE_SLICES)}
+    informers[RESOURCE_CLAIMS] = Informer(None, RESOURCE_CLAIMS.path)
+    queue = RecordingQueue()
+    wire_storage_events(informers, queue)
+    informers[RESOURCE_SLICES]._apply("ADDED", {"metadata": {"name": "s", "resourceVersion": "1"}})
+    informers[DEVICE_CLASSES]._apply("ADDED", {"metadata": {"name": "c", "resourceVersion": "1"}})
+    claim = {"metadata": {"name": "x", "namespace": "a", "resourceVersion": "1"}}
+    informers[RESOURCE_CLAIMS]._apply("ADDED", claim)
+    changed = {**claim, "metadata": {**claim["metadata"], "resourceVersion": "2"}}
+    informers[RESOURCE_CLAIMS]._apply("MODIFIED", changed)
+    assert [(e.resource, e.action) for e, _, _ in queue.events] == [
+        (Resource.RESOURCE_SLICE, ActionType.ADD),
+        (Resource.DEVICE_CLASS, ActionType.ADD),
+        (Resource.RESOURCE_CLAIM, ActionType.ADD),
+        (Resource.RESOURCE_CLAIM, ActionType.UPDATE),
+    ]
+    assert [e.resource.value for e, _, _ in queue.events[:3]] == [
+        "ResourceSlice",
+        "DeviceClass",
+        "ResourceClaim",
+    ]

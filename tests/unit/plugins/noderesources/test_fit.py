@@ -366,6 +366,8 @@ def test_events_to_register() -> None:
     assert [(e.event.resource, e.event.action) for e in events] == [
         (Resource.POD, ActionType.DELETE | ActionType.UPDATE_POD_SCALE_DOWN),
         (Resource.NODE, ActionType.ADD | ActionType.UPDATE_NODE_ALLOCATABLE),
+        # DRAExtendedResource (on in v1.36).
+        (Resource.DEVICE_CLASS, ActionType.ADD | ActionType.UPDATE),
     ]
     assert all(e.hint is not None for e in events)
 
