@@ -28,6 +28,8 @@ def node_dict(verdict: NodeVerdict) -> dict[str, Any]:
         "plugin": status.plugin if status is not None else None,
         "code": code_name(status.code) if status is not None else None,
         "reasons": list(status.reasons) if status is not None else [],
+        "detail": list(verdict.detail),
+        "devices": [dict(d) for d in verdict.devices],
         "scores": (
             {
                 plugin: {"raw": s.raw, "normalized": s.normalized, "weighted": s.weighted}
@@ -198,13 +200,18 @@ def table(
         for v in sorted(rejected, key=lambda v: v.name):
             assert v.status is not None
             out += _wrap(f"{v.name}: {v.status.plugin}: {'; '.join(v.status.reasons)}", "  ")
+            for line in v.detail:
+                out += _wrap(f"- {line}", "    ")
     else:
-        groups: dict[tuple[str, tuple[str, ...]], list[str]] = defaultdict(list)
+        # Nodes with the same reason but another detail (DRA) are a group of their own.
+        groups: dict[tuple[str, tuple[str, ...], tuple[str, ...]], list[str]] = defaultdict(list)
         for v in rejected:
             assert v.status is not None
-            groups[(v.status.plugin, v.status.reasons)].append(v.name)
-        for (plugin, reasons), names in sorted(groups.items(), key=lambda kv: -len(kv[1])):
+            groups[(v.status.plugin, v.status.reasons, tuple(v.detail))].append(v.name)
+        for (plugin, reasons, detail), names in sorted(groups.items(), key=lambda kv: -len(kv[1])):
             out += _wrap(f"{len(names):>5}  {plugin or '-'}: {'; '.join(reasons)}", "")
+            for line in detail:
+                out += _wrap(f"- {line}", "       ")
             listed = " ".join(sorted(names)[:6]) + (
                 f" (+{len(names) - 6})" if len(names) > 6 else ""
             )
@@ -221,6 +228,8 @@ def _node_detail(ex: Explanation, name: str) -> list[str]:
         lines = [f"Node {name}: rejected by {v.status.plugin} ({code_name(v.status.code)})"]
         for reason in v.status.reasons:
             lines += _wrap(f"- {reason}", "  ")
+        for line in v.detail:
+            lines += _wrap(f"- {line}", "    ")
         return lines
     lines = [f"Node {name}: fits; total {v.total}" + (" (chosen)" if v.chosen else "")]
     lines.append(f"  {'PLUGIN':<34} {'RAW':>8} {'NORM':>6} {'WEIGHT':>6} {'SCORE':>6}")
