@@ -306,7 +306,7 @@ class _Diagnosis:
             and (((s.get("spec") or {}).get("pool") or {}).get("name") or "") == pool.pool
         ]
         counts = {
-            int(((s["spec"].get("pool") or {}).get("resourceSliceCount") or 0)) for s in published
+            int((s["spec"].get("pool") or {}).get("resourceSliceCount") or 0) for s in published
         }
         wanted = max(counts) if counts else 0
         return (
