@@ -1,7 +1,8 @@
 """kube-extender simulate: offline what-if over a cluster dump, no cluster needed.
 
 ``--cluster DUMP`` (``kubectl get nodes,pods,namespaces,... -A -o yaml``, with
-``deviceclasses,resourceslices,resourceclaims`` for pods with ResourceClaims; multi-document
+``deviceclasses,resourceslices,resourceclaims,resourceclaimtemplates`` for pods with
+ResourceClaims; multi-document
 YAML, or a directory of such files); ``--pods FILE`` (pods, or Deployments, StatefulSets,
 Jobs, ReplicaSets expanded to their pods) are scheduled in queue order as ``kube-extender
 run`` would; ``--max PODSPEC`` answers how many more replicas of a pod fit.
@@ -125,6 +126,7 @@ def _simulate(args: argparse.Namespace, config: Any) -> int:
             "perNode": dict(sorted(per_node.items())),
             "stoppedBy": why.fit_error if why is not None else None,
             "stoppedByPlugins": stopped_by_plugins(why),
+            "stoppedByDetail": stopped_by_detail(why),
         }
     report["utilisation"] = {"before": before, "after": utilisation(sim.snapshot)}
     unscheduled = [p.why_not for p in placements if p.why_not is not None]
@@ -146,6 +148,19 @@ def stopped_by_plugins(why: Any) -> dict[str, int]:
             plugin = verdict.status.plugin or "-"
             counts[plugin] = counts.get(plugin, 0) + 1
     return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+
+
+def stopped_by_detail(why: Any) -> list[dict[str, Any]]:
+    """The rejected nodes' details (DynamicResources: which request got no devices, why), each
+    with the number of nodes it was said of, most common first."""
+    counts: dict[str, int] = {}
+    for verdict in why.nodes if why is not None else ():
+        for line in verdict.detail:
+            counts[line] = counts.get(line, 0) + 1
+    return [
+        {"detail": line, "nodes": n}
+        for line, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+    ]
 
 
 def extenders_not_called(config: Any) -> list[dict[str, Any]]:
@@ -186,6 +201,12 @@ def table(report: dict[str, Any]) -> str:
                 for plugin, n in m["stoppedByPlugins"].items()
             )
             out += render._wrap(f"rejected by {plugins}", "  ")
+        details = m.get("stoppedByDetail") or []
+        for entry in details[:3]:
+            n = entry["nodes"]
+            out += render._wrap(f"- {entry['detail']} ({n} node{'s' if n != 1 else ''})", "    ")
+        if len(details) > 3:
+            out.append(f"    ... {len(details) - 3} more (-o json)")
     out.append("")
     out.append(f"  {'RESOURCE':<10} {'BEFORE':>8} {'AFTER':>8}")
     for resource, before in report["utilisation"]["before"].items():

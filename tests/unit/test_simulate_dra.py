@@ -96,10 +96,13 @@ def test_the_cli_max_report_names_dynamic_resources(tmp_path, capsys) -> None:  
     report = json.loads(capsys.readouterr().out)
     assert report["max"]["replicas"] == 6
     assert report["max"]["stoppedByPlugins"] == {"DynamicResources": 2}
+    details = report["max"]["stoppedByDetail"]
+    assert len(details) == 2 and {d["nodes"] for d in details} == {1}  # each names its claims
     assert simulate_cli.main(["--cluster", str(dump), "--max", str(podspec)]) == 0
-    text = capsys.readouterr().out
+    text = " ".join(capsys.readouterr().out.split())  # wrapped at 80 columns
     assert "6 more replicas of gpu-pod fit" in text
     assert "rejected by DynamicResources on 2 nodes" in text
+    assert "request gpu: needs 1 device of DeviceClass gpu: 3 match, 0 free" in text
 
 
 def test_an_evicted_pod_gives_its_devices_back() -> None:
