@@ -60,12 +60,13 @@ def add_details(fwk: Any, state: CycleState, snapshot: Snapshot, verdicts: list[
         owners = device_owners(plugin.tracker.list())
     except Exception:  # a detail must never take the explanation down
         owners = {}
+    diagnoser: list[Any] = []  # built on first use, shared by the nodes
     for verdict in rejected:
         info = snapshot.get(verdict.name)
         if info is None:
             continue
         try:
-            found = _diagnose_node(s, info, owners)
+            found = _diagnose_node(s, info, owners, diagnoser)
         except Exception:
             log.exception("DRA diagnosis of node %s", verdict.name)
             continue
@@ -76,9 +77,9 @@ def add_details(fwk: Any, state: CycleState, snapshot: Snapshot, verdicts: list[
         verdict.detail = [d.text() for d in found]
 
 
-def _diagnose_node(s: Any, info: Any, owners: dict) -> list[RequestDiagnosis]:
+def _diagnose_node(s: Any, info: Any, owners: dict, diagnoser: list[Any]) -> list[RequestDiagnosis]:
     # Imported here: a profile without DRA claims never loads CEL.
-    from extender.dra.structured.diagnose import RequestDiagnosis, diagnose
+    from extender.dra.structured.diagnose import Diagnoser, RequestDiagnosis
 
     out: list[RequestDiagnosis] = []
     # Allocated claims whose devices this node cannot reach.
@@ -101,13 +102,16 @@ def _diagnose_node(s: Any, info: Any, owners: dict) -> list[RequestDiagnosis]:
     claims = [c for _, c in s.claims.to_allocate() if c is not extended]
     if not claims:
         return out
-    return diagnose(
-        allocator.features,
-        allocator.allocated_state,
-        allocator.class_lister,
-        allocator.all_slices,
-        allocator.cel_cache,
-        info.node,
-        claims,
-        owners,
-    )
+    if not diagnoser:
+        # The cycle's allocator inputs; a fresh allocator of our own, so the cycle's is
+        # never asked anything Filter did not ask.
+        diagnoser.append(
+            Diagnoser(
+                allocator.features,
+                allocator.allocated_state,
+                allocator.class_lister,
+                allocator.all_slices,
+                allocator.cel_cache,
+            )
+        )
+    return diagnoser[0].diagnose(info.node, claims, owners)

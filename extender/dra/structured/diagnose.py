@@ -109,34 +109,53 @@ def diagnose(
 ) -> list[RequestDiagnosis]:
     """Per claim and request, why the claims get no devices on ``node`` (empty: they fit
     there). ``owners``: the claims holding each allocated device, to name them."""
-    return _Diagnosis(
-        features, allocated_state, class_lister, slices, cel_cache, node, owners or {}
-    ).run(list(claims))
+    diagnoser = Diagnoser(features, allocated_state, class_lister, slices, cel_cache)
+    return diagnoser.diagnose(node, claims, owners)
+
+
+class Diagnoser:
+    """:func:`diagnose` for many nodes over the same inputs (one allocator, built once)."""
+
+    def __init__(
+        self,
+        features: Features,
+        allocated_state: AllocatedState,
+        class_lister: Callable[[str], dict | None],
+        slices: Sequence[dict],
+        cel_cache: CELCache,
+    ) -> None:
+        self.features = features
+        self.state = allocated_state
+        self.class_lister = class_lister
+        self.slices = list(slices)
+        self.cel_cache = cel_cache
+        self.allocator = Allocator(features, allocated_state, class_lister, slices, cel_cache)
+
+    def diagnose(
+        self,
+        node: dict | None,
+        claims: Sequence[dict],
+        owners: Mapping[DeviceID, Sequence[str]] | None = None,
+    ) -> list[RequestDiagnosis]:
+        return _Diagnosis(self, node, owners or {}).run(list(claims))
 
 
 class _Diagnosis:
     def __init__(
-        self,
-        features: Features,
-        state: AllocatedState,
-        class_lister: Callable[[str], dict | None],
-        slices: Sequence[dict],
-        cel_cache: CELCache,
-        node: dict | None,
-        owners: Mapping[DeviceID, Sequence[str]],
+        self, owner: Diagnoser, node: dict | None, owners: Mapping[DeviceID, Sequence[str]]
     ) -> None:
-        self.features = features
-        self.state = state
-        self.class_lister = class_lister
-        self.cel_cache = cel_cache
+        self.features = owner.features
+        self.state = owner.state
+        self.class_lister = owner.class_lister
+        self.cel_cache = owner.cel_cache
+        self.allocator = owner.allocator
+        self.all_slices = owner.slices
         self.node = node
         self.node_name = ((node or {}).get("metadata") or {}).get("name") or ""
         self.owners = owners
-        self.allocator = Allocator(features, state, class_lister, slices, cel_cache)
         on_node = self.allocator.slices_on_node.get(self.node_name, []) if self.node_name else []
-        self.all_slices = list(slices)
         self.pools = gather_pools(
-            on_node + self.allocator.slices_shared, node, features, self.all_slices
+            on_node + self.allocator.slices_shared, node, self.features, self.all_slices
         )
         self._counters: dict[tuple[str, str], dict[str, dict[str, Quantity]]] = {}
 
