@@ -67,8 +67,9 @@ def add_details(fwk: Any, state: CycleState, snapshot: Snapshot, verdicts: list[
             continue
         try:
             found = _diagnose_node(s, info, owners, diagnoser)
-        except Exception:
-            log.exception("DRA diagnosis of node %s", verdict.name)
+        except Exception as exc:  # said in the detail, never a traceback
+            log.debug("DRA diagnosis of node %s", verdict.name, exc_info=True)
+            verdict.detail = [f"(no DRA detail: the diagnosis failed: {type(exc).__name__}: {exc})"]
             continue
         verdict.devices = [
             {"claim": d.claim, "request": d.request, "reason": d.reason, "message": d.message}

@@ -49,7 +49,8 @@ def test_no_device_of_the_class_and_none_matching_the_selector() -> None:
     wants_nic = request(deviceClassName="nic")
     cluster = gpu_cluster(objects=[other, claim("c", [wants_nic])])
     d = only(explain(cluster, dra_pod("p", {"gpu": "c"})))
-    assert d["reason"] == dg.NO_MATCH and "matches DeviceClass nic" in d["message"]
+    assert d["reason"] == dg.NO_MATCH
+    assert d["message"] == f"none of the node's 2 devices (driver {DRIVER}) matches DeviceClass nic"
 
     picky = request(
         selectors=[{"cel": {"expression": f'device.attributes["{DRIVER}"].model == "h100"'}}]
@@ -174,3 +175,25 @@ def test_a_node_that_fits_has_no_detail_and_the_verdicts_are_unchanged() -> None
     ex = explain(cluster, dra_pod("p", {"gpu": "c"}))
     assert ex.feasible == ["node-1"] and not ex.node("node-1").detail
     assert ex.node("node-0").detail
+
+
+def test_first_available_says_why_each_subrequest_fails() -> None:
+    big = {"name": "big", "deviceClassName": "gpu", "allocationMode": "ExactCount", "count": 4}
+    small = {"name": "small", "deviceClassName": "gpu", "allocationMode": "ExactCount", "count": 3}
+    cluster = gpu_cluster(objects=[claim("c", [{"name": "gpu", "firstAvailable": [big, small]}])])
+    d = only(explain(cluster, dra_pod("p", {"gpu": "c"})))
+    assert d["request"] == "gpu"
+    assert d["reason"] == dg.TOO_FEW
+    assert d["message"].startswith("no subrequest fits: big: needs 4 devices")
+    assert "; small: needs 3 devices of DeviceClass gpu: 2 match, 2 free" in d["message"]
+
+
+def test_an_allocated_claim_on_another_node() -> None:
+    held = claim("c", allocated=[("node-0", "gpu-0")])
+    cluster = gpu_cluster(nodes=2, objects=[held])
+    ex = explain(cluster, dra_pod("p", {"gpu": "c"}))
+    assert ex.feasible == ["node-0"]
+    verdict = ex.node("node-1")
+    assert verdict.status is not None
+    assert verdict.status.reasons == ("resourceclaim not available on the node",)
+    assert [d["reason"] for d in verdict.devices] == ["AllocatedElsewhere"]

@@ -48,6 +48,7 @@ ALLOCATED = "DevicesAllocated"
 TAINTED = "DeviceTaintNotTolerated"
 COUNTERS = "CountersExhausted"
 CAPACITY = "CapacityInsufficient"
+TOO_FEW = "NotEnoughDevices"
 CONSTRAINT = "ConstraintUnmet"
 COMBINATION = "RequestsTogether"
 ERROR = "Error"
@@ -288,9 +289,10 @@ class _Diagnosis:
                     f"resource pool {p.pool_id} is invalid ({p.invalid_reason})" for p in invalid
                 )
             if found.class_matches == 0:
+                drivers = ", ".join(sorted({p.driver for p in self.pools}))
                 return NO_MATCH, (
-                    f"none of the node's {_plural(found.total, 'device')} matches DeviceClass "
-                    f"{class_name}"
+                    f"none of the node's {_plural(found.total, 'device')} (driver {drivers}) "
+                    f"matches DeviceClass {class_name}"
                 )
             return NO_MATCH, (
                 f"{_plural(found.class_matches, 'device')} of DeviceClass {class_name}, none "
@@ -308,6 +310,8 @@ class _Diagnosis:
         if len(found.usable) < needed:
             # The most common blocker; on a tie the later check, the more specific one.
             kinds = [k for k in reversed(_BLOCKED_ORDER) if k in found.blocked]
+            if not kinds:  # the node has fewer matching devices than the request wants
+                return TOO_FEW, head
             dominant = max(kinds, key=lambda k: len(found.blocked[k]))
             return dominant, head + (f" ({'; '.join(parts)})" if parts else "")
         consumers = [d for _, d, _ in found.usable if d.get("consumesCounters")]
