@@ -11,6 +11,15 @@ import pytest
 from extender.controlplane import kube_extender
 
 from .harness import events_for, scheduler_config, wait_until
+from .test_dra import (  # fixtures and helpers of the DRA e2e module
+    claim_controller,  # noqa: F401
+    claim_template,
+    device_class,
+    dra,  # noqa: F401
+    gpu_pod,
+    pod_claim,
+    publish_slice,
+)
 
 
 def run(*args: str) -> subprocess.CompletedProcess:
@@ -164,21 +173,11 @@ def test_explain_calls_the_configs_extender_and_refuses_unknown_profiles(
 
 # -- DRA -----------------------------------------------------------------------------------------
 
-from .test_dra import (  # noqa: E402  (fixtures and helpers of the DRA e2e module)
-    claim_controller,  # noqa: F401
-    claim_template,
-    device_class,
-    dra,  # noqa: F401
-    gpu_pod,
-    pod_claim,
-    publish_slice,
-)
-
 
 def test_dra_pending_pod_detail_names_the_claim_holding_the_device(
-    dra,
-    control_plane,
-    kube_scheduler,  # noqa: ANN001, F811
+    dra,  # noqa: ANN001, F811
+    control_plane,  # noqa: ANN001
+    kube_scheduler,  # noqa: ANN001
 ) -> None:
     """The real kube-scheduler and resource-claim controller: the second GPU pod on a node with
     one GPU stays Pending; explain's FitError is the Event's and its detail names the claim
