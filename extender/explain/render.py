@@ -203,20 +203,38 @@ def table(
             for line in v.detail:
                 out += _wrap(f"- {line}", "    ")
     else:
-        # Nodes with the same reason but another detail (DRA) are a group of their own.
-        groups: dict[tuple[str, tuple[str, ...], tuple[str, ...]], list[str]] = defaultdict(list)
+        groups: dict[tuple[str, tuple[str, ...]], list[NodeVerdict]] = defaultdict(list)
         for v in rejected:
             assert v.status is not None
-            groups[(v.status.plugin, v.status.reasons, tuple(v.detail))].append(v.name)
-        for (plugin, reasons, detail), names in sorted(groups.items(), key=lambda kv: -len(kv[1])):
+            groups[(v.status.plugin, v.status.reasons)].append(v)
+        for (plugin, reasons), members in sorted(groups.items(), key=lambda kv: -len(kv[1])):
+            names = [v.name for v in members]
             out += _wrap(f"{len(names):>5}  {plugin or '-'}: {'; '.join(reasons)}", "")
-            for line in detail:
-                out += _wrap(f"- {line}", "       ")
             listed = " ".join(sorted(names)[:6]) + (
                 f" (+{len(names) - 6})" if len(names) > 6 else ""
             )
             out += _wrap(listed, "       ")
+            out += _details(members)
     return "\n".join(out) + "\n"
+
+
+SHOWN_DETAILS = 3
+
+
+def _details(members: list[NodeVerdict]) -> list[str]:
+    """The group's details (DRA: which request, why), the most common first, with the number
+    of nodes each was said of."""
+    counts: dict[str, int] = defaultdict(int)
+    for v in members:
+        for line in v.detail:
+            counts[line] += 1
+    ordered = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+    lines: list[str] = []
+    for line, n in ordered[:SHOWN_DETAILS]:
+        lines += _wrap(f"- {line} ({n} node{'s' if n != 1 else ''})", "       ")
+    if len(ordered) > SHOWN_DETAILS:
+        lines.append(f"       ... {len(ordered) - SHOWN_DETAILS} more (--all-nodes, -o json)")
+    return lines
 
 
 def _node_detail(ex: Explanation, name: str) -> list[str]:

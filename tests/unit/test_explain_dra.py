@@ -197,3 +197,13 @@ def test_an_allocated_claim_on_another_node() -> None:
     assert verdict.status is not None
     assert verdict.status.reasons == ("resourceclaim not available on the node",)
     assert [d["reason"] for d in verdict.devices] == ["AllocatedElsewhere"]
+
+
+def test_the_table_shows_a_groups_most_common_details() -> None:
+    holders = [claim(f"h{i}", allocated=[(f"node-{i}", "gpu-0")]) for i in range(5)]
+    cluster = gpu_cluster(nodes=5, gpus=1, objects=[*holders, claim("c")])
+    ex = explain(cluster, dra_pod("p", {"gpu": "c"}))
+    text = render.table(ex)
+    assert "    5  DynamicResources: cannot allocate all claims" in text
+    assert text.count("to claim default/h") == 3 and "... 2 more (--all-nodes, -o json)" in text
+    assert render.table(ex, all_nodes=True).count("to claim default/h") == 5
