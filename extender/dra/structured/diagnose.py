@@ -196,7 +196,7 @@ class _Diagnosis:
         if problem is None:
             return []
         message = problem or (
-            "each claim fits on its own, but the claims together need more devices than the "
+            "each claim fits on its own, but the claims together need more devices (or device capacity) than the "
             "node has free"
         )
         return [RequestDiagnosis("", "", ERROR if problem else COMBINATION, message)]
@@ -266,8 +266,8 @@ class _Diagnosis:
             _kobj(claim),
             "",
             COMBINATION,
-            "each request fits on its own, but the requests together need more devices than "
-            "the node has free",
+            "each request fits on its own, but the requests together need more devices (or "
+            "device capacity) than the node has free",
         )
 
     # -- why one request does not fit ------------------------------------------------------------
