@@ -196,8 +196,8 @@ class _Diagnosis:
         if problem is None:
             return []
         message = problem or (
-            "each claim fits on its own, but the claims together need more devices (or device capacity) than the "
-            "node has free"
+            "each claim fits on its own, but the claims together need more devices (or device "
+            "capacity) than the node has free"
         )
         return [RequestDiagnosis("", "", ERROR if problem else COMBINATION, message)]
 
