@@ -43,6 +43,8 @@ from extender.framework.schedule import (
 from extender.framework.status import _CODE_NAMES, Code, Status
 from extender.framework.types import NodeInfo, Snapshot, pod_priority
 
+from .dra import add_details as add_dra_details
+
 SCHEMA_VERSION = 1
 KIND = "SchedulingExplanation"
 
@@ -201,6 +203,11 @@ class NodeVerdict:
     scores: dict[str, PluginScore] = field(default_factory=dict)
     total: int | None = None
     chosen: bool = False
+    # Why the plugin rejected the node, beyond its upstream reason (DynamicResources: which
+    # claim and request got no devices, and why); one sentence each.
+    detail: list[str] = field(default_factory=list)
+    # The same, as data: {claim, request, reason, message} (extender.explain.dra).
+    devices: list[dict] = field(default_factory=list)
 
     @property
     def fits(self) -> bool:
@@ -385,6 +392,7 @@ class Explainer:
             if status is None and info.name not in passed:
                 status = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, "not evaluated")
             result.nodes.append(NodeVerdict(info.name, status))
+        add_dra_details(fwk, state, snapshot, result.nodes)
         if feasible:
             try:
                 self._score(result, algorithm, state, pod, feasible)

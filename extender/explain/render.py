@@ -28,6 +28,8 @@ def node_dict(verdict: NodeVerdict) -> dict[str, Any]:
         "plugin": status.plugin if status is not None else None,
         "code": code_name(status.code) if status is not None else None,
         "reasons": list(status.reasons) if status is not None else [],
+        "detail": list(verdict.detail),
+        "devices": [dict(d) for d in verdict.devices],
         "scores": (
             {
                 plugin: {"raw": s.raw, "normalized": s.normalized, "weighted": s.weighted}
@@ -198,18 +200,41 @@ def table(
         for v in sorted(rejected, key=lambda v: v.name):
             assert v.status is not None
             out += _wrap(f"{v.name}: {v.status.plugin}: {'; '.join(v.status.reasons)}", "  ")
+            for line in v.detail:
+                out += _wrap(f"- {line}", "    ")
     else:
-        groups: dict[tuple[str, tuple[str, ...]], list[str]] = defaultdict(list)
+        groups: dict[tuple[str, tuple[str, ...]], list[NodeVerdict]] = defaultdict(list)
         for v in rejected:
             assert v.status is not None
-            groups[(v.status.plugin, v.status.reasons)].append(v.name)
-        for (plugin, reasons), names in sorted(groups.items(), key=lambda kv: -len(kv[1])):
+            groups[(v.status.plugin, v.status.reasons)].append(v)
+        for (plugin, reasons), members in sorted(groups.items(), key=lambda kv: -len(kv[1])):
+            names = [v.name for v in members]
             out += _wrap(f"{len(names):>5}  {plugin or '-'}: {'; '.join(reasons)}", "")
             listed = " ".join(sorted(names)[:6]) + (
                 f" (+{len(names) - 6})" if len(names) > 6 else ""
             )
             out += _wrap(listed, "       ")
+            out += _details(members)
     return "\n".join(out) + "\n"
+
+
+SHOWN_DETAILS = 3
+
+
+def _details(members: list[NodeVerdict]) -> list[str]:
+    """The group's details (DRA: which request, why), the most common first, with the number
+    of nodes each was said of."""
+    counts: dict[str, int] = defaultdict(int)
+    for v in members:
+        for line in v.detail:
+            counts[line] += 1
+    ordered = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+    lines: list[str] = []
+    for line, n in ordered[:SHOWN_DETAILS]:
+        lines += _wrap(f"- {line} ({n} node{'s' if n != 1 else ''})", "       ")
+    if len(ordered) > SHOWN_DETAILS:
+        lines.append(f"       ... {len(ordered) - SHOWN_DETAILS} more (--all-nodes, -o json)")
+    return lines
 
 
 def _node_detail(ex: Explanation, name: str) -> list[str]:
@@ -221,6 +246,8 @@ def _node_detail(ex: Explanation, name: str) -> list[str]:
         lines = [f"Node {name}: rejected by {v.status.plugin} ({code_name(v.status.code)})"]
         for reason in v.status.reasons:
             lines += _wrap(f"- {reason}", "  ")
+        for line in v.detail:
+            lines += _wrap(f"- {line}", "    ")
         return lines
     lines = [f"Node {name}: fits; total {v.total}" + (" (chosen)" if v.chosen else "")]
     lines.append(f"  {'PLUGIN':<34} {'RAW':>8} {'NORM':>6} {'WEIGHT':>6} {'SCORE':>6}")

@@ -23,6 +23,7 @@ from extender.framework.types import Snapshot, pod_priority
 from extender.testing import Cluster, apiserver_defaults
 
 from .engine import Explainer, Explanation
+from .simulate_dra import ClaimWorld
 
 SUFFIX_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 CONTROLLERS = ("Deployment", "ReplicaSet", "StatefulSet", "Job")
@@ -170,6 +171,8 @@ class Simulation:
         self.snapshot = cluster.snapshot()
         self.algorithm = SchedulingAlgorithm(rng=random.Random(seed))
         self.explainer = Explainer(fwk)
+        # ResourceClaims: created from templates, allocated as pods are placed.
+        self.claims = ClaimWorld(cluster, fwk, seed)
 
     def assume(self, pod: dict, node: str) -> None:
         """The pod on ``node`` in the snapshot (in place, as the cache assumes it)."""
@@ -183,6 +186,7 @@ class Simulation:
         info = self.snapshot.node_info_map[node]
         info.remove_pod(uid or f"{namespace}/{name}")
         self.snapshot.refresh(info)
+        self.claims.release(namespace, name, uid)
         self.cluster.pods[:] = [
             p
             for p in self.cluster.pods
@@ -193,9 +197,11 @@ class Simulation:
         ]
 
     def place(self, pod: dict, *, preempt: bool = True) -> Placement:
+        pod = self.claims.with_claims(pod)
         placement = Placement(pod)
+        state = CycleState()
         try:
-            result = self.algorithm.schedule_pod(self.fwk, CycleState(), pod, self.snapshot)
+            result = self.algorithm.schedule_pod(self.fwk, state, pod, self.snapshot)
         except FitError:
             why = self.explainer.explain(pod, self.snapshot) if preempt else None
             if why is None:
@@ -213,6 +219,11 @@ class Simulation:
         except SchedulingError as exc:
             placement.why_not = Explanation(pod={}, profile=self.fwk.profile_name, num_nodes=0)
             placement.why_not.error = exc.status.message
+            return placement
+        refused = self.claims.reserve(state, pod, result.suggested_host)
+        if refused is not None:
+            placement.why_not = Explanation(pod={}, profile=self.fwk.profile_name, num_nodes=0)
+            placement.why_not.error = refused
             return placement
         placement.node = result.suggested_host
         placement.feasible = result.feasible_nodes

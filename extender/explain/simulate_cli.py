@@ -1,7 +1,8 @@
 """kube-extender simulate: offline what-if over a cluster dump, no cluster needed.
 
 ``--cluster DUMP`` (``kubectl get nodes,pods,namespaces,... -A -o yaml``, with
-``deviceclasses,resourceslices,resourceclaims`` for pods with ResourceClaims; multi-document
+``deviceclasses,resourceslices,resourceclaims,resourceclaimtemplates`` for pods with
+ResourceClaims; multi-document
 YAML, or a directory of such files); ``--pods FILE`` (pods, or Deployments, StatefulSets,
 Jobs, ReplicaSets expanded to their pods) are scheduled in queue order as ``kube-extender
 run`` would; ``--max PODSPEC`` answers how many more replicas of a pod fit.
@@ -73,16 +74,27 @@ def main(argv: list[str]) -> int:
         return 2
 
 
+# Kinds a --pods or --max file may bring along for its pods (a ResourceClaimTemplate next to
+# the Deployment that names it): added to the simulated cluster.
+DRA_KINDS = ("ResourceClaimTemplate", "ResourceClaim", "DeviceClass", "ResourceSlice")
+
+
 def _simulate(args: argparse.Namespace, config: Any) -> int:
     cluster = load_dump(args.cluster)
-    pods = expand(load_objects(args.pods), args.seed) if args.pods else []
+    given = load_objects(args.pods) if args.pods else []
+    pods = expand(given, args.seed) if args.pods else []
     template = None
     if args.max:
-        found = [o for o in load_objects(args.max) if o.get("kind") == "Pod"]
-        found += expand([o for o in load_objects(args.max) if o.get("kind") != "Pod"])[:1]
+        max_objects = load_objects(args.max)
+        given += max_objects
+        found = [o for o in max_objects if o.get("kind") == "Pod"]
+        found += expand([o for o in max_objects if o.get("kind") != "Pod"])[:1]
         if not found:
             raise InputError(f"{args.max}: no Pod (or controller template) in the file")
         template = apiserver_defaults(found[0])
+    for obj in given:
+        if obj.get("kind") in DRA_KINDS:
+            cluster.add(obj)
     config, profile, notes = profile_for_pods(
         config, pods + ([template] if template else []), args.profile
     )
@@ -113,6 +125,8 @@ def _simulate(args: argparse.Namespace, config: Any) -> int:
             "replicas": count,
             "perNode": dict(sorted(per_node.items())),
             "stoppedBy": why.fit_error if why is not None else None,
+            "stoppedByPlugins": stopped_by_plugins(why),
+            "stoppedByDetail": stopped_by_detail(why),
         }
     report["utilisation"] = {"before": before, "after": utilisation(sim.snapshot)}
     unscheduled = [p.why_not for p in placements if p.why_not is not None]
@@ -124,6 +138,29 @@ def _simulate(args: argparse.Namespace, config: Any) -> int:
     else:
         sys.stdout.write(table(report))
     return 0
+
+
+def stopped_by_plugins(why: Any) -> dict[str, int]:
+    """Plugin -> the number of nodes it rejected the next replica on (what stops ``--max``)."""
+    counts: dict[str, int] = {}
+    for verdict in why.nodes if why is not None else ():
+        if verdict.status is not None:
+            plugin = verdict.status.plugin or "-"
+            counts[plugin] = counts.get(plugin, 0) + 1
+    return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+
+
+def stopped_by_detail(why: Any) -> list[dict[str, Any]]:
+    """The rejected nodes' details (DynamicResources: which request got no devices, why), each
+    with the number of nodes it was said of, most common first."""
+    counts: dict[str, int] = {}
+    for verdict in why.nodes if why is not None else ():
+        for line in verdict.detail:
+            counts[line] = counts.get(line, 0) + 1
+    return [
+        {"detail": line, "nodes": n}
+        for line, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+    ]
 
 
 def extenders_not_called(config: Any) -> list[dict[str, Any]]:
@@ -158,6 +195,18 @@ def table(report: dict[str, Any]) -> str:
         out.append(f"{m['replicas']} more replicas of {m['pod']} fit")
         if m["stoppedBy"]:
             out += render._wrap(f"the next one: {m['stoppedBy']}", "  ")
+        if m.get("stoppedByPlugins"):
+            plugins = ", ".join(
+                f"{plugin} on {n} node{'s' if n != 1 else ''}"
+                for plugin, n in m["stoppedByPlugins"].items()
+            )
+            out += render._wrap(f"rejected by {plugins}", "  ")
+        details = m.get("stoppedByDetail") or []
+        for entry in details[:3]:
+            n = entry["nodes"]
+            out += render._wrap(f"- {entry['detail']} ({n} node{'s' if n != 1 else ''})", "    ")
+        if len(details) > 3:
+            out.append(f"    ... {len(details) - 3} more (-o json)")
     out.append("")
     out.append(f"  {'RESOURCE':<10} {'BEFORE':>8} {'AFTER':>8}")
     for resource, before in report["utilisation"]["before"].items():

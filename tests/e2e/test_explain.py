@@ -11,6 +11,15 @@ import pytest
 from extender.controlplane import kube_extender
 
 from .harness import events_for, scheduler_config, wait_until
+from .test_dra import (  # fixtures and helpers of the DRA e2e module
+    claim_controller,  # noqa: F401
+    claim_template,
+    device_class,
+    dra,  # noqa: F401
+    gpu_pod,
+    pod_claim,
+    publish_slice,
+)
 
 
 def run(*args: str) -> subprocess.CompletedProcess:
@@ -160,3 +169,36 @@ def test_explain_calls_the_configs_extender_and_refuses_unknown_profiles(
     assert raising.returncode == 2, raising.stderr
     assert raising.stderr.strip().count("\n") == 0 and "Traceback" not in raising.stderr
     assert "plugin 'Raising' failed to start: ValueError: no licence server" in raising.stderr
+
+
+# -- DRA -----------------------------------------------------------------------------------------
+
+
+def test_dra_pending_pod_detail_names_the_claim_holding_the_device(
+    dra,  # noqa: ANN001, F811
+    control_plane,  # noqa: ANN001
+    kube_scheduler,  # noqa: ANN001
+) -> None:
+    """The real kube-scheduler and resource-claim controller: the second GPU pod on a node with
+    one GPU stays Pending; explain's FitError is the Event's and its detail names the claim
+    the first pod got the device for."""
+    kube = dra
+    kube.scheduler_name = "default-scheduler"
+    kube_scheduler(scheduler_config(None))
+    node = f"{kube.namespace}-gpu"
+    kube.create_node(node)
+    publish_slice(kube, node, devices=1)
+    template = claim_template(kube, device_class(kube))
+    gpu_pod(kube, "first", template)
+    assert kube.wait_bound("first", timeout=60) == node
+    holder = pod_claim(kube, "first")["metadata"]["name"]
+    gpu_pod(kube, "second", template)
+    event = wait_until(lambda: events_for(kube, "second", "FailedScheduling"), 30, "event")[-1]
+    data = explain(control_plane, kube, "second")
+    assert data["fitError"] == event["note"]
+    (verdict,) = [n for n in data["nodes"] if n["name"] == node]
+    assert verdict["plugin"] == "DynamicResources"
+    assert verdict["reasons"] == ["cannot allocate all claims"]
+    (device,) = verdict["devices"]
+    assert device["reason"] == "DevicesAllocated", device
+    assert f"to claim {kube.namespace}/{holder}" in device["message"], device

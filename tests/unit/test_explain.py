@@ -138,6 +138,8 @@ def test_the_documented_shape() -> None:
         "plugin": "NodeUnschedulable",
         "code": "UnschedulableAndUnresolvable",
         "reasons": ["node(s) were unschedulable"],
+        "detail": [],
+        "devices": [],
         "scores": None,
         "total": None,
         "chosen": False,
