@@ -42,7 +42,7 @@ build() {
   ((${#todo[@]})) || return 0
   command -v go >/dev/null || { log "go: not found on PATH; the build needs Go >= 1.26"; exit 1; }
   log "building ${todo[*]} with one go build (kube-apiserver and kube-scheduler from cold:" \
-    "about 500 s of CPU, some 5 minutes on 2 idle cores; Go's caches: $cache) ..."
+    "about 500 s of CPU, some 10 minutes on 2 cores; Go's caches: $cache) ..."
   local start=$SECONDS out="$bin/.build.$$" pkgs=()
   for name in "${todo[@]}"; do pkgs+=("./$name"); done
   rm -rf "$out"
