@@ -3,7 +3,8 @@
 Upstream: ``k8s.io/dynamic-resource-allocation/cel/compile.go`` (the environment, the
 ``device`` variable, the result check) and ``cache.go`` (the LRU of compiled expressions), on
 the Kubernetes base environment of ``k8s.io/apiserver/pkg/cel/environment/base.go`` with the
-``quantity``, ``semver`` and ``regex`` libraries of ``k8s.io/apiserver/pkg/cel/library/``.
+``quantity``, ``semver``, ``regex`` and ``lists`` libraries of
+``k8s.io/apiserver/pkg/cel/library/``.
 Feature gates as v1.36 sets them: DRAConsumableCapacity on, DRAListTypeAttributes off.
 
 An expression sees one variable, ``device``, an object with four fields:
@@ -75,10 +76,21 @@ Known differences (none reachable by the selectors DRA drivers document):
 
 - The C++ parser allows 32 levels of nesting (cel-go: 250): deeper expressions are compile
   errors (``Expression recursion limit exceeded``).
-- Not carried over from the base environment: the ``url``, ``ip``/``cidr``, ``format.named``
-  and ``lists`` libraries (ext and Kubernetes), two-variable comprehensions; an expression
-  using them gets the compile error of an undeclared reference. ``sets.*`` take lists of
-  dyn (upstream: lists of one type parameter, so mixed lists are a compile error there).
+- Carried over since: Kubernetes' ``lists`` library (``isSorted``, ``sum``, ``min``, ``max``,
+  ``indexOf``, ``lastIndexOf``: ``extender.dra.cel_lists``), cel-go's ``ext.Lists`` and
+  two-variable comprehensions (the C++ runtime's own, enabled through its env config). Their
+  differences: ``sum``, ``min`` and ``max`` are typed ``dyn`` (upstream: the element type), so
+  ``[1].sum() + "a"`` is a runtime error there a compile error; ``sum()`` of an empty list of
+  doubles or durations is the int 0 (equal to ``0.0`` in CEL, not to ``duration('0')``); a
+  list of uints sums to an int; ``transformMap`` / ``transformMapEntry`` fail at evaluation
+  (``No overload found in reference resolve step for cel.@mapInsert``: the C++ runtime's
+  Python bindings do not register that helper); the C++ lists extension also has ``first()``.
+- Not carried over from the base environment: the ``url``, ``ip``/``cidr`` and ``format.named``
+  libraries; an expression using them gets the compile error of an undeclared reference.
+  ``sets.*`` take lists of dyn (upstream: lists of one type parameter, so mixed lists are a
+  compile error there).
+- The parser's nesting limit is not settable through cel-expr-python 0.1 (its ``NewEnv`` takes
+  no parser options and its env config has no limits section).
 - ``quantity(...).isGreaterThan(semver(...))`` is a runtime ``no such overload`` (upstream: a
   compile error); ``isInteger()``/``asInteger()`` of a quantity written with fraction digits
   that is still integral (``"1.0"``, ``"1.5Ki"``) succeed (see ``extender.dra.quantity``).
