@@ -115,7 +115,7 @@ from cel_expr_python import cel
 from cel_expr_python.ext import ext_bindings, ext_optional, ext_strings
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory, struct_pb2
 
-from extender.dra import celast, celcost
+from extender.dra import cel_lists, celast, celcost
 from extender.dra import quantity as quantity_lib
 from extender.dra import semver as semver_lib
 
@@ -400,6 +400,24 @@ def _sets_intersects(a: list[Any], b: list[Any]) -> bool:
     return any(_cel_equal(x, y) for x in a for y in b)
 
 
+def _lists_call(impl: Callable[..., Any]) -> Callable[..., Any]:
+    def call(*args: Any) -> Any:
+        try:
+            return impl(*args)
+        except cel_lists.ListsError as e:
+            raise CELError(str(e)) from None
+
+    return call
+
+
+def _index_of(values: list[Any], item: Any) -> int:
+    return cel_lists.index_of(values, item, _cel_equal)
+
+
+def _last_index_of(values: list[Any], item: Any) -> int:
+    return cel_lists.last_index_of(values, item, _cel_equal)
+
+
 _T = cel.Type
 
 
@@ -501,6 +519,17 @@ def _kubernetes_library() -> cel.CelExtension:
         f("sets.contains", [o("list_sets_contains_list", B, [LIST, LIST], _sets_contains)]),
         f("sets.equivalent", [o("list_sets_equivalent_list", B, [LIST, LIST], _sets_equivalent)]),
         f("sets.intersects", [o("list_sets_intersects_list", B, [LIST, LIST], _sets_intersects)]),
+        # lists.go: one overload on list(dyn) each (see extender.dra.cel_lists); indexOf and
+        # lastIndexOf of strings are the string extension's.
+        f(
+            "isSorted",
+            [o("list_is_sorted_bool", B, [LIST], _lists_call(cel_lists.is_sorted), True)],
+        ),
+        f("sum", [o("list_sum", DYN, [LIST], _lists_call(cel_lists.list_sum), True)]),
+        f("min", [o("list_min", DYN, [LIST], _lists_call(cel_lists.list_min), True)]),
+        f("max", [o("list_max", DYN, [LIST], _lists_call(cel_lists.list_max), True)]),
+        f("indexOf", [o("list_a_index_of_int", INT, [LIST, DYN], _index_of, True)]),
+        f("lastIndexOf", [o("list_a_last_index_of_int", INT, [LIST, DYN], _last_index_of, True)]),
         f("major", [o("semver_major", INT, [S], lambda a: _from_semver_msg(a).major, True)]),
         f("minor", [o("semver_minor", INT, [S], lambda a: _from_semver_msg(a).minor, True)]),
         f("patch", [o("semver_patch", INT, [S], lambda a: _from_semver_msg(a).patch, True)]),
@@ -508,9 +537,20 @@ def _kubernetes_library() -> cel.CelExtension:
     return cel.CelExtension("kubernetes", functions)
 
 
+# Extensions of the C++ runtime that are enabled by name only: cel-go's ext.Lists (base
+# environment since 1.34; version 3 there is version 2's functions with costs) and
+# ext.TwoVarComprehensions (since 1.32).
+_CONFIG_YAML = """extensions:
+  - name: "lists"
+    version: 2
+  - name: "two-var-comprehensions"
+"""
+
+
 def _new_env() -> cel.Env:
     return cel.NewEnv(
         _POOL,
+        config=cel.NewEnvConfigFromYaml(_CONFIG_YAML),
         variables={
             "device": _T("kubernetes.DRADevice"),
             # device.attributes and device.capacity, as they are and with defaults
@@ -907,6 +947,33 @@ def _literal_is_valid(function: str, text: str) -> bool:
     return bool(result.type() != _T.ERROR)
 
 
+_LIST_FUNCTIONS = frozenset((*cel_lists.ELEMENT_TYPES, "indexOf", "lastIndexOf"))
+
+
+def _list_call_error(types: Any, call: Any) -> str | None:
+    """Upstream's overloads of the lists library, by element type (ours take list(dyn))."""
+    target = types.get(call.target.id)
+    if target is None or target.WhichOneof("type_kind") != "list_type":
+        return None
+    element = target.list_type.elem_type
+    if celast.is_dyn(element):
+        return None
+    args = [types.get(a.id) for a in call.args]
+    allowed = cel_lists.ELEMENT_TYPES.get(call.function)
+    if allowed is not None:
+        if celast.type_name(element) in allowed:
+            return None
+    elif len(args) != 1 or args[0] is None or celast.is_dyn(args[0]):
+        return None
+    elif celast.type_name(args[0]) == celast.type_name(element):
+        return None
+    shown = ", ".join(celast.type_name(a) if a is not None else "dyn" for a in args)
+    return (
+        f"found no matching overload for '{call.function}' applied to "
+        f"'{celast.type_name(target)}.({shown})'"
+    )
+
+
 def _validate(checked: Any, expression: str) -> str | None:
     """The checks of Kubernetes' base environment the C++ checker does not make.
 
@@ -956,6 +1023,10 @@ def _validate(checked: Any, expression: str) -> str | None:
         elif kind == "call_expr":
             call = node.call_expr
             function = call.function
+            if call.HasField("target") and function in _LIST_FUNCTIONS:
+                message = _list_call_error(types, call)
+                if message is not None:
+                    errors.append((node.id, message))
             if function in ("matches", "duration", "timestamp") and call.args:
                 literal = _string_constant(call.args[0])
                 if literal is not None and not _literal_is_valid(function, literal):
