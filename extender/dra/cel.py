@@ -3,7 +3,7 @@
 Upstream: ``k8s.io/dynamic-resource-allocation/cel/compile.go`` (the environment, the
 ``device`` variable, the result check) and ``cache.go`` (the LRU of compiled expressions), on
 the Kubernetes base environment of ``k8s.io/apiserver/pkg/cel/environment/base.go`` with the
-``quantity``, ``semver``, ``regex`` and ``lists`` libraries of
+``quantity``, ``semver``, ``regex``, ``lists`` and ``ip`` libraries of
 ``k8s.io/apiserver/pkg/cel/library/``.
 Feature gates as v1.36 sets them: DRAConsumableCapacity on, DRAListTypeAttributes off.
 
@@ -85,7 +85,10 @@ Known differences (none reachable by the selectors DRA drivers document):
   list of uints sums to an int; ``transformMap`` / ``transformMapEntry`` fail at evaluation
   (``No overload found in reference resolve step for cel.@mapInsert``: the C++ runtime's
   Python bindings do not register that helper); the C++ lists extension also has ``first()``.
-- Not carried over from the base environment: the ``url``, ``ip``/``cidr`` and ``format.named``
+- The ``ip`` library (``extender.dra.cel_net``: Go's ``netip.ParseAddr`` followed step by step,
+  its error texts included) is carried over; ``net.IP`` values show their one message field
+  (``.address``) as quantities do.
+- Not carried over from the base environment: the ``url``, ``cidr`` and ``format.named``
   libraries; an expression using them gets the compile error of an undeclared reference.
   ``sets.*`` take lists of dyn (upstream: lists of one type parameter, so mixed lists are a
   compile error there).
@@ -115,7 +118,7 @@ from cel_expr_python import cel
 from cel_expr_python.ext import ext_bindings, ext_optional, ext_strings
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory, struct_pb2
 
-from extender.dra import cel_lists, celast, celcost
+from extender.dra import cel_lists, cel_net, celast, celcost
 from extender.dra import quantity as quantity_lib
 from extender.dra import semver as semver_lib
 
@@ -210,6 +213,26 @@ def _message_types() -> tuple[Any, Any, Any, Any]:
 
 
 _POOL, _QuantityMsg, _SemverMsg, _DeviceMsg = _message_types()
+
+
+def _net_types() -> Any:
+    """``net.IP`` (ip.go's type name, so ``type(ip("::1")) == net.IP``)."""
+    field = descriptor_pb2.FieldDescriptorProto
+    proto = descriptor_pb2.FileDescriptorProto(
+        name="extender/dra/net_cel.proto", package="net", syntax="proto3"
+    )
+    ip = proto.message_type.add(name="IP")
+    # One field, the canonical text: equal text, equal address.
+    ip.field.add(name="address", number=1, type=field.TYPE_STRING, label=field.LABEL_OPTIONAL)
+    try:
+        _POOL.FindFileByName(proto.name)
+    except KeyError:
+        _POOL.Add(proto)
+    return message_factory.GetMessageClass(_POOL.FindMessageTypeByName("net.IP"))
+
+
+_IPMsg = _net_types()
+_IP = cel.Type("net.IP")
 _QUANTITY = cel.Type("kubernetes.Quantity")
 _SEMVER = cel.Type("kubernetes.Semver")
 
@@ -418,6 +441,30 @@ def _last_index_of(values: list[Any], item: Any) -> int:
     return cel_lists.last_index_of(values, item, _cel_equal)
 
 
+@lru_cache(maxsize=1024)
+def _ip_msg_of(text: str) -> Any:
+    try:
+        return _IPMsg(address=cel_net.parse_addr(text).canonical())
+    except cel_net.NetError as e:
+        raise CELError(str(e)) from None
+
+
+@lru_cache(maxsize=1024)
+def _addr_of(text: str) -> cel_net.Addr:
+    return cel_net.parse_addr(text)
+
+
+def _ip_is_canonical(text: str) -> bool:
+    try:
+        return cel_net.is_canonical(text)
+    except cel_net.NetError as e:
+        raise CELError(str(e)) from None
+
+
+def _ip_test(test: Callable[[cel_net.Addr], bool]) -> Callable[[Any], bool]:
+    return lambda msg: test(_addr_of(msg.address))
+
+
 _T = cel.Type
 
 
@@ -519,6 +566,33 @@ def _kubernetes_library() -> cel.CelExtension:
         f("sets.contains", [o("list_sets_contains_list", B, [LIST, LIST], _sets_contains)]),
         f("sets.equivalent", [o("list_sets_equivalent_list", B, [LIST, LIST], _sets_equivalent)]),
         f("sets.intersects", [o("list_sets_intersects_list", B, [LIST, LIST], _sets_intersects)]),
+        # ip.go
+        f("ip", [o("string_to_ip", _IP, [STR], _ip_msg_of)]),
+        f("isIP", [o("is_ip", B, [STR], cel_net.is_ip)]),
+        f("ip.isCanonical", [o("ip_is_canonical", B, [STR], _ip_is_canonical)]),
+        f(
+            "family",
+            [o("ip_family", INT, [_IP], lambda a: 4 if _addr_of(a.address).is4 else 6, True)],
+        ),
+        f("string", [o("ip_to_string", STR, [_IP], lambda a: str(a.address))]),
+        *(
+            f(name, [o(overload, B, [_IP], _ip_test(test), True)])
+            for name, overload, test in (
+                ("isUnspecified", "ip_is_unspecified", cel_net.Addr.is_unspecified),
+                ("isLoopback", "ip_is_loopback", cel_net.Addr.is_loopback),
+                (
+                    "isLinkLocalMulticast",
+                    "ip_is_link_local_multicast",
+                    cel_net.Addr.is_link_local_multicast,
+                ),
+                (
+                    "isLinkLocalUnicast",
+                    "ip_is_link_local_unicast",
+                    cel_net.Addr.is_link_local_unicast,
+                ),
+                ("isGlobalUnicast", "ip_is_global_unicast", cel_net.Addr.is_global_unicast),
+            )
+        ),
         # lists.go: one overload on list(dyn) each (see extender.dra.cel_lists); indexOf and
         # lastIndexOf of strings are the string extension's.
         f(
