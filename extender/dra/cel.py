@@ -3,7 +3,7 @@
 Upstream: ``k8s.io/dynamic-resource-allocation/cel/compile.go`` (the environment, the
 ``device`` variable, the result check) and ``cache.go`` (the LRU of compiled expressions), on
 the Kubernetes base environment of ``k8s.io/apiserver/pkg/cel/environment/base.go`` with the
-``quantity``, ``semver``, ``regex``, ``lists`` and ``ip`` libraries of
+``quantity``, ``semver``, ``regex``, ``lists``, ``ip`` and ``cidr`` libraries of
 ``k8s.io/apiserver/pkg/cel/library/``.
 Feature gates as v1.36 sets them: DRAConsumableCapacity on, DRAListTypeAttributes off.
 
@@ -85,10 +85,12 @@ Known differences (none reachable by the selectors DRA drivers document):
   list of uints sums to an int; ``transformMap`` / ``transformMapEntry`` fail at evaluation
   (``No overload found in reference resolve step for cel.@mapInsert``: the C++ runtime's
   Python bindings do not register that helper); the C++ lists extension also has ``first()``.
-- The ``ip`` library (``extender.dra.cel_net``: Go's ``netip.ParseAddr`` followed step by step,
-  its error texts included) is carried over; ``net.IP`` values show their one message field
-  (``.address``) as quantities do.
-- Not carried over from the base environment: the ``url``, ``cidr`` and ``format.named``
+- The ``ip`` and ``cidr`` libraries (``extender.dra.cel_net``: Go's ``netip.ParseAddr`` and
+  ``ParsePrefix`` followed step by step, their error texts included) are carried over;
+  ``net.IP`` / ``net.CIDR`` values show their message fields (``.address``, ``.bits``) as
+  quantities do. ``string(cidr(...))`` is a compile error (no matching overload): the C++
+  runtime dispatches on kinds, both types are messages, and ``string(ip)`` holds the one slot.
+- Not carried over from the base environment: the ``url`` and ``format.named``
   libraries; an expression using them gets the compile error of an undeclared reference.
   ``sets.*`` take lists of dyn (upstream: lists of one type parameter, so mixed lists are a
   compile error there).
@@ -224,15 +226,23 @@ def _net_types() -> Any:
     ip = proto.message_type.add(name="IP")
     # One field, the canonical text: equal text, equal address.
     ip.field.add(name="address", number=1, type=field.TYPE_STRING, label=field.LABEL_OPTIONAL)
+    # cidr.go's net.CIDR: the address as written (unmasked, as Go's Prefix) and the length.
+    cidr = proto.message_type.add(name="CIDR")
+    cidr.field.add(name="address", number=1, type=field.TYPE_STRING, label=field.LABEL_OPTIONAL)
+    cidr.field.add(name="bits", number=2, type=field.TYPE_INT64, label=field.LABEL_OPTIONAL)
     try:
         _POOL.FindFileByName(proto.name)
     except KeyError:
         _POOL.Add(proto)
-    return message_factory.GetMessageClass(_POOL.FindMessageTypeByName("net.IP"))
+    return tuple(
+        message_factory.GetMessageClass(_POOL.FindMessageTypeByName(name))
+        for name in ("net.IP", "net.CIDR")
+    )
 
 
-_IPMsg = _net_types()
+_IPMsg, _CIDRMsg = _net_types()
 _IP = cel.Type("net.IP")
+_CIDR = cel.Type("net.CIDR")
 _QUANTITY = cel.Type("kubernetes.Quantity")
 _SEMVER = cel.Type("kubernetes.Semver")
 
@@ -454,6 +464,46 @@ def _addr_of(text: str) -> cel_net.Addr:
     return cel_net.parse_addr(text)
 
 
+@lru_cache(maxsize=1024)
+def _prefix_of(text: str) -> cel_net.Prefix:
+    try:
+        return cel_net.parse_cidr(text)
+    except cel_net.NetError as e:
+        raise CELError(str(e)) from None
+
+
+def _cidr_msg(prefix: cel_net.Prefix) -> Any:
+    return _CIDRMsg(address=prefix.addr.canonical(), bits=prefix.bits)
+
+
+def _cidr_of(msg: Any) -> cel_net.Prefix:
+    return cel_net.Prefix(_addr_of(msg.address), int(msg.bits))
+
+
+def _ip_of(msg_or_text: Any) -> cel_net.Addr:
+    if isinstance(msg_or_text, str):
+        try:
+            return _addr_of(msg_or_text)
+        except cel_net.NetError as e:
+            raise CELError(str(e)) from None
+    return _addr_of(msg_or_text.address)
+
+
+def _contains_ip(cidr: Any, ip: Any) -> bool:
+    return _cidr_of(cidr).contains(_ip_of(ip))
+
+
+def _contains_cidr(cidr: Any, other: Any) -> bool:
+    inner = _prefix_of(other) if isinstance(other, str) else _cidr_of(other)
+    return _cidr_of(cidr).contains_prefix(inner)
+
+
+def _net_to_string(value: Any) -> str:
+    if isinstance(value, _CIDRMsg):
+        return f"{value.address}/{value.bits}"
+    return str(value.address)
+
+
 def _ip_is_canonical(text: str) -> bool:
     try:
         return cel_net.is_canonical(text)
@@ -567,14 +617,44 @@ def _kubernetes_library() -> cel.CelExtension:
         f("sets.equivalent", [o("list_sets_equivalent_list", B, [LIST, LIST], _sets_equivalent)]),
         f("sets.intersects", [o("list_sets_intersects_list", B, [LIST, LIST], _sets_intersects)]),
         # ip.go
-        f("ip", [o("string_to_ip", _IP, [STR], _ip_msg_of)]),
+        f(
+            "ip",
+            [
+                o("string_to_ip", _IP, [STR], _ip_msg_of),
+                o("cidr_ip", _IP, [_CIDR], lambda c: _IPMsg(address=c.address), True),
+            ],
+        ),
+        # cidr.go
+        f("cidr", [o("string_to_cidr", _CIDR, [STR], lambda t: _cidr_msg(_prefix_of(t)))]),
+        f("isCIDR", [o("is_cidr", B, [STR], cel_net.is_cidr)]),
+        f(
+            "containsIP",
+            [
+                o("cidr_contains_ip_string", B, [_CIDR, STR], _contains_ip, True),
+                o("cidr_contains_ip_ip", B, [_CIDR, _IP], _contains_ip, True),
+            ],
+        ),
+        f(
+            "containsCIDR",
+            [
+                o("cidr_contains_cidr_string", B, [_CIDR, STR], _contains_cidr, True),
+                o("cidr_contains_cidr", B, [_CIDR, _CIDR], _contains_cidr, True),
+            ],
+        ),
+        f("prefixLength", [o("cidr_prefix_length", INT, [_CIDR], lambda c: int(c.bits), True)]),
+        f(
+            "masked",
+            [o("cidr_masked", _CIDR, [_CIDR], lambda c: _cidr_msg(_cidr_of(c).masked()), True)],
+        ),
         f("isIP", [o("is_ip", B, [STR], cel_net.is_ip)]),
         f("ip.isCanonical", [o("ip_is_canonical", B, [STR], _ip_is_canonical)]),
         f(
             "family",
             [o("ip_family", INT, [_IP], lambda a: 4 if _addr_of(a.address).is4 else 6, True)],
         ),
-        f("string", [o("ip_to_string", STR, [_IP], lambda a: str(a.address))]),
+        # string(cidr): the C++ runtime dispatches on kinds, and net.IP and net.CIDR are both
+        # messages: string(ip) is the one overload (ip_to_string) and gives a CIDR's text too.
+        f("string", [o("ip_to_string", STR, [_IP], _net_to_string)]),
         *(
             f(name, [o(overload, B, [_IP], _ip_test(test), True)])
             for name, overload, test in (

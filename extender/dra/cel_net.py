@@ -227,3 +227,90 @@ def is_ip(text: str) -> bool:
 
 def is_canonical(text: str) -> bool:
     return parse_addr(text).canonical() == text
+
+
+@dataclass(frozen=True, slots=True)
+class Prefix:
+    """An address and a prefix length (Go's ``netip.Prefix``: the address is kept unmasked)."""
+
+    addr: Addr
+    bits: int
+
+    def canonical(self) -> str:
+        return f"{self.addr.canonical()}/{self.bits}"
+
+    def masked(self) -> Prefix:
+        value = int.from_bytes(self.addr.octets, "big")
+        width = 8 * len(self.addr.octets)
+        mask = ((1 << width) - 1) ^ ((1 << (width - self.bits)) - 1)
+        return Prefix(Addr((value & mask).to_bytes(len(self.addr.octets), "big")), self.bits)
+
+    def _leading(self, addr: Addr, bits: int) -> int:
+        return int.from_bytes(addr.octets, "big") >> (8 * len(addr.octets) - bits)
+
+    def contains(self, addr: Addr) -> bool:
+        """``Prefix.Contains``: same family, no zone, the first ``bits`` bits equal."""
+        if addr.zone or len(addr.octets) != len(self.addr.octets):
+            return False
+        return self._leading(addr, self.bits) == self._leading(self.addr, self.bits)
+
+    def contains_prefix(self, other: Prefix) -> bool:
+        """cidr.go ``containsCIDR``: ``Overlaps`` and a prefix no longer than the other's."""
+        if len(other.addr.octets) != len(self.addr.octets):
+            return False
+        shortest = min(self.bits, other.bits)
+        overlaps = self._leading(self.addr, shortest) == self._leading(other.addr, shortest)
+        return overlaps and self.bits <= other.bits
+
+
+class _ParsePrefixError(Exception):
+    def __init__(self, text: str, message: str) -> None:
+        super().__init__(f"netip.ParsePrefix({_quote(text)}): {message}")
+
+
+_MAX_INT = (1 << 63) - 1
+
+
+def go_parse_prefix(text: str) -> Prefix:
+    """Go's ``netip.ParsePrefix``."""
+    slash = text.rfind("/")
+    if slash < 0:
+        raise _ParsePrefixError(text, "no '/'")
+    try:
+        addr = go_parse_addr(text[:slash])
+    except _ParseAddrError as e:
+        raise _ParsePrefixError(text, str(e)) from None
+    if not addr.is4 and addr.zone:
+        raise _ParsePrefixError(text, "IPv6 zones cannot be present in a prefix")
+    bits_text = text[slash + 1 :]
+    bad = f"bad bits after slash: {_quote(bits_text)}"
+    if len(bits_text) > 1 and not "1" <= bits_text[0] <= "9":
+        raise _ParsePrefixError(text, bad)
+    # strconv.Atoi: ASCII digits (a sign only when longer than one character: refused above).
+    digits = bits_text[1:] if bits_text[:1] in ("+", "-") and len(bits_text) > 1 else bits_text
+    if not digits or not all("0" <= c <= "9" for c in digits) or int(digits) > _MAX_INT:
+        raise _ParsePrefixError(text, bad)
+    bits = int(bits_text)
+    if not 0 <= bits <= 8 * len(addr.octets):
+        raise _ParsePrefixError(text, "prefix length out of range")
+    return Prefix(addr, bits)
+
+
+def parse_cidr(text: str) -> Prefix:
+    """cidr.go ``parseCIDR``, with ``stringToCIDR``'s wording of its errors."""
+    prefix_text = "network address parse error during conversion from string: "
+    try:
+        prefix = go_parse_prefix(text)
+    except _ParsePrefixError as e:
+        raise NetError(prefix_text + prefix_text + str(e)) from None
+    if prefix.addr.is4in6():
+        raise NetError(prefix_text + f"IPv4-mapped IPv6 address {_quote(text)} is not allowed")
+    return prefix
+
+
+def is_cidr(text: str) -> bool:
+    try:
+        parse_cidr(text)
+    except NetError:
+        return False
+    return True

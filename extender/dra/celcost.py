@@ -79,7 +79,19 @@ _DOMAIN_MAP = Size(
 )
 # cost.go: parsing a string argument costs its traversal.
 _PARSING_FUNCTIONS = frozenset(
-    ("quantity", "isQuantity", "semver", "isSemver", "ip", "isIP", "ip.isCanonical")
+    (
+        "quantity",
+        "isQuantity",
+        "semver",
+        "isSemver",
+        "ip",
+        "isIP",
+        "ip.isCanonical",
+        "cidr",
+        "isCIDR",
+        "containsIP",
+        "containsCIDR",
+    )
 )
 # Kubernetes' lists library (cost.go) and cel-go's ext.Lists.
 _LIST_FUNCTIONS = frozenset(("isSorted", "sum", "max", "min", "indexOf", "lastIndexOf"))
