@@ -3,7 +3,8 @@
 Upstream: ``k8s.io/dynamic-resource-allocation/cel/compile.go`` (the environment, the
 ``device`` variable, the result check) and ``cache.go`` (the LRU of compiled expressions), on
 the Kubernetes base environment of ``k8s.io/apiserver/pkg/cel/environment/base.go`` with the
-``quantity``, ``semver`` and ``regex`` libraries of ``k8s.io/apiserver/pkg/cel/library/``.
+``quantity``, ``semver``, ``regex``, ``lists``, ``ip`` and ``cidr`` libraries of
+``k8s.io/apiserver/pkg/cel/library/``.
 Feature gates as v1.36 sets them: DRAConsumableCapacity on, DRAListTypeAttributes off.
 
 An expression sees one variable, ``device``, an object with four fields:
@@ -75,10 +76,26 @@ Known differences (none reachable by the selectors DRA drivers document):
 
 - The C++ parser allows 32 levels of nesting (cel-go: 250): deeper expressions are compile
   errors (``Expression recursion limit exceeded``).
-- Not carried over from the base environment: the ``url``, ``ip``/``cidr``, ``format.named``
-  and ``lists`` libraries (ext and Kubernetes), two-variable comprehensions; an expression
-  using them gets the compile error of an undeclared reference. ``sets.*`` take lists of
-  dyn (upstream: lists of one type parameter, so mixed lists are a compile error there).
+- Carried over since: Kubernetes' ``lists`` library (``isSorted``, ``sum``, ``min``, ``max``,
+  ``indexOf``, ``lastIndexOf``: ``extender.dra.cel_lists``), cel-go's ``ext.Lists`` and
+  two-variable comprehensions (the C++ runtime's own, enabled through its env config). Their
+  differences: ``sum``, ``min`` and ``max`` are typed ``dyn`` (upstream: the element type), so
+  ``[1].sum() + "a"`` is a runtime error there a compile error; ``sum()`` of an empty list of
+  doubles or durations is the int 0 (equal to ``0.0`` in CEL, not to ``duration('0')``); a
+  list of uints sums to an int; ``transformMap`` / ``transformMapEntry`` fail at evaluation
+  (``No overload found in reference resolve step for cel.@mapInsert``: the C++ runtime's
+  Python bindings do not register that helper); the C++ lists extension also has ``first()``.
+- The ``ip`` and ``cidr`` libraries (``extender.dra.cel_net``: Go's ``netip.ParseAddr`` and
+  ``ParsePrefix`` followed step by step, their error texts included) are carried over;
+  ``net.IP`` / ``net.CIDR`` values show their message fields (``.address``, ``.bits``) as
+  quantities do. ``string(cidr(...))`` is a compile error (no matching overload): the C++
+  runtime dispatches on kinds, both types are messages, and ``string(ip)`` holds the one slot.
+- Not carried over from the base environment: the ``url`` and ``format.named``
+  libraries; an expression using them gets the compile error of an undeclared reference.
+  ``sets.*`` take lists of dyn (upstream: lists of one type parameter, so mixed lists are a
+  compile error there).
+- The parser's nesting limit is not settable through cel-expr-python 0.1 (its ``NewEnv`` takes
+  no parser options and its env config has no limits section).
 - ``quantity(...).isGreaterThan(semver(...))`` is a runtime ``no such overload`` (upstream: a
   compile error); ``isInteger()``/``asInteger()`` of a quantity written with fraction digits
   that is still integral (``"1.0"``, ``"1.5Ki"``) succeed (see ``extender.dra.quantity``).
@@ -103,7 +120,7 @@ from cel_expr_python import cel
 from cel_expr_python.ext import ext_bindings, ext_optional, ext_strings
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory, struct_pb2
 
-from extender.dra import celast, celcost
+from extender.dra import cel_lists, cel_net, celast, celcost
 from extender.dra import quantity as quantity_lib
 from extender.dra import semver as semver_lib
 
@@ -198,6 +215,34 @@ def _message_types() -> tuple[Any, Any, Any, Any]:
 
 
 _POOL, _QuantityMsg, _SemverMsg, _DeviceMsg = _message_types()
+
+
+def _net_types() -> Any:
+    """``net.IP`` (ip.go's type name, so ``type(ip("::1")) == net.IP``)."""
+    field = descriptor_pb2.FieldDescriptorProto
+    proto = descriptor_pb2.FileDescriptorProto(
+        name="extender/dra/net_cel.proto", package="net", syntax="proto3"
+    )
+    ip = proto.message_type.add(name="IP")
+    # One field, the canonical text: equal text, equal address.
+    ip.field.add(name="address", number=1, type=field.TYPE_STRING, label=field.LABEL_OPTIONAL)
+    # cidr.go's net.CIDR: the address as written (unmasked, as Go's Prefix) and the length.
+    cidr = proto.message_type.add(name="CIDR")
+    cidr.field.add(name="address", number=1, type=field.TYPE_STRING, label=field.LABEL_OPTIONAL)
+    cidr.field.add(name="bits", number=2, type=field.TYPE_INT64, label=field.LABEL_OPTIONAL)
+    try:
+        _POOL.FindFileByName(proto.name)
+    except KeyError:
+        _POOL.Add(proto)
+    return tuple(
+        message_factory.GetMessageClass(_POOL.FindMessageTypeByName(name))
+        for name in ("net.IP", "net.CIDR")
+    )
+
+
+_IPMsg, _CIDRMsg = _net_types()
+_IP = cel.Type("net.IP")
+_CIDR = cel.Type("net.CIDR")
 _QUANTITY = cel.Type("kubernetes.Quantity")
 _SEMVER = cel.Type("kubernetes.Semver")
 
@@ -388,6 +433,88 @@ def _sets_intersects(a: list[Any], b: list[Any]) -> bool:
     return any(_cel_equal(x, y) for x in a for y in b)
 
 
+def _lists_call(impl: Callable[..., Any]) -> Callable[..., Any]:
+    def call(*args: Any) -> Any:
+        try:
+            return impl(*args)
+        except cel_lists.ListsError as e:
+            raise CELError(str(e)) from None
+
+    return call
+
+
+def _index_of(values: list[Any], item: Any) -> int:
+    return cel_lists.index_of(values, item, _cel_equal)
+
+
+def _last_index_of(values: list[Any], item: Any) -> int:
+    return cel_lists.last_index_of(values, item, _cel_equal)
+
+
+@lru_cache(maxsize=1024)
+def _ip_msg_of(text: str) -> Any:
+    try:
+        return _IPMsg(address=cel_net.parse_addr(text).canonical())
+    except cel_net.NetError as e:
+        raise CELError(str(e)) from None
+
+
+@lru_cache(maxsize=1024)
+def _addr_of(text: str) -> cel_net.Addr:
+    return cel_net.parse_addr(text)
+
+
+@lru_cache(maxsize=1024)
+def _prefix_of(text: str) -> cel_net.Prefix:
+    try:
+        return cel_net.parse_cidr(text)
+    except cel_net.NetError as e:
+        raise CELError(str(e)) from None
+
+
+def _cidr_msg(prefix: cel_net.Prefix) -> Any:
+    return _CIDRMsg(address=prefix.addr.canonical(), bits=prefix.bits)
+
+
+def _cidr_of(msg: Any) -> cel_net.Prefix:
+    return cel_net.Prefix(_addr_of(msg.address), int(msg.bits))
+
+
+def _ip_of(msg_or_text: Any) -> cel_net.Addr:
+    if isinstance(msg_or_text, str):
+        try:
+            return _addr_of(msg_or_text)
+        except cel_net.NetError as e:
+            raise CELError(str(e)) from None
+    return _addr_of(msg_or_text.address)
+
+
+def _contains_ip(cidr: Any, ip: Any) -> bool:
+    return _cidr_of(cidr).contains(_ip_of(ip))
+
+
+def _contains_cidr(cidr: Any, other: Any) -> bool:
+    inner = _prefix_of(other) if isinstance(other, str) else _cidr_of(other)
+    return _cidr_of(cidr).contains_prefix(inner)
+
+
+def _net_to_string(value: Any) -> str:
+    if isinstance(value, _CIDRMsg):
+        return f"{value.address}/{value.bits}"
+    return str(value.address)
+
+
+def _ip_is_canonical(text: str) -> bool:
+    try:
+        return cel_net.is_canonical(text)
+    except cel_net.NetError as e:
+        raise CELError(str(e)) from None
+
+
+def _ip_test(test: Callable[[cel_net.Addr], bool]) -> Callable[[Any], bool]:
+    return lambda msg: test(_addr_of(msg.address))
+
+
 _T = cel.Type
 
 
@@ -489,6 +616,74 @@ def _kubernetes_library() -> cel.CelExtension:
         f("sets.contains", [o("list_sets_contains_list", B, [LIST, LIST], _sets_contains)]),
         f("sets.equivalent", [o("list_sets_equivalent_list", B, [LIST, LIST], _sets_equivalent)]),
         f("sets.intersects", [o("list_sets_intersects_list", B, [LIST, LIST], _sets_intersects)]),
+        # ip.go
+        f(
+            "ip",
+            [
+                o("string_to_ip", _IP, [STR], _ip_msg_of),
+                o("cidr_ip", _IP, [_CIDR], lambda c: _IPMsg(address=c.address), True),
+            ],
+        ),
+        # cidr.go
+        f("cidr", [o("string_to_cidr", _CIDR, [STR], lambda t: _cidr_msg(_prefix_of(t)))]),
+        f("isCIDR", [o("is_cidr", B, [STR], cel_net.is_cidr)]),
+        f(
+            "containsIP",
+            [
+                o("cidr_contains_ip_string", B, [_CIDR, STR], _contains_ip, True),
+                o("cidr_contains_ip_ip", B, [_CIDR, _IP], _contains_ip, True),
+            ],
+        ),
+        f(
+            "containsCIDR",
+            [
+                o("cidr_contains_cidr_string", B, [_CIDR, STR], _contains_cidr, True),
+                o("cidr_contains_cidr", B, [_CIDR, _CIDR], _contains_cidr, True),
+            ],
+        ),
+        f("prefixLength", [o("cidr_prefix_length", INT, [_CIDR], lambda c: int(c.bits), True)]),
+        f(
+            "masked",
+            [o("cidr_masked", _CIDR, [_CIDR], lambda c: _cidr_msg(_cidr_of(c).masked()), True)],
+        ),
+        f("isIP", [o("is_ip", B, [STR], cel_net.is_ip)]),
+        f("ip.isCanonical", [o("ip_is_canonical", B, [STR], _ip_is_canonical)]),
+        f(
+            "family",
+            [o("ip_family", INT, [_IP], lambda a: 4 if _addr_of(a.address).is4 else 6, True)],
+        ),
+        # string(cidr): the C++ runtime dispatches on kinds, and net.IP and net.CIDR are both
+        # messages: string(ip) is the one overload (ip_to_string) and gives a CIDR's text too.
+        f("string", [o("ip_to_string", STR, [_IP], _net_to_string)]),
+        *(
+            f(name, [o(overload, B, [_IP], _ip_test(test), True)])
+            for name, overload, test in (
+                ("isUnspecified", "ip_is_unspecified", cel_net.Addr.is_unspecified),
+                ("isLoopback", "ip_is_loopback", cel_net.Addr.is_loopback),
+                (
+                    "isLinkLocalMulticast",
+                    "ip_is_link_local_multicast",
+                    cel_net.Addr.is_link_local_multicast,
+                ),
+                (
+                    "isLinkLocalUnicast",
+                    "ip_is_link_local_unicast",
+                    cel_net.Addr.is_link_local_unicast,
+                ),
+                ("isGlobalUnicast", "ip_is_global_unicast", cel_net.Addr.is_global_unicast),
+            )
+        ),
+        # lists.go: one overload on list(dyn) each (see extender.dra.cel_lists); indexOf and
+        # lastIndexOf of strings are the string extension's.
+        f(
+            "isSorted",
+            [o("list_is_sorted_bool", B, [LIST], _lists_call(cel_lists.is_sorted), True)],
+        ),
+        f("sum", [o("list_sum", DYN, [LIST], _lists_call(cel_lists.list_sum), True)]),
+        f("min", [o("list_min", DYN, [LIST], _lists_call(cel_lists.list_min), True)]),
+        f("max", [o("list_max", DYN, [LIST], _lists_call(cel_lists.list_max), True)]),
+        f("indexOf", [o("list_a_index_of_int", INT, [LIST, DYN], _index_of, True)]),
+        f("lastIndexOf", [o("list_a_last_index_of_int", INT, [LIST, DYN], _last_index_of, True)]),
         f("major", [o("semver_major", INT, [S], lambda a: _from_semver_msg(a).major, True)]),
         f("minor", [o("semver_minor", INT, [S], lambda a: _from_semver_msg(a).minor, True)]),
         f("patch", [o("semver_patch", INT, [S], lambda a: _from_semver_msg(a).patch, True)]),
@@ -496,9 +691,20 @@ def _kubernetes_library() -> cel.CelExtension:
     return cel.CelExtension("kubernetes", functions)
 
 
+# Extensions of the C++ runtime that are enabled by name only: cel-go's ext.Lists (base
+# environment since 1.34; version 3 there is version 2's functions with costs) and
+# ext.TwoVarComprehensions (since 1.32).
+_CONFIG_YAML = """extensions:
+  - name: "lists"
+    version: 2
+  - name: "two-var-comprehensions"
+"""
+
+
 def _new_env() -> cel.Env:
     return cel.NewEnv(
         _POOL,
+        config=cel.NewEnvConfigFromYaml(_CONFIG_YAML),
         variables={
             "device": _T("kubernetes.DRADevice"),
             # device.attributes and device.capacity, as they are and with defaults
@@ -895,6 +1101,33 @@ def _literal_is_valid(function: str, text: str) -> bool:
     return bool(result.type() != _T.ERROR)
 
 
+_LIST_FUNCTIONS = frozenset((*cel_lists.ELEMENT_TYPES, "indexOf", "lastIndexOf"))
+
+
+def _list_call_error(types: Any, call: Any) -> str | None:
+    """Upstream's overloads of the lists library, by element type (ours take list(dyn))."""
+    target = types.get(call.target.id)
+    if target is None or target.WhichOneof("type_kind") != "list_type":
+        return None
+    element = target.list_type.elem_type
+    if celast.is_dyn(element):
+        return None
+    args = [types.get(a.id) for a in call.args]
+    allowed = cel_lists.ELEMENT_TYPES.get(call.function)
+    if allowed is not None:
+        if celast.type_name(element) in allowed:
+            return None
+    elif len(args) != 1 or args[0] is None or celast.is_dyn(args[0]):
+        return None
+    elif celast.type_name(args[0]) == celast.type_name(element):
+        return None
+    shown = ", ".join(celast.type_name(a) if a is not None else "dyn" for a in args)
+    return (
+        f"found no matching overload for '{call.function}' applied to "
+        f"'{celast.type_name(target)}.({shown})'"
+    )
+
+
 def _validate(checked: Any, expression: str) -> str | None:
     """The checks of Kubernetes' base environment the C++ checker does not make.
 
@@ -944,6 +1177,10 @@ def _validate(checked: Any, expression: str) -> str | None:
         elif kind == "call_expr":
             call = node.call_expr
             function = call.function
+            if call.HasField("target") and function in _LIST_FUNCTIONS:
+                message = _list_call_error(types, call)
+                if message is not None:
+                    errors.append((node.id, message))
             if function in ("matches", "duration", "timestamp") and call.args:
                 literal = _string_constant(call.args[0])
                 if literal is not None and not _literal_is_valid(function, literal):

@@ -77,6 +77,25 @@ _DOMAIN_MAP = Size(
     elem=Size(_MAX_ENTRIES, elem=_VALUE, key=Size(_MAX_ID_LENGTH)),
     key=Size(_MAX_DOMAIN_LENGTH),
 )
+# cost.go: parsing a string argument costs its traversal.
+_PARSING_FUNCTIONS = frozenset(
+    (
+        "quantity",
+        "isQuantity",
+        "semver",
+        "isSemver",
+        "ip",
+        "isIP",
+        "ip.isCanonical",
+        "cidr",
+        "isCIDR",
+        "containsIP",
+        "containsCIDR",
+    )
+)
+# Kubernetes' lists library (cost.go) and cel-go's ext.Lists.
+_LIST_FUNCTIONS = frozenset(("isSorted", "sum", "max", "min", "indexOf", "lastIndexOf"))
+_EXT_LIST_FUNCTIONS = frozenset(("distinct", "reverse", "slice", "sort", "sortBy", "flatten"))
 _STRING_FUNCTIONS_SAME_SIZE = frozenset(
     ("lowerAscii", "upperAscii", "trim", "reverse", "substring", "charAt", "find")
 )
@@ -216,8 +235,17 @@ class _Estimator:
         if function.startswith("sets.") and len(sizes) == 2:
             factor = 2 if function == "sets.equivalent" else 1
             return _sat(total + 1 + sizes[0].n * sizes[1].n * factor), SCALAR
-        if function in ("quantity", "isQuantity", "semver", "isSemver") and sizes:
+        if function in _PARSING_FUNCTIONS and sizes:
             return _sat(total + _factor(sizes[0].n, _STRING_FACTOR)), SCALAR
+        if function in _LIST_FUNCTIONS and call.HasField("target") and sizes[0].elem is not None:
+            # cost.go: one a compared element, plus the traversal of string elements.
+            elem = sizes[0].elem
+            per_element = 1 + _factor(elem.n, _STRING_FACTOR) if elem.elem is None else 1
+            result = SCALAR if function in ("isSorted", "indexOf", "lastIndexOf") else elem
+            return _sat(total + sizes[0].n * per_element), result
+        if function in _EXT_LIST_FUNCTIONS and call.HasField("target") and sizes:
+            # ext.Lists: a new list no larger than the target (flatten: its elements' elements).
+            return _sat(total + 1 + sizes[0].n), sizes[0]
         if function in ("contains", "startsWith", "endsWith", "indexOf", "lastIndexOf"):
             other = sizes[1].n if len(sizes) > 1 else 1
             work = _factor(sizes[0].n, _STRING_FACTOR) * max(1, _factor(other, _STRING_FACTOR))
