@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from extender.config.plugins import signature_problems
 from extender.framework import PreBindPreFlightPlugin
 from extender.framework.cycle_state import CycleState
 from extender.framework.handle import Services
@@ -13,6 +14,8 @@ from extender.framework.profile import PluginSpec, Profile
 from extender.framework.registry import Registry
 from extender.framework.runtime import Framework
 from extender.framework.status import SKIP, Code, Status, unschedulable
+from extender.plugins.dynamicresources.dynamic_resources import DynamicResources
+from extender.plugins.volume_binding import VolumeBinding
 from tests.unit.builders import make_pod
 
 
@@ -162,3 +165,10 @@ def test_a_wrong_answer_is_an_error() -> None:
     assert status.message == (
         'running PreBindPreFlight "A": returned bool True, expected None or a Status'
     )
+
+
+@pytest.mark.parametrize("cls", [VolumeBinding, DynamicResources], ids=lambda c: c.__name__)
+def test_the_in_tree_pre_bind_plugins_implement_it(cls: type) -> None:
+    # Upstream v1.36.3's PreBind plugins; the loader's signature check accepts them.
+    assert callable(getattr(cls, "pre_bind_pre_flight", None))
+    assert signature_problems(cls) == []

@@ -123,7 +123,9 @@ def test_a_rejecting_pre_flight_is_an_error_not_unschedulable() -> None:
 def test_a_failed_pre_bind_clears_the_nomination_the_binding_cycle_wrote() -> None:
     def fail(pod: dict) -> Status:
         # The informer has seen the nomination by now (PreBind is the slow part).
-        h.api.pods["default/p"]["status"]["nominatedNodeName"] = "n1"
+        seen = copy.deepcopy(h.api.pods["default/p"])
+        seen["status"]["nominatedNodeName"] = "n1"
+        h.api.pods["default/p"] = seen
         return Status.error("volume not ready")
 
     h = make_harness([make_node("n1")], probe=FlightProbe(pre_bind=fail))
