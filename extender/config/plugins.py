@@ -30,6 +30,7 @@ from extender.framework.interfaces import (
     BatchNormalizeScore,
     BatchScorePlugin,
     EnqueueExtensions,
+    PreBindPreFlightPlugin,
     PreFilterExtensions,
     ScoreExtensions,
 )
@@ -52,6 +53,7 @@ OPTIONAL_PROTOCOLS: tuple[type, ...] = (
     BatchScorePlugin,
     BatchNormalizeScore,
     EnqueueExtensions,
+    PreBindPreFlightPlugin,
     PreFilterExtensions,
     ScoreExtensions,
 )

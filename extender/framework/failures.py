@@ -41,6 +41,7 @@ _MESSAGES: dict[str, str] = {
     "unreserve": 'running Unreserve plugin "%s"',
     "permit": 'running Permit plugin "%s"',
     "preBind": 'running PreBind plugin "%s"',
+    "preBindPreFlight": 'running PreBindPreFlight "%s"',
     "bind": 'running Bind plugin "%s"',
     "postBind": 'running PostBind plugin "%s"',
 }

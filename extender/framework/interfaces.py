@@ -147,6 +147,23 @@ class PreBindPlugin(Plugin, Protocol):
 
 
 @runtime_checkable
+class PreBindPreFlightPlugin(Plugin, Protocol):
+    """Optional companion of PreBind (upstream ``PreBindPlugin.PreBindPreFlight``): before the
+    binding cycle (ahead of WaitOnPermit), whether this plugin's ``pre_bind`` has work for the
+    pod on ``node_name``. ``None`` (Success): it has, so the standalone scheduler writes the
+    pod's ``status.nominatedNodeName`` first (upstream NominatedNodeNameForExpectation) for
+    other components to see where the pod is going; ``SKIP``: nothing to do, and ``pre_bind``
+    is not called for this pod; an Error status fails the binding cycle. Any other code is an
+    error. Asked of the profile's preBind plugins only. It must be cheap and must not write
+    anything: no API calls, no cycle state. A PreBind plugin without it counts as Success
+    (its ``pre_bind`` may be slow)."""
+
+    def pre_bind_pre_flight(
+        self, state: CycleState, pod: dict, node_name: str
+    ) -> Status | None: ...
+
+
+@runtime_checkable
 class BindPlugin(Plugin, Protocol):
     def bind(self, state: CycleState, pod: dict, node_name: str) -> Status | None: ...
 

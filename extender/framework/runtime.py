@@ -40,6 +40,7 @@ from .interfaces import (
     PostBindPlugin,
     PostFilterPlugin,
     PreBindPlugin,
+    PreBindPreFlightPlugin,
     PreEnqueuePlugin,
     PreFilterPlugin,
     PreScorePlugin,
@@ -67,6 +68,9 @@ log = logging.getLogger(__name__)
 
 POD_SIGNATURE_KEY = "PodSignature"
 SCORE_ROWS_KEY = "ScoreRows"
+# The preBind plugins whose PreBindPreFlight answered Skip (upstream
+# ``CycleState.SetSkipPreBindPlugins``): their PreBind is not run for this pod.
+SKIP_PRE_BIND_KEY = "SkipPreBindPlugins"
 # Specs remembered per node and memoized plugin: more than the workloads that usually
 # interleave in the queue (the `mixed` benchmark has 20), few enough to bound the memory
 # (at most nodes x memoized plugins x this many entries, each a reference to a shared answer).
@@ -172,6 +176,12 @@ class BatchFilter:
 
 class ProfileError(ValueError):
     """A profile that cannot be built (unknown plugin, plugin lacking the point, bad weight)."""
+
+
+def _code_text(code: Code) -> str:
+    """Upstream's ``Code.String()``: ``UNSCHEDULABLE_AND_UNRESOLVABLE`` is
+    ``UnschedulableAndUnresolvable``."""
+    return "".join(word.capitalize() for word in code.name.split("_"))
 
 
 def _pod_uid(pod: dict) -> str:
@@ -909,8 +919,52 @@ class Framework:
 
     # -- binding ------------------------------------------------------------------------
 
+    def will_wait_on_permit(self, pod: dict) -> bool:
+        """Whether a Permit plugin parked the pod (upstream ``WillWaitOnPermit``)."""
+        return self.waiting_pods.get(_pod_uid(pod)) is not None
+
+    def run_pre_bind_pre_flights(
+        self, state: CycleState, pod: dict, node_name: str
+    ) -> Status | None:
+        """PreBindPreFlight of every preBind plugin (upstream ``RunPreBindPreFlights``):
+        ``None`` (Success) when one or more will work in PreBind, ``SKIP`` when all skip (or
+        there are none), an Error at the first plugin that errs or answers another code. The
+        skipping plugins are recorded in ``state``: ``run_pre_bind_plugins`` passes them by."""
+        skip: set[str] = set()
+        answer: Status | None = Status(Code.SKIP)
+        for plugin in self.pre_bind_plugins:
+            name = plugin.name
+            if not isinstance(plugin, PreBindPreFlightPlugin):
+                answer = None  # cannot tell: its PreBind may have work
+                continue
+            try:
+                status = plugin.pre_bind_pre_flight(state, pod, node_name)
+            except Exception as exc:
+                return self._failed(name, "preBindPreFlight", exc)
+            if _not_status(status):
+                return self._failed(name, "preBindPreFlight", wrong_return(status, STATUS_OR_NONE))
+            if status is None or status.code == Code.SUCCESS:
+                answer = None
+            elif status.code == Code.SKIP:
+                skip.add(name)
+            elif status.code == Code.ERROR:
+                return self._failed(name, "preBindPreFlight", status.message)
+            else:
+                self.metrics.plugin_error(name, "preBindPreFlight")
+                return Status(
+                    Code.ERROR,
+                    f'PreBindPreFlight {name} returned "{_code_text(status.code)}", which is '
+                    "unsupported. It is supposed to return Success, Skip, or Error status",
+                    plugin=name,
+                )
+        state.write(SKIP_PRE_BIND_KEY, frozenset(skip))
+        return answer
+
     def run_pre_bind_plugins(self, state: CycleState, pod: dict, node_name: str) -> Status | None:
+        skip = state.get(SKIP_PRE_BIND_KEY, frozenset())
         for name, pre_bind in self._calls["preBind"]:
+            if name in skip:
+                continue
             try:
                 status = pre_bind(state, pod, node_name)
             except Exception as exc:

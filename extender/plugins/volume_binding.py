@@ -15,6 +15,8 @@ PersistentVolumeClaims as part of scheduling (upstream
 * Score: only with the StorageCapacityScoring feature, alpha and off in v1.36: PreScore Skips.
 * Reserve assumes the chosen bindings in an in-memory cache shared by cycles (so the next pod
   does not take the same PV), Unreserve restores it.
+* PreBindPreFlight: Skip when Reserve found every claim bound, else Success (the standalone
+  scheduler then sets the pod's ``nominatedNodeName`` before PreBind).
 * PreBind (standalone scheduler only: the extender never reserves or binds) writes the PV's
   ``claimRef`` or the claim's ``volume.kubernetes.io/selected-node`` annotation, then polls
   the API objects every second until the claims are bound, failing on a reset claimRef,
@@ -88,6 +90,7 @@ ERR_REASON_PV_NOT_EXIST = (
     "node(s) unavailable due to one or more pvc(s) bound to non-existent pv(s)"
 )
 ERR_UNBOUND_IMMEDIATE = "pod has unbound immediate PersistentVolumeClaims"
+ERR_NO_POD_VOLUME_FOR_NODE = "no pod volume found for node"
 
 
 class _WriteClient(Protocol):
@@ -472,6 +475,19 @@ class VolumeBinding:
             cache.restore_pvc(claim_key(meta(pvc).get("namespace", ""), meta(pvc)["name"]))
 
     # -- PreBind ---------------------------------------------------------------------------
+
+    def pre_bind_pre_flight(self, state: CycleState, pod: dict, node_name: str) -> Status | None:
+        """``PreBindPreFlight``: Skip when every claim is bound (Reserve found nothing to
+        bind), Success when PreBind will bind or provision claims on ``node_name``."""
+        try:
+            data: _State = state.read(STATE_KEY)
+        except StateNotFound:
+            return Status.error(f'reading "{STATE_KEY}" from cycleState: not found', plugin=NAME)
+        if data.all_bound:
+            return SKIP
+        if node_name not in data.by_node:
+            return Status.error(f'{ERR_NO_POD_VOLUME_FOR_NODE} "{node_name}"', plugin=NAME)
+        return None
 
     def pre_bind(self, state: CycleState, pod: dict, node_name: str) -> Status | None:
         try:

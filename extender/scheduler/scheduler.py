@@ -4,7 +4,8 @@ the same core the webhook uses: the decision for a pod is
 :meth:`SchedulingAlgorithm.schedule_pod` over the cache's snapshot.
 
 Flow per pod: pop -> schedule_pod (PreFilter, Filter, [PostFilter], PreScore, Score) ->
-assume -> Reserve -> Permit -> (binding pool) WaitOnPermit -> PreBind -> Bind -> PostBind.
+assume -> Reserve -> Permit -> (binding pool) PreBindPreFlight [-> nominatedNodeName] ->
+WaitOnPermit -> PreBind -> Bind -> PostBind.
 Any failure after assume unreserves, forgets the assumed pod and requeues.
 
 Kept in one module (~500 lines), as upstream keeps ``schedule_one.go``: the scheduling cycle,
@@ -263,7 +264,9 @@ class Scheduler:
         start: float,
     ) -> None:
         try:
-            status = fwk.wait_on_permit(assumed)
+            status = self._nominate(fwk, state, assumed, host)
+            if status is None:
+                status = fwk.wait_on_permit(assumed)
             if status is not None:
                 fit = (
                     _single_node_fit_error(info.pod, host, status) if status.is_rejected() else None
@@ -303,6 +306,40 @@ class Scheduler:
                 )
             except Exception:
                 log.exception("failure handler of %s failed", info.pod_info.key)
+
+    def _nominate(
+        self, fwk: Framework, state: CycleState, assumed: dict, host: str
+    ) -> Status | None:
+        """Upstream NominatedNodeNameForExpectation (beta, on since v1.35): when PreBind has
+        work (a PreBindPreFlight answered Success) or Permit parked the pod, write
+        ``status.nominatedNodeName`` first, so that other components (the cluster autoscaler,
+        this scheduler after a restart) see where the pod is going during a slow PreBind. A
+        failed write is only logged; a failed PreBindPreFlight fails the binding cycle. The
+        apiserver clears the field when the binding lands (ClearingNominatedNodeNameAfterBinding)
+        and the failure handler when binding fails."""
+        status = fwk.run_pre_bind_pre_flights(state, assumed, host)
+        if status is not None and status.code != Code.SKIP:
+            # Its Permit wait would never be collected: drop it (and its timers) now.
+            uid = (assumed.get("metadata") or {}).get("uid", "")
+            fwk.reject_waiting_pod(uid)
+            fwk.waiting_pods.remove(uid)
+            return status
+        if status is not None and not fwk.will_wait_on_permit(assumed):
+            return None  # the pod is bound soon anyway
+        if ((assumed.get("status") or {}).get("nominatedNodeName") or "") == host:
+            return None
+        meta = assumed.get("metadata") or {}
+        namespace, name = meta.get("namespace", "default"), meta.get("name", "")
+        try:
+            self.status_writer.patch_pod_status(
+                namespace, name, {"status": {"nominatedNodeName": host}}
+            )
+        except Exception:
+            # Not critical enough to stop the binding cycle (as upstream).
+            log.warning(
+                "setting nominatedNodeName %s on %s/%s failed", host, namespace, name, exc_info=True
+            )
+        return None
 
     def _bind(self, fwk: Framework, state: CycleState, pod: dict, host: str) -> Status | None:
         """Extenders with a bindVerb first (the first interested one decides, ignorable ones
@@ -383,6 +420,9 @@ class Scheduler:
             self.queue.add_unschedulable_if_not_present(info, rejected)
             if nominating is not None:
                 self.queue.nominator.add_nominated_pod(info.pod_info, nominating)
+        # As upstream, the patch is computed against the informer's copy when there is one:
+        # it carries a nominatedNodeName the binding cycle wrote, which must be cleared.
+        latest = info.pod
         log.info("pod %s/%s: %s", namespace, name, message)
         note = self.decisions.failed(pod, fit, message) if fit is not None else message
         self.events.record_event(pod, "Warning", "FailedScheduling", "Scheduling", note)
@@ -399,10 +439,10 @@ class Scheduler:
             }
         }
         if nominating is not None and nominating.mode == NominatingMode.OVERRIDE:
-            old = (pod.get("status") or {}).get("nominatedNodeName") or ""
+            old = (latest.get("status") or {}).get("nominatedNodeName") or ""
             if nominating.nominated_node_name != old:
                 patch["status"]["nominatedNodeName"] = nominating.nominated_node_name or None
-        if _condition_changed(pod, patch["status"]["conditions"][0]) or (
+        if _condition_changed(latest, patch["status"]["conditions"][0]) or (
             "nominatedNodeName" in patch["status"]
         ):
             try:
@@ -423,6 +463,11 @@ class Scheduler:
         if not self.responsible_for(new):
             return
         if old is not None and _resource_version(old) == _resource_version(new):
+            return
+        # An assumed pod's own updates (the nominatedNodeName its binding cycle writes) are no
+        # queue event: queueing it again would nominate it on top of its assumed copy
+        # (upstream ``updatePodInSchedulingQueue``).
+        if self.cache.is_assumed(pod_key(new)):
             return
         self.queue.update(old, new)
 

@@ -217,3 +217,61 @@ def test_missing_claim_then_created(vkube: Kube) -> None:
     pvc = get_claim(vkube, "x")
     assert pvc["status"]["phase"] == "Bound"
     track(vkube, f"/api/v1/persistentvolumes/{pvc['spec']['volumeName']}")
+
+
+def _unbound_then_bound_states(kube: Kube, name: str, since: str) -> list[tuple]:
+    """Every state the pod went through since resourceVersion ``since``, as
+    ``(spec.nodeName, status.nominatedNodeName)``, up to its binding (the watch replays them)."""
+    states: list[tuple] = []
+    path = f"/api/v1/namespaces/{kube.namespace}/pods"
+    with kube.client.watch(path, since, 10, field_selector=f"metadata.name={name}") as stream:
+        for kind, obj in stream:
+            if kind == "BOOKMARK":
+                continue
+            states.append((obj["spec"].get("nodeName"), obj["status"].get("nominatedNodeName")))
+            if obj["spec"].get("nodeName"):
+                break
+    return states
+
+
+def _nominated_then_bound(kube: Kube) -> None:
+    ns = kube.namespace
+    kube.create_node(f"{ns}-node0")
+    sc = storage_class(kube, f"hostpath-{ns}", PROVISIONER)
+    claim(kube, "data", sc)
+    since = kube.get(f"/api/v1/namespaces/{ns}/pods")["metadata"]["resourceVersion"]
+    pod_with_claim(kube, "web", "data")
+    kube.create_pod("plain", cpu="100m")
+    node = kube.wait_bound("web", timeout=60)
+    assert kube.wait_bound("plain", timeout=60) == node
+
+    states = _unbound_then_bound_states(kube, "web", since)
+    assert (None, node) in states, states
+    assert states[-1] == (node, None), states  # cleared by the apiserver's binding
+    plain = _unbound_then_bound_states(kube, "plain", since)
+    assert all(nominated is None for _, nominated in plain), plain
+    pv = get_claim(kube, "data")["spec"]["volumeName"]
+    track(kube, f"/api/v1/persistentvolumes/{pv}")
+
+
+def test_a_pod_whose_volumes_need_binding_is_nominated_before_prebind(vkube: Kube) -> None:
+    """kube-scheduler v1.36's NominatedNodeNameForExpectation: VolumeBinding's PreBindPreFlight
+    says PreBind has work (a WaitForFirstConsumer claim to provision), so the pod's
+    ``status.nominatedNodeName`` names the node before the binding; the apiserver clears it
+    when the binding lands (ClearingNominatedNodeNameAfterBinding). A pod without claims is
+    bound without that write."""
+    _nominated_then_bound(vkube)
+
+
+def test_kube_scheduler_nominates_the_same_way(vkube: Kube, kube_scheduler) -> None:  # noqa: ANN001
+    """The same pods under the real kube-scheduler v1.36.3 go through the same states."""
+    kube_scheduler(
+        {
+            "apiVersion": "kubescheduler.config.k8s.io/v1",
+            "kind": "KubeSchedulerConfiguration",
+            "leaderElection": {"leaderElect": False},
+            "profiles": [{"schedulerName": "default-scheduler"}],
+        }
+    )
+    vkube.scheduler_name = "default-scheduler"
+    _nominated_then_bound(vkube)

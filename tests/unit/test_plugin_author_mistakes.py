@@ -147,9 +147,27 @@ class BadNormalize(BareScore):
         return None
 
 
+class BadPreFlight:
+    name = "BadPreFlight"
+
+    def __init__(self, args: dict, handle: object) -> None:
+        pass
+
+    def filter(self, state, pod, node_info):  # noqa: ANN001, ANN201
+        return None
+
+    def pre_bind_pre_flight(self, pod, node_name):  # noqa: ANN001, ANN201
+        return None
+
+
 @pytest.mark.parametrize(
     ("cls", "message"),
     [
+        (
+            BadPreFlight,
+            "BadPreFlight.pre_bind_pre_flight(self, pod, node_name) does not take the arguments "
+            "the runtime passes: pre_bind_pre_flight(self, state, pod, node_name)",
+        ),
         (
             NoState,
             "NoState.filter(self, pod, node_info) does not take the arguments the runtime "

@@ -332,6 +332,56 @@ def test_volume_binding_pre_bind_times_out() -> None:
     assert status.message.startswith("binding volumes: ")
 
 
+def _reserved(plugin: VolumeBinding, pod: dict, node: str = "n1") -> CycleState:
+    state, snapshot = cycle(NODES)
+    plugin.pre_filter(state, pod, snapshot.node_info_list)
+    for info in snapshot.node_info_list:
+        plugin.filter(state, pod, info)
+    assert plugin.reserve(state, pod, node) is None
+    return state
+
+
+def test_volume_binding_pre_bind_pre_flight_skips_when_nothing_is_left_to_bind() -> None:
+    # Upstream PreBindPreFlight: Skip when allBound (no claims, or every claim bound).
+    plain, pod = binding(), make_pod("p")
+    status = plain.pre_bind_pre_flight(_reserved(plain, pod), pod, "n1")
+    assert status is not None and status.code == Code.SKIP
+    claim = pvc("data", volume="local-1", bound=True)
+    plugin = binding(
+        pvcs=[claim], pvs=[pv("local-1", hosts=("n1",), claim=claim)], classes=[sc("wffc")]
+    )
+    pod = with_claims("data")
+    status = plugin.pre_bind_pre_flight(_reserved(plugin, pod), pod, "n1")
+    assert status is not None and status.code == Code.SKIP
+
+
+def test_volume_binding_pre_bind_pre_flight_has_work_for_a_claim_to_bind() -> None:
+    plugin = binding(
+        pvcs=[pvc("a", cls="local")],
+        pvs=[pv("only", cls="local", hosts=("n1",))],
+        classes=[sc("local", provisioner="kubernetes.io/no-provisioner")],
+    )
+    pod = with_claims("a")
+    assert plugin.pre_bind_pre_flight(_reserved(plugin, pod), pod, "n1") is None
+    provisioned = binding(pvcs=[pvc("b")], classes=[sc("wffc")])
+    pod = with_claims("b")
+    assert provisioned.pre_bind_pre_flight(_reserved(provisioned, pod), pod, "n2") is None
+
+
+def test_volume_binding_pre_bind_pre_flight_errors_in_upstream_words() -> None:
+    plugin = binding(pvcs=[pvc("b")], classes=[sc("wffc")])
+    pod = with_claims("b")
+    status = plugin.pre_bind_pre_flight(CycleState(), pod, "n1")
+    assert status is not None and status.code == Code.ERROR
+    assert status.message == 'reading "VolumeBinding" from cycleState: not found'
+    state, snapshot = cycle(NODES)
+    plugin.pre_filter(state, pod, snapshot.node_info_list)
+    plugin.filter(state, pod, snapshot.get("n1"))  # n2 never filtered: no volumes for it
+    status = plugin.pre_bind_pre_flight(state, pod, "n2")
+    assert status is not None and status.code == Code.ERROR
+    assert status.message == 'no pod volume found for node "n2"'
+
+
 def test_volume_binding_pre_score_skips_without_storage_capacity_scoring() -> None:
     state, snapshot = cycle(NODES)
     assert binding().pre_score(state, make_pod("p"), snapshot.node_info_list).code == Code.SKIP
