@@ -746,7 +746,7 @@ class DynamicResources:
     def pre_bind_pre_flight(self, state: CycleState, pod: dict, node_name: str) -> Status | None:
         """``PreBindPreFlight``: whether PreBind has work for this pod (Skip: no claims).
         kube-scheduler v1.36 (NominatedNodeNameForExpectation) sets the pod's
-        ``nominatedNodeName`` before a PreBind with work; our loop does not call this yet."""
+        ``nominatedNodeName`` before a PreBind with work (the loop does so too)."""
         s = self._state(state)
         if isinstance(s, Status):
             return s
