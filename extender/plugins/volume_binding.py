@@ -498,7 +498,7 @@ class VolumeBinding:
             return None
         volumes = data.by_node.get(node_name)
         if volumes is None:
-            return Status.error(f'no pod volume found for node "{node_name}"', plugin=NAME)
+            return Status.error(f'{ERR_NO_POD_VOLUME_FOR_NODE} "{node_name}"', plugin=NAME)
         client = self.handle.client
         if client is None:
             return Status.error("no API client to bind volumes with", plugin=NAME)
