@@ -272,7 +272,11 @@ def main() -> int:
     cp = start_control_plane()
     rows = []
     try:
-        cp.start_controller_manager(controllers="resourceclaim-controller")
+        # Its default client limit (20 qps) would make creating the claims take minutes.
+        cp.start_controller_manager(
+            controllers="resourceclaim-controller",
+            extra_args=["--kube-api-qps=1000", "--kube-api-burst=1000"],
+        )
         kube = kube_for(cp)
         ensure_namespace(kube)
         kube.request("POST", "/apis/resource.k8s.io/v1/deviceclasses", device_class())

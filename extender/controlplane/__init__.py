@@ -318,6 +318,7 @@ class ControlPlane:
         controllers: str = "persistentvolume-binder,resourceclaim-controller",
         name: str = "kube-controller-manager",
         wait: bool = True,
+        extra_args: list[str] | None = None,
     ) -> None:
         """Start the real kube-controller-manager with only ``controllers``: by default the PV
         binder, for the volume tests (it binds claims to pre-bound PVs, marks delayed claims
@@ -337,6 +338,7 @@ class ControlPlane:
                 f"--controllers={controllers}",
                 "--leader-elect=false",
                 "--use-service-account-credentials=false",
+                *(extra_args or ()),
             ],
             self.kubeconfig,
             wait,
