@@ -167,6 +167,8 @@ _CEL_DEVICES_MAX = 1 << 16
 # cannot be reused) and the answer did not read other nodes' slices. Pools are never mutated.
 _NODE_POOLS: dict[str, tuple[dict | None, Features, tuple[dict, ...], list[Pool]]] = {}
 _NODE_POOLS_MAX = 1 << 15
+# The last slice list indexed by _index_slices: (slices, by node name, shared).
+_SLICE_INDEX: tuple[tuple[dict, ...], dict[str, list[dict]], list[dict]] | None = None
 # Device object id -> (device, its capacities are all plain: see _plain_capacity).
 _PLAIN_CAPACITY: dict[int, tuple[dict, bool]] = {}
 
@@ -195,15 +197,7 @@ class Allocator:
         self.class_lister = class_lister
         self.cel_cache = cel_cache
         self.all_slices = list(slices)
-        self.slices_on_node: dict[str, list[dict]] = {}
-        self.slices_shared: list[dict] = []
-        for slice_ in self.all_slices:
-            spec = slice_.get("spec") or {}
-            node_name = spec.get("nodeName") or ""
-            if not node_name or spec.get("sharedCounters"):
-                self.slices_shared.append(slice_)
-            else:
-                self.slices_on_node.setdefault(node_name, []).append(slice_)
+        self.slices_on_node, self.slices_shared = _index_slices(self.all_slices)
         # Available counters per pool *name* (as upstream keys them), computed once.
         self.available_counters: dict[str, CounterSets] = {}
         # How often the search step ran (upstream's numAllocateOneInvocations statistic).
@@ -912,6 +906,28 @@ class _Run:
         if selector is not None:
             result["nodeSelector"] = selector
         return result
+
+
+def _index_slices(all_slices: list[dict]) -> tuple[dict[str, list[dict]], list[dict]]:
+    """The slices by node name, and those for no single node (or with counters), memoised
+    while the slice list holds the very same objects (the next cycle's, usually). The
+    answer is read-only for its users."""
+    global _SLICE_INDEX
+    known = _SLICE_INDEX  # one read: another thread may replace it meanwhile
+    if known is not None and len(known[0]) == len(all_slices):
+        if all(a is b for a, b in zip(known[0], all_slices, strict=True)):
+            return known[1], known[2]
+    on_node: dict[str, list[dict]] = {}
+    shared: list[dict] = []
+    for slice_ in all_slices:
+        spec = slice_.get("spec") or {}
+        node_name = spec.get("nodeName") or ""
+        if not node_name or spec.get("sharedCounters"):
+            shared.append(slice_)
+        else:
+            on_node.setdefault(node_name, []).append(slice_)
+    _SLICE_INDEX = (tuple(all_slices), on_node, shared)
+    return on_node, shared
 
 
 def _plain_capacity(device: dict, device_capacity: Any) -> bool:
