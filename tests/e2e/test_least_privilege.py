@@ -174,7 +174,7 @@ def test_standalone_allocates_a_claim_with_its_manifests_service_account(
                     "driver": driver,
                     "nodeName": node,
                     "pool": {"name": node, "generation": 1, "resourceSliceCount": 1},
-                    "devices": [{"name": "gpu-0"}],
+                    "devices": [{"name": "gpu-0"}, {"name": "gpu-1"}],
                 },
             },
         )
@@ -201,6 +201,38 @@ def test_standalone_allocates_a_claim_with_its_manifests_service_account(
         results = claim["status"]["allocation"]["devices"]["results"]
         assert [(r["driver"], r["device"]) for r in results] == [(driver, "gpu-0")]
         assert [r["name"] for r in claim["status"]["reservedFor"]] == ["standalone-dra"]
+        # An extended resource backed by DRA: the scheduler creates the claim itself.
+        resource_name = f"{ns}.example.com/gpu"
+        admin.request(
+            "PATCH",
+            f"{resource}/deviceclasses/{ns}-gpu",
+            {"spec": {"extendedResourceName": resource_name}},
+            content_type="application/merge-patch+json",
+        )
+        kube.request(
+            "POST",
+            f"/api/v1/namespaces/{ns}/pods",
+            {
+                "metadata": {"name": "standalone-extended"},
+                "spec": {
+                    "schedulerName": "kube-extender-standalone",
+                    "containers": [
+                        {
+                            "name": "main",
+                            "image": "registry.k8s.io/pause:3.10",
+                            "resources": {"limits": {resource_name: "1"}},
+                        }
+                    ],
+                },
+            },
+        )
+        kube.created_pods.append("standalone-extended")
+        assert kube.wait_bound("standalone-extended", timeout=60) == node
+        status = kube.pod("standalone-extended")["status"]["extendedResourceClaimStatus"]
+        created = admin.get(f"{claim_path}/{status['resourceClaimName']}")
+        assert [r["device"] for r in created["status"]["allocation"]["devices"]["results"]] == [
+            "gpu-1"
+        ]
         assert "forbidden" not in run.log(400).lower(), run.log()
         extender = as_sa(control_plane, admin, "kube-extender")
         assert extender.get(f"{claim_path}/gpu")

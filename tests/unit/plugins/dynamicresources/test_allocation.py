@@ -417,3 +417,34 @@ def test_pre_bind_pre_flight() -> None:
     pl.pre_filter(empty, pod, [])
     status = pl.pre_bind_pre_flight(empty, pod, NODE_NAME)
     assert status is not None and status.code == Code.SKIP
+
+
+def test_prebind_claim_deallocated_meanwhile() -> None:
+    # upstream "bind-failure-concurrent-deallocation": an allocated claim's allocation is gone
+    # when PreBind reserves it.
+    handle = FakeHandle([allocated(claim())], [device_class()], [node_slice()])
+    pl = plugin(handle)
+    pod = pod_with_claim_name()
+    state, _ = run_filter(pl, pod, [node()])
+    fresh = claim()
+    fresh["metadata"]["resourceVersion"] = "2"
+    handle.claims[0] = fresh
+    status = pl.pre_bind(state, pod, NODE_NAME)
+    assert status is not None and status.code == Code.ERROR
+    assert status.reasons == (
+        f"claim default/{CLAIM_NAME} got deallocated elsewhere in the meantime",
+    )
+
+
+def test_prebind_keeps_an_allocation_timestamp() -> None:
+    # upstream "dont-add-allocation-timestamp".
+    c = allocated(claim())
+    c["status"]["allocation"]["allocationTimestamp"] = "2026-01-02T03:04:05Z"
+    handle = FakeHandle([c], [device_class()], [node_slice()])
+    pl = plugin(handle)
+    pod = pod_with_claim_name()
+    state, _ = run_filter(pl, pod, [node()])
+    assert pl.pre_bind(state, pod, NODE_NAME) is None
+    assert handle.claims[0]["status"]["allocation"]["allocationTimestamp"] == (
+        "2026-01-02T03:04:05Z"
+    )
