@@ -27,6 +27,8 @@ import os
 import pstats
 import sys
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
@@ -107,19 +109,51 @@ def cpu_split(recorder: BindRecorder, pids: dict[str, int], ours: int | None = N
     return ", ".join(parts)
 
 
+@dataclass
+class Hooks:
+    """How a workload other than plain pods is run (``bench/dra.py``): ``prepare(name)``
+    creates the pods of scheduler ``name`` (and waits for whatever they need), ``check(name)``
+    verifies the outcome once every pod is bound (raising if it is wrong), ``cleanup()`` runs
+    after the pods are deleted."""
+
+    prepare: Callable[[str], None]
+    check: Callable[[str], None] = lambda name: None
+    cleanup: Callable[[], None] = lambda: None
+
+
+def _hooks(kube, pods: int, workload: str, hooks: Hooks | None) -> Hooks:
+    if hooks is not None:
+        return hooks
+
+    def prepare(name: str) -> None:
+        create_pods(kube, pods, name, name, workload)
+
+    return Hooks(prepare=prepare)
+
+
 def run_kube_scheduler(
-    cp, kube, pods: int, tag: str, workload: str, content_type: str | None = None
+    cp,
+    kube,
+    pods: int,
+    tag: str,
+    workload: str,
+    content_type: str | None = None,
+    hooks: Hooks | None = None,
 ) -> float:
     name = f"ks-{tag}"
-    create_pods(kube, pods, name, name, workload)
+    hooks = _hooks(kube, pods, workload, hooks)
+    hooks.prepare(name)
     recorder = BindRecorder(kube, name, pods)
     cp.start_scheduler(kube_scheduler_config(name, content_type=content_type), name=name)
     try:
         print(f"    {name}: {cpu_split(recorder, dict(cp.state.pids))}", flush=True)
-        return recorder.wait(900)
+        rate = recorder.wait(900)
+        hooks.check(name)
+        return rate
     finally:
         cp.stop_component(name)
         delete_all_pods(kube)
+        hooks.cleanup()
 
 
 def run_ours(
@@ -131,8 +165,10 @@ def run_ours(
     profile_dir: Path | None = None,
     cpu_clock: bool = False,
     tree: Path | None = None,
+    hooks: Hooks | None = None,
 ) -> float:
     name = f"ours-{tag}"
+    hooks = _hooks(kube, pods, workload, hooks)
     config = cp.directory / f"{name}.yaml"
     config.write_text(
         yaml.safe_dump(
@@ -144,7 +180,7 @@ def run_ours(
             }
         )
     )
-    create_pods(kube, pods, name, name, workload)
+    hooks.prepare(name)
     recorder = BindRecorder(kube, name, pods)
     args = [
         "run",
@@ -167,10 +203,13 @@ def run_ours(
         if profile_dir is None:
             pids = {**cp.state.pids, name: proc.pid}
             print(f"    {name}: {cpu_split(recorder, pids, proc.pid)}", flush=True)
-        return recorder.wait(1800)
+        rate = recorder.wait(1800)
+        hooks.check(name)
+        return rate
     finally:
         stop_pid(proc.pid, timeout=60)
         delete_all_pods(kube)
+        hooks.cleanup()
 
 
 def print_profile(profile_dir: Path, top: int = 25) -> None:

@@ -322,6 +322,7 @@ class ControlPlane:
         controllers: str = "persistentvolume-binder,resourceclaim-controller",
         name: str = "kube-controller-manager",
         wait: bool = True,
+        extra_args: list[str] | None = None,
     ) -> None:
         """Start the real kube-controller-manager with only ``controllers``: by default the PV
         binder, for the volume tests (it binds claims to pre-bound PVs, marks delayed claims
@@ -341,6 +342,7 @@ class ControlPlane:
                 f"--controllers={controllers}",
                 "--leader-elect=false",
                 "--use-service-account-credentials=false",
+                *(extra_args or ()),
             ],
             self.kubeconfig,
             wait,

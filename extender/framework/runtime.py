@@ -351,6 +351,12 @@ class Framework:
         Plugins that do not say register for every event (upstream
         ``pkg/scheduler/framework/interface.go``, ``EnqueueExtensions``).
         """
+        # Asked per unschedulable pod per cluster event: computed once, as upstream builds its
+        # queueing-hint map once at start-up (each new claim at start-up walked every gated
+        # pod through every plugin's isinstance(EnqueueExtensions) checks).
+        cached: dict[str, list[ClusterEventWithHint]] | None = getattr(self, "_events", None)
+        if cached is not None:
+            return cached
         events: dict[str, list[ClusterEventWithHint]] = {}
         for name, plugin in self.plugins.items():
             registered = None
@@ -371,6 +377,7 @@ class Framework:
             events[name] = registered or [
                 ClusterEventWithHint(ClusterEvent(Resource.WILDCARD, ActionType.ALL))
             ]
+        self._events = events
         return events
 
     # -- queue --------------------------------------------------------------------------

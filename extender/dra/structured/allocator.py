@@ -161,6 +161,17 @@ class _MaxSizeExceeded(Exception):
 _CEL_DEVICES: dict[int, tuple[dict, CELDevice]] = {}
 _CEL_DEVICES_MAX = 1 << 16
 
+# The pools of a node, kept across allocators (scheduling cycles): node name -> (node, features,
+# the slices gather_pools read, its answer). Valid while the node and each slice are the very
+# same objects (an informer replaces an object it updates; the entry holds them, so their ids
+# cannot be reused) and the answer did not read other nodes' slices. Pools are never mutated.
+_NODE_POOLS: dict[str, tuple[dict | None, Features, tuple[dict, ...], list[Pool]]] = {}
+_NODE_POOLS_MAX = 1 << 15
+# The last slice list indexed by _index_slices: (slices, by node name, shared).
+_SLICE_INDEX: tuple[tuple[dict, ...], dict[str, list[dict]], list[dict]] | None = None
+# Device object id -> (device, its capacities are all plain: see _plain_capacity).
+_PLAIN_CAPACITY: dict[int, tuple[dict, bool]] = {}
+
 RequestKey = tuple[int, int, int]  # claim, request, subrequest
 DeviceKey = tuple[int, int, int, int]  # claim, request, subrequest, device
 Location = tuple[int, int, int]  # pool, slice, device
@@ -186,15 +197,7 @@ class Allocator:
         self.class_lister = class_lister
         self.cel_cache = cel_cache
         self.all_slices = list(slices)
-        self.slices_on_node: dict[str, list[dict]] = {}
-        self.slices_shared: list[dict] = []
-        for slice_ in self.all_slices:
-            spec = slice_.get("spec") or {}
-            node_name = spec.get("nodeName") or ""
-            if not node_name or spec.get("sharedCounters"):
-                self.slices_shared.append(slice_)
-            else:
-                self.slices_on_node.setdefault(node_name, []).append(slice_)
+        self.slices_on_node, self.slices_shared = _index_slices(self.all_slices)
         # Available counters per pool *name* (as upstream keys them), computed once.
         self.available_counters: dict[str, CounterSets] = {}
         # How often the search step ran (upstream's numAllocateOneInvocations statistic).
@@ -249,11 +252,8 @@ class _Run:
         slices_for_node = (
             self.owner.slices_on_node.get(self.node_name, []) if self.node_name else []
         )
-        self.pools = gather_pools(
-            slices_for_node + self.owner.slices_shared,
-            self.node,
-            self.features,
-            self.owner.all_slices,
+        self.pools = _pools_for_node(
+            self.node_name, self.node, slices_for_node + self.owner.slices_shared, self.owner
         )
         depth = 3
         for claim_index, claim in enumerate(self.claims):
@@ -548,6 +548,15 @@ class _Run:
         if not device_capacity:
             # Nothing to consume: fits unless the request names a capacity.
             return not (request.capacity or {}).get("requests")
+        if (
+            not (request.capacity or {}).get("requests")
+            and not self.state.aggregated_capacity.get(device_id)
+            and not self.allocating_capacity.get(device_id)
+            and _plain_capacity(device, device_capacity)
+        ):
+            # Nothing requested, nothing consumed, no request policy: the request takes each
+            # capacity's whole value, which fits (what request_fits_capacity answers, sooner).
+            return True
         consumed = self.state.aggregated_capacity.get(device_id) or {}
         try:
             return request_fits_capacity(
@@ -897,6 +906,73 @@ class _Run:
         if selector is not None:
             result["nodeSelector"] = selector
         return result
+
+
+def _index_slices(all_slices: list[dict]) -> tuple[dict[str, list[dict]], list[dict]]:
+    """The slices by node name, and those for no single node (or with counters), memoised
+    while the slice list holds the very same objects (the next cycle's, usually). The
+    answer is read-only for its users."""
+    global _SLICE_INDEX
+    known = _SLICE_INDEX  # one read: another thread may replace it meanwhile
+    if known is not None and len(known[0]) == len(all_slices):
+        if all(a is b for a, b in zip(known[0], all_slices, strict=True)):
+            return known[1], known[2]
+    on_node: dict[str, list[dict]] = {}
+    shared: list[dict] = []
+    for slice_ in all_slices:
+        spec = slice_.get("spec") or {}
+        node_name = spec.get("nodeName") or ""
+        if not node_name or spec.get("sharedCounters"):
+            shared.append(slice_)
+        else:
+            on_node.setdefault(node_name, []).append(slice_)
+    _SLICE_INDEX = (tuple(all_slices), on_node, shared)
+    return on_node, shared
+
+
+def _plain_capacity(device: dict, device_capacity: Any) -> bool:
+    """Whether every capacity of ``device`` is a valid quantity without a request policy
+    (memoised per device object, as the CEL view is)."""
+    known = _PLAIN_CAPACITY.get(id(device))
+    if known is not None and known[0] is device:
+        return known[1]
+    plain = isinstance(device_capacity, dict)
+    if plain:
+        for capacity in device_capacity.values():
+            if not isinstance(capacity, dict) or capacity.get("requestPolicy") is not None:
+                plain = False
+                break
+            try:
+                Quantity.parse(capacity.get("value", "0"))
+            except (ValueError, TypeError, AttributeError):
+                plain = False  # the reference path raises the error it always did
+                break
+    if len(_PLAIN_CAPACITY) >= _CEL_DEVICES_MAX:
+        _PLAIN_CAPACITY.clear()
+    _PLAIN_CAPACITY[id(device)] = (device, plain)
+    return plain
+
+
+def _pools_for_node(
+    node_name: str, node: dict | None, slices: list[dict], owner: Allocator
+) -> list[Pool]:
+    """``gather_pools`` for a node, memoised across cycles while its inputs are unchanged."""
+    known = _NODE_POOLS.get(node_name) if node_name else None
+    if (
+        known is not None
+        and known[0] is node
+        and known[1] == owner.features
+        and len(known[2]) == len(slices)
+        and all(a is b for a, b in zip(known[2], slices, strict=True))
+    ):
+        return known[3]
+    consulted: list[bool] = []
+    pools = gather_pools(slices, node, owner.features, owner.all_slices, consulted)
+    if node_name and not consulted:
+        if len(_NODE_POOLS) >= _NODE_POOLS_MAX:
+            _NODE_POOLS.clear()
+        _NODE_POOLS[node_name] = (node, owner.features, tuple(slices), pools)
+    return pools
 
 
 def _lookup_request(requests: list, internal: _DeviceResult) -> list:

@@ -106,9 +106,14 @@ def gather_pools(
     node: dict | None,
     features: Features,
     all_slices: Sequence[dict],
+    consulted: list[bool] | None = None,
 ) -> list[Pool]:
     """``GatherPools``: the pools with devices the node can reach, incomplete or invalid ones
-    marked as such, in search order."""
+    marked as such, in search order.
+
+    ``consulted``, if given, gets ``True`` appended when the answer depended on
+    ``all_slices`` (a pool with fewer slices for the node than ``resourceSliceCount``), so a
+    caller that memoises per node knows the answer is not a function of the node's slices."""
     by_id: dict[tuple[str, str], list[dict]] = {}
     for slice_ in slices_for_node:
         spec = _spec(slice_)
@@ -126,6 +131,8 @@ def gather_pools(
         count = int(first.get("resourceSliceCount") or 0)
         all_for_pool: list[dict] | None = None
         if len(pool_slices) != count:
+            if consulted is not None:
+                consulted.append(True)
             # Slices that looked irrelevant for the node may belong to the same generation;
             # only all of them together say whether the pool is complete.
             obsolete, all_for_pool = _check_slices_in_pool(

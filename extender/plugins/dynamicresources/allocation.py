@@ -84,5 +84,12 @@ def new_allocator(
 def allocation_errors() -> tuple[type[Exception], type[Exception], type[Exception]]:
     """(AllocatorError, AllocationTimeout, FailedAllocationOnNode) of the allocator package:
     fatal, past the deadline, and not on this node (both others are AllocatorErrors)."""
-    module = structured()
-    return module.AllocatorError, module.AllocationTimeout, module.FailedAllocationOnNode
+    if not _ERRORS:  # asked per node: the import machinery once
+        module = structured()
+        _ERRORS.extend(
+            (module.AllocatorError, module.AllocationTimeout, module.FailedAllocationOnNode)
+        )
+    return _ERRORS[0], _ERRORS[1], _ERRORS[2]
+
+
+_ERRORS: list[type[Exception]] = []

@@ -611,10 +611,20 @@ class DynamicResources:
     def score_batch(
         self, state: CycleState, pod: dict, table: NodeTable, rows: np.ndarray
     ) -> np.ndarray | None:
-        """:meth:`score` for the table's ``rows`` when the pod has no claims (all 0), the
-        common case; per node otherwise."""
+        """:meth:`score` for the table's ``rows`` when every answer is 0: the pod has no
+        claims (the common case), the gate is off, or no claim has a first-available request
+        (only those score; Filter made one allocation per claim on every feasible node, so
+        ``compute_score`` cannot fail). Per node otherwise."""
         s = state.get(STATE_KEY)
-        if isinstance(s, _State) and s.claims.empty():
+        if isinstance(s, _State) and (
+            s.claims.empty()
+            or not self.features.prioritized_list
+            or not any(
+                request.get("firstAvailable") is not None
+                for _, claim in s.claims.all()
+                for request in _requests(claim)
+            )
+        ):
             return np.zeros(len(rows), dtype=np.int64)
         return None
 

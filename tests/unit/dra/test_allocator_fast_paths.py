@@ -1,0 +1,209 @@
+"""The allocator's fast paths decide exactly as the reference paths they shortcut.
+
+* ``_pools_for_node``: ``gather_pools`` memoised per node across allocators (scheduling
+  cycles) while the node and its slices are the same objects.
+* ``_plain_capacity``: a request without capacity requests on a device whose capacities have
+  no request policy fits without ``request_fits_capacity``'s arithmetic, unless something is
+  consumed already.
+
+Each case runs with the fast paths (twice, so the second run reads the memo) and with them
+disabled (the reference: ``gather_pools`` every time, ``request_fits_capacity`` always); the
+results, the error text and the number of search steps must be equal. The cases: upstream's
+whole allocator table and seeded random clusters with capacities, policies, consumed capacity
+and multi-allocatable devices.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+
+from extender.dra.structured import AllocatedState, Allocator, AllocatorError, Features, Quantity
+from extender.dra.structured import allocator as allocator_module
+from extender.dra.structured.pools import gather_pools
+
+from .test_allocator import (
+    CASES,
+    allocated_state_of,
+    cel_cache,
+    class_lister_of,
+    features_of,
+    normalize,
+)
+
+DRIVER = "gpu.example.com"
+
+
+def _reference(monkeypatch: pytest.MonkeyPatch) -> None:
+    def pools(node_name, node, slices, owner):
+        return gather_pools(slices, node, owner.features, owner.all_slices)
+
+    monkeypatch.setattr(allocator_module, "_pools_for_node", pools)
+    monkeypatch.setattr(allocator_module, "_plain_capacity", lambda device, capacity: False)
+
+
+def _run(allocator: Allocator, nodes: list[dict | None], claims: list[dict]) -> list:
+    """Per node (in order, as Filter calls it): results or error, and the search steps."""
+    out = []
+    for node in nodes:
+        before = allocator.num_allocate_one_invocations
+        try:
+            answer: object = normalize(allocator.allocate(node, claims))
+        except AllocatorError as err:
+            answer = f"error: {err}"
+        out.append((answer, allocator.num_allocate_one_invocations - before))
+    return out
+
+
+def _both(make, nodes, claims, monkeypatch: pytest.MonkeyPatch) -> tuple[list, list]:
+    allocator_module._NODE_POOLS.clear()
+    allocator_module._PLAIN_CAPACITY.clear()
+    fast = _run(make(), nodes, claims)
+    fast_again = _run(make(), nodes, claims)  # a new cycle: the pools come from the memo
+    assert fast_again == fast
+    with monkeypatch.context() as m:
+        _reference(m)
+        reference = _run(make(), nodes, claims)
+    return fast, reference
+
+
+@pytest.mark.parametrize(
+    "case", CASES, ids=[c["name"].removeprefix("TestAllocator/") for c in CASES]
+)
+def test_upstream_case_same_with_fast_paths(case: dict, monkeypatch: pytest.MonkeyPatch) -> None:
+    def make() -> Allocator:
+        return Allocator(
+            features_of(case),
+            allocated_state_of(case),
+            class_lister_of(case),
+            case.get("slices") or [],
+            cel_cache(),
+        )
+
+    fast, reference = _both(make, [case["node"]], case.get("claims") or [], monkeypatch)
+    assert fast == reference
+
+
+def _random_cluster(rng: random.Random) -> tuple[list[dict], list[dict], list[dict], dict]:
+    nodes = [{"metadata": {"name": f"n{i}", "labels": {"zone": f"z{i % 2}"}}} for i in range(3)]
+    slices = []
+    for node in nodes:
+        name = node["metadata"]["name"]
+        devices = []
+        for d in range(rng.randint(0, 4)):
+            device: dict = {"name": f"dev-{d}"}
+            if rng.random() < 0.7:
+                capacity: dict = {"value": rng.choice(["1Gi", "4Gi", "8", "100m"])}
+                if rng.random() < 0.3:
+                    capacity["requestPolicy"] = rng.choice(
+                        [
+                            {"default": "1Gi", "validRange": {"min": "1Gi", "step": "1Gi"}},
+                            {"validValues": ["1Gi", "2Gi"]},
+                            {"default": "2"},
+                        ]
+                    )
+                device["capacity"] = {"memory": capacity}
+            if rng.random() < 0.3:
+                device["allowMultipleAllocations"] = True
+            devices.append(device)
+        slices.append(
+            {
+                "metadata": {"name": f"{name}-slice"},
+                "spec": {
+                    "driver": DRIVER,
+                    "nodeName": name,
+                    "pool": {"name": name, "generation": 1, "resourceSliceCount": 1},
+                    "devices": devices,
+                },
+            }
+        )
+    if rng.random() < 0.3:  # a pool with a missing slice: incomplete, reads all slices
+        slices.append(
+            {
+                "metadata": {"name": "partial"},
+                "spec": {
+                    "driver": DRIVER,
+                    "nodeName": "n0",
+                    "pool": {"name": "partial", "generation": 1, "resourceSliceCount": 2},
+                    "devices": [{"name": "p0"}],
+                },
+            }
+        )
+    claims = []
+    for c in range(rng.randint(1, 2)):
+        exactly: dict = {
+            "deviceClassName": "gpu",
+            "allocationMode": "ExactCount",
+            "count": rng.randint(1, 2),
+        }
+        if rng.random() < 0.3:
+            exactly["capacity"] = {"requests": {"memory": rng.choice(["1Gi", "512Mi", "3"])}}
+        claims.append(
+            {
+                "metadata": {"name": f"claim-{c}", "namespace": "ns", "uid": f"uid-{c}"},
+                "spec": {"devices": {"requests": [{"name": "req", "exactly": exactly}]}},
+            }
+        )
+    device_class = {
+        "metadata": {"name": "gpu"},
+        "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{DRIVER}"'}}]},
+    }
+    return nodes, slices, claims, device_class
+
+
+def _random_state(rng: random.Random, slices: list[dict]) -> AllocatedState:
+    state = AllocatedState()
+    for slice_ in slices:
+        pool = slice_["spec"]["pool"]["name"]
+        for device in slice_["spec"]["devices"]:
+            device_id = (DRIVER, pool, device["name"])
+            roll = rng.random()
+            if roll < 0.2:
+                state.allocated_devices.add(device_id)
+            elif roll < 0.4 and "capacity" in device:
+                state.aggregated_capacity[device_id] = {"memory": Quantity.parse("1Gi")}
+    return state
+
+
+@pytest.mark.parametrize("seed", range(300))
+def test_random_cluster_same_with_fast_paths(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    rng = random.Random(seed)
+    nodes, slices, claims, device_class = _random_cluster(rng)
+    state = _random_state(rng, slices)
+    snapshot = json.dumps([nodes, slices, claims], sort_keys=True)
+
+    def make() -> Allocator:
+        return Allocator(Features(), state, {"gpu": device_class}.get, slices, cel_cache())
+
+    fast, reference = _both(make, nodes, claims, monkeypatch)
+    assert fast == reference
+    assert json.dumps([nodes, slices, claims], sort_keys=True) == snapshot
+
+
+def test_memo_follows_a_replaced_slice(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An informer replaces the object it updates: the next cycle must see the new devices."""
+    rng = random.Random(7)
+    nodes, slices, claims, device_class = _random_cluster(rng)
+    claims = claims[:1]
+    claims[0]["spec"]["devices"]["requests"][0]["exactly"] = {
+        "deviceClassName": "gpu",
+        "allocationMode": "ExactCount",
+        "count": 1,
+    }
+    allocator_module._NODE_POOLS.clear()
+    empty = [dict(s, spec=dict(s["spec"], devices=[])) for s in slices]
+
+    def allocate(current: list[dict]) -> list | None:
+        allocator = Allocator(
+            Features(), AllocatedState(), {"gpu": device_class}.get, current, cel_cache()
+        )
+        return allocator.allocate(nodes[0], claims)
+
+    assert allocate(empty) is None
+    with_device = list(empty)
+    with_device[0] = dict(empty[0], spec=dict(empty[0]["spec"], devices=[{"name": "new"}]))
+    results = allocate(with_device)
+    assert results is not None
+    assert results[0]["devices"]["results"][0]["device"] == "new"
