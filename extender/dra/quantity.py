@@ -21,8 +21,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-MAX_INT64 = (1 << 63) - 1
-MIN_INT64 = -(1 << 63)
+from extender.framework.resources import (
+    BINARY_SUFFIXES,
+    DECIMAL_SUFFIXES,
+    MAX_INT64,
+    MIN_INT64,
+    SUFFIX_CHARS,
+)
 
 FORMAT_WRONG = (
     "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
@@ -30,20 +35,6 @@ FORMAT_WRONG = (
 NUMERIC = "unable to parse numeric part of quantity"
 SUFFIX = "unable to parse quantity's suffix"
 
-_DECIMAL_SUFFIXES = {
-    "n": -9,
-    "u": -6,
-    "m": -3,
-    "": 0,
-    "k": 3,
-    "M": 6,
-    "G": 9,
-    "T": 12,
-    "P": 15,
-    "E": 18,
-}
-_BINARY_SUFFIXES = {"Ki": 10, "Mi": 20, "Gi": 30, "Ti": 40, "Pi": 50, "Ei": 60}
-_SUFFIX_CHARS = frozenset("eEinumkKMGTP")
 _DIGITS = frozenset("0123456789")
 _NANO = -9
 # Python converts at most 4300 digits between int and str: a quantity longer than _MAX_DIGITS
@@ -82,7 +73,7 @@ def _split(text: str) -> tuple[bool, str, str, str, str]:
         denom = text[start:pos]
     value = text[:pos]
     suffix_start = pos
-    while pos < end and text[pos] in _SUFFIX_CHARS:
+    while pos < end and text[pos] in SUFFIX_CHARS:
         pos += 1
     if pos < end and text[pos] in "+-":
         pos += 1
@@ -95,10 +86,10 @@ def _split(text: str) -> tuple[bool, str, str, str, str]:
 
 def _interpret(suffix: str) -> tuple[int, int, bool]:
     """``suffixHandler.interpret``: (base, exponent, binary)."""
-    if suffix in _DECIMAL_SUFFIXES:
-        return 10, _DECIMAL_SUFFIXES[suffix], False
-    if suffix in _BINARY_SUFFIXES:
-        return 2, _BINARY_SUFFIXES[suffix], True
+    if suffix in DECIMAL_SUFFIXES:
+        return 10, DECIMAL_SUFFIXES[suffix], False
+    if suffix in BINARY_SUFFIXES:
+        return 2, BINARY_SUFFIXES[suffix], True
     if len(suffix) > 1 and suffix[0] in "eE":
         body = suffix[1:]
         digits = body[1:] if body[0] in "+-" else body

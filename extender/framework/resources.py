@@ -33,7 +33,9 @@ DEFAULT_MEMORY_REQUEST = 200 * 1024 * 1024
 MAX_INT64 = (1 << 63) - 1
 MIN_INT64 = -(1 << 63)
 
-_DECIMAL_SUFFIXES = {
+# The quantity suffixes (k8s.io/apimachinery/pkg/api/resource/suffix.go), shared by every
+# quantity parser here (extender.dra.quantity, extender.dra.structured.capacity).
+DECIMAL_SUFFIXES = {
     "n": -9,
     "u": -6,
     "m": -3,
@@ -45,8 +47,8 @@ _DECIMAL_SUFFIXES = {
     "P": 15,
     "E": 18,
 }
-_BINARY_SUFFIXES = {"Ki": 10, "Mi": 20, "Gi": 30, "Ti": 40, "Pi": 50, "Ei": 60}
-_SUFFIX_CHARS = frozenset("eEinumkKMGTP")
+BINARY_SUFFIXES = {"Ki": 10, "Mi": 20, "Gi": 30, "Ti": 40, "Pi": 50, "Ei": 60}
+SUFFIX_CHARS = frozenset("eEinumkKMGTP")
 _DIGITS = frozenset("0123456789")
 # Significant digits kept: 10^40 is far past int64 at any scale we convert to.
 _KEEP_DIGITS = 40
@@ -75,7 +77,7 @@ def _split(text: str) -> tuple[bool, str, str, str]:
             pos += 1
         denom = text[start:pos]
     suffix_start = pos
-    while pos < end and text[pos] in _SUFFIX_CHARS:
+    while pos < end and text[pos] in SUFFIX_CHARS:
         pos += 1
     if pos < end and text[pos] in "+-":
         pos += 1
@@ -91,10 +93,10 @@ def _split(text: str) -> tuple[bool, str, str, str]:
 
 def _interpret(text: str, suffix: str) -> tuple[int, int]:
     """``suffixHandler.interpret``: (decimal exponent, binary exponent)."""
-    if suffix in _DECIMAL_SUFFIXES:
-        return _DECIMAL_SUFFIXES[suffix], 0
-    if suffix in _BINARY_SUFFIXES:
-        return 0, _BINARY_SUFFIXES[suffix]
+    if suffix in DECIMAL_SUFFIXES:
+        return DECIMAL_SUFFIXES[suffix], 0
+    if suffix in BINARY_SUFFIXES:
+        return 0, BINARY_SUFFIXES[suffix]
     if len(suffix) > 1 and suffix[0] in "eE":
         body = suffix[1:]
         sign = -1 if body[0] == "-" else 1

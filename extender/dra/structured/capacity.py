@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from decimal import ROUND_CEILING, ROUND_UP, Context, Decimal, localcontext
 from functools import lru_cache
 
+from extender.framework.resources import BINARY_SUFFIXES, DECIMAL_SUFFIXES
+
 BINARY_SI = "BinarySI"
 DECIMAL_SI = "DecimalSI"
 DECIMAL_EXPONENT = "DecimalExponent"
@@ -25,12 +27,8 @@ _CONTEXT = Context(prec=120, Emax=999_999, Emin=-999_999)
 _NANO = Decimal("1e-9")
 
 _QUANTITY_RE = re.compile(r"^([+-]?)([0-9]*)(?:\.([0-9]*))?([eEinumkKMGTP]*[-+]?[0-9]*)$")
-_DECIMAL_SUFFIXES = {
-    "n": -9, "u": -6, "m": -3, "": 0, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18,
-}  # fmt: skip
-_DECIMAL_BY_EXPONENT = {exp: suffix for suffix, exp in _DECIMAL_SUFFIXES.items()}
-_BINARY_SUFFIXES = {"Ki": 10, "Mi": 20, "Gi": 30, "Ti": 40, "Pi": 50, "Ei": 60}
-_BINARY_BY_POWER = {power // 10: suffix for suffix, power in _BINARY_SUFFIXES.items()}
+_DECIMAL_BY_EXPONENT = {exp: suffix for suffix, exp in DECIMAL_SUFFIXES.items()}
+_BINARY_BY_POWER = {power // 10: suffix for suffix, power in BINARY_SUFFIXES.items()}
 # An exponent past this is far beyond anything the API accepts (int64 values); refusing it
 # keeps the work per quantity bounded by its length.
 _MAX_EXPONENT = 1000
@@ -95,10 +93,10 @@ def _parse_text(raw: str) -> Quantity:
     sign, whole, fraction, suffix = match.groups()
     number = Decimal(f"{sign}{whole or '0'}.{fraction or '0'}")
     with localcontext(_CONTEXT):
-        if suffix in _DECIMAL_SUFFIXES:
-            value, fmt = number.scaleb(_DECIMAL_SUFFIXES[suffix]), DECIMAL_SI
-        elif suffix in _BINARY_SUFFIXES:
-            value, fmt = number * (2 ** _BINARY_SUFFIXES[suffix]), BINARY_SI
+        if suffix in DECIMAL_SUFFIXES:
+            value, fmt = number.scaleb(DECIMAL_SUFFIXES[suffix]), DECIMAL_SI
+        elif suffix in BINARY_SUFFIXES:
+            value, fmt = number * (2 ** BINARY_SUFFIXES[suffix]), BINARY_SI
         elif len(suffix) > 1 and suffix[0] in "eE" and re.fullmatch(r"[-+]?[0-9]+", suffix[1:]):
             exponent = int(suffix[1:])
             if abs(exponent) > _MAX_EXPONENT:
