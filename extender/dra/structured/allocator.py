@@ -994,13 +994,13 @@ def _taint_prevents_allocation(device: dict, request: _Request) -> bool:
     not); a toleration of the request must match each of them."""
     for taint in device.get("taints") or ():
         if taint.get("effect") in _TAINT_EFFECTS_PREVENTING and not any(
-            _tolerates(toleration, taint) for toleration in request.tolerations
+            tolerates(toleration, taint) for toleration in request.tolerations
         ):
             return True
     return False
 
 
-def _tolerates(toleration: dict, taint: dict) -> bool:
+def tolerates(toleration: dict, taint: dict) -> bool:
     """``resourceclaim.ToleratesTaint``."""
     effect = toleration.get("effect") or ""
     if effect and effect != taint.get("effect"):

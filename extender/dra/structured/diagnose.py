@@ -21,7 +21,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from extender.dra.cel import CELCache, CELDevice, CELError
-from extender.dra.structured.allocator import Allocator
+from extender.dra.structured.allocator import Allocator, tolerates
 from extender.dra.structured.capacity import (
     Quantity,
     QuantityError,
@@ -415,7 +415,7 @@ class _Diagnosis:
                 t
                 for t in device.get("taints") or ()
                 if t.get("effect") in _TAINT_EFFECTS_PREVENTING
-                and not any(_tolerates(tol, t) for tol in request.get("tolerations") or ())
+                and not any(tolerates(tol, t) for tol in request.get("tolerations") or ())
             ]
             if untolerated:
                 for taint in untolerated:
@@ -519,17 +519,3 @@ def _attribute_text(attribute: dict | None) -> str:
     for value in attribute.values():
         return str(value).lower() if isinstance(value, bool) else str(value)
     return "(none)"
-
-
-def _tolerates(toleration: dict, taint: dict) -> bool:
-    """``resourceclaim.ToleratesTaint``."""
-    effect = toleration.get("effect") or ""
-    if effect and effect != taint.get("effect"):
-        return False
-    key = toleration.get("key") or ""
-    if key and key != (taint.get("key") or ""):
-        return False
-    operator = toleration.get("operator") or ""
-    if operator in ("", "Equal"):
-        return (toleration.get("value") or "") == (taint.get("value") or "")
-    return operator == "Exists"
