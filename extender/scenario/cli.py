@@ -10,12 +10,13 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import sys
+import traceback
 from pathlib import Path
 from types import ModuleType
 
 from extender.cliutil import check_kubeconfig
 
-from .kube import Kube, ScenarioError
+from .kube import Kube
 
 
 def load_scenario(path: str) -> ModuleType:
@@ -67,7 +68,13 @@ def main(argv: list[str]) -> int:
     kube = Kube(api, namespace=args.namespace, scheduler_name=args.scheduler_name)
     try:
         run_scenario(args.file, kube, keep=args.keep)
-    except ScenarioError as exc:
-        print(f"scenario failed: {exc}", file=sys.stderr)
+    except AssertionError as exc:  # a ScenarioError, or a scenario's own assert
+        print(f"scenario failed: {str(exc) or failed_assert(exc)}", file=sys.stderr)
         return 1
     return 0
+
+
+def failed_assert(exc: AssertionError) -> str:
+    """Where a bare ``assert`` of a scenario failed: its file, line and text."""
+    frame = traceback.extract_tb(exc.__traceback__)[-1]
+    return f"{frame.filename}:{frame.lineno}: {frame.line}"

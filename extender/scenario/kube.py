@@ -13,6 +13,9 @@ from kubernetes.client import ApiClient
 
 from extender.kube import ApiError, KubeClient
 
+# Dynamic Resource Allocation: DeviceClasses, ResourceSlices, ResourceClaims and their templates.
+RESOURCE_API = "/apis/resource.k8s.io/v1"
+
 
 class ScenarioError(AssertionError):
     """A scenario expectation failed (a pod did not land, or landed where it must not)."""
@@ -34,6 +37,8 @@ class Kube:
         self.out = out
         self.created_nodes: list[str] = []
         self.created_pods: list[str] = []
+        # API paths of other objects made with create(), deleted by cleanup() in reverse.
+        self.created_objects: list[str] = []
 
     # -- raw requests (the project's raw-JSON client) ------------------------------------
 
@@ -51,6 +56,19 @@ class Kube:
         return self.client.get(path, **query)
 
     # -- objects --------------------------------------------------------------------------
+
+    def create(self, collection: str, obj: dict) -> dict:
+        """POST ``obj`` to an API collection path (cluster-scoped, e.g.
+        ``/apis/resource.k8s.io/v1/deviceclasses``, or namespaced, e.g.
+        ``/apis/resource.k8s.io/v1/namespaces/default/resourceclaimtemplates``); cleanup()
+        deletes it."""
+        created = self.request("POST", collection, obj)
+        self.created_objects.append(f"{collection}/{created['metadata']['name']}")
+        return created
+
+    def namespaced(self, api: str, resource: str) -> str:
+        """The collection path of ``resource`` in this client's namespace."""
+        return f"{api}/namespaces/{self.namespace}/{resource}"
 
     def create_node(
         self,
@@ -112,12 +130,21 @@ class Kube:
         memory: str | None = None,
         priority_class: str | None = None,
         labels: dict[str, str] | None = None,
+        resource_claims: list[dict] | None = None,
         **spec_fields: Any,
     ) -> dict:
+        """A pause pod; ``resource_claims`` are ``spec.resourceClaims`` entries (``{"name": ...,
+        "resourceClaimTemplateName": ...}``), all of them used by its container."""
         requests = {k: v for k, v in (("cpu", cpu), ("memory", memory)) if v is not None}
         container: dict[str, Any] = {"name": "main", "image": "registry.k8s.io/pause:3.10"}
+        resources: dict[str, Any] = {}
         if requests:
-            container["resources"] = {"requests": requests}
+            resources["requests"] = requests
+        if resource_claims:
+            resources["claims"] = [{"name": claim["name"]} for claim in resource_claims]
+            spec_fields["resourceClaims"] = resource_claims
+        if resources:
+            container["resources"] = resources
         spec: dict[str, Any] = {
             "schedulerName": self.scheduler_name,
             "terminationGracePeriodSeconds": 0,
@@ -168,11 +195,30 @@ class Kube:
                 raise
 
     def delete_node(self, name: str) -> None:
-        try:
-            self.request("DELETE", f"/api/v1/nodes/{name}")
-        except ApiError as exc:
-            if exc.status != 404:
-                raise
+        self.delete(f"/api/v1/nodes/{name}")
+
+    def pod_claims(self, name: str) -> dict[str, dict | None]:
+        """The pod's ResourceClaims by their name in ``spec.resourceClaims``; None for one not
+        created yet (a claim from a template exists once the resource-claim controller of
+        kube-controller-manager has named it in ``status.resourceClaimStatuses``)."""
+        pod = self.pod(name) or {}
+        generated = {
+            entry["name"]: entry.get("resourceClaimName")
+            for entry in (pod.get("status") or {}).get("resourceClaimStatuses") or ()
+        }
+        claims: dict[str, dict | None] = {}
+        for entry in (pod.get("spec") or {}).get("resourceClaims") or ():
+            claim_name = entry.get("resourceClaimName") or generated.get(entry["name"])
+            path = f"{self.namespaced(RESOURCE_API, 'resourceclaims')}/{claim_name}"
+            claims[entry["name"]] = self.get(path) if claim_name else None
+        return claims
+
+    @staticmethod
+    def allocated_devices(claim: dict | None) -> list[str]:
+        """``driver/pool/device`` of each device allocated to the claim (none if unallocated)."""
+        allocation = ((claim or {}).get("status") or {}).get("allocation") or {}
+        results = (allocation.get("devices") or {}).get("results") or ()
+        return [f"{r['driver']}/{r['pool']}/{r['device']}" for r in results]
 
     def why_pending(self, name: str) -> str:
         """The scheduler's latest word on a pending pod (its PodScheduled condition)."""
@@ -205,6 +251,38 @@ class Kube:
             time.sleep(0.2)
         return self.why_pending(name)
 
+    def wait_pending(self, name: str, reason: str, timeout: float = 30.0) -> str:
+        """Wait until the scheduler has said ``reason`` about the pod (it stays unscheduled);
+        returns its whole message."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            node = self.node_of(name)
+            if node:
+                raise ScenarioError(f"pod {name} was expected to stay pending, but went to {node}")
+            why = self.why_pending(name)
+            if reason in why:
+                return why
+            time.sleep(0.2)
+        raise ScenarioError(
+            f"pod {name}: no {reason!r} from the scheduler within {timeout:g}s: "
+            f"{self.why_pending(name)}"
+        )
+
+    def wait_allocated(self, name: str, timeout: float = 30.0) -> dict[str, dict]:
+        """Wait until every ResourceClaim of the pod is allocated and reserved for it (the
+        scheduler writes both before it binds); returns them by their name in the pod."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            uid = ((self.pod(name) or {}).get("metadata") or {}).get("uid")
+            claims = self.pod_claims(name)
+            if all(_allocated_for(claim, uid) for claim in claims.values()):
+                return {key: claim for key, claim in claims.items() if claim}
+            time.sleep(0.2)
+        raise ScenarioError(
+            f"the claims of pod {name} were not allocated and reserved for it within "
+            f"{timeout:g}s: {self.why_pending(name)}"
+        )
+
     def wait_gone(self, name: str, timeout: float = 30.0) -> None:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
@@ -224,14 +302,55 @@ class Kube:
                 continue
             node = (pod.get("spec") or {}).get("nodeName")
             placements[name] = node
-            if node:
+            if node and (pod.get("spec") or {}).get("resourceClaims"):
+                devices = [
+                    f"{key}: {', '.join(self.allocated_devices(claim)) or 'no devices'}"
+                    for key, claim in self.pod_claims(name).items()
+                ]
+                self.out(f"  {name:<12} -> {node}  ({'; '.join(devices)})")
+            elif node:
                 self.out(f"  {name:<12} -> {node}")
             else:
                 self.out(f"  {name:<12} pending: {self.why_pending(name)}")
         return placements
 
+    def delete(self, path: str) -> None:
+        try:
+            self.request("DELETE", path)
+        except ApiError as exc:
+            if exc.status != 404:
+                raise
+
     def cleanup(self) -> None:
+        # Claims generated from templates are owned by their pod, but without the garbage
+        # collector (a test control plane runs at most the resource-claim controller) they
+        # would outlive it: delete them with the pods.
+        claims: list[str] = []
         for name in self.created_pods:
+            try:
+                owned = list(self.pod_claims(name).values())
+            except ApiError:
+                owned = []
+            claims += [
+                f"{self.namespaced(RESOURCE_API, 'resourceclaims')}/{claim['metadata']['name']}"
+                for claim in owned
+                if claim and _owned_by_pod(claim, name)
+            ]
             self.delete_pod(name)
+        for path in claims:
+            self.delete(path)
+        for path in reversed(self.created_objects):
+            self.delete(path)
         for name in self.created_nodes:
             self.delete_node(name)
+
+
+def _allocated_for(claim: dict | None, pod_uid: str | None) -> bool:
+    status = (claim or {}).get("status") or {}
+    reserved = status.get("reservedFor") or ()
+    return bool(status.get("allocation")) and any(r.get("uid") == pod_uid for r in reserved)
+
+
+def _owned_by_pod(obj: dict, pod: str) -> bool:
+    owners = (obj.get("metadata") or {}).get("ownerReferences") or ()
+    return any(o.get("kind") == "Pod" and o.get("name") == pod for o in owners)
