@@ -1,7 +1,8 @@
 """Permit: NodeNumber makes a pod wait on node3 for three seconds before it is bound.
 
-Needs a profile with NodeNumber at permit (the standalone scheduler's `scheduler-config/
-standalone.yaml`); kube-scheduler's extender path has no Permit stage of ours.
+Needs a standalone profile that enables NodeNumber (``plugins: {multiPoint: {enabled: [{name:
+NodeNumber}]}}`` added to examples/standalone.yaml); kube-scheduler's extender path has no
+Permit stage of ours.
 """
 
 import time
