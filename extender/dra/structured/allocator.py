@@ -169,10 +169,26 @@ _NODE_POOLS: dict[str, tuple[dict | None, Features, tuple[dict, ...], list[Pool]
 _NODE_POOLS_MAX = 1 << 15
 # The last slice list indexed by _index_slices: (slices, by node name, shared).
 _SLICE_INDEX: tuple[tuple[dict, ...], dict[str, list[dict]], list[dict]] | None = None
+# Claims memoised per allocator (one cycle's claims, usually one or two).
+_PREPARED_MAX = 64
 # Device object id -> (device, its capacities are all plain: see _plain_capacity).
 _PLAIN_CAPACITY: dict[int, tuple[dict, bool]] = {}
 
 RequestKey = tuple[int, int, int]  # claim, request, subrequest
+
+
+@dataclass(frozen=True, slots=True)
+class _PreparedClaim:
+    """What ``_prepare_claim`` found for a claim that does not depend on the node (no "All"
+    request): valid while the claim and each DeviceClass it names are the same objects."""
+
+    claim: dict
+    # (request index, subrequest index, request, parent, class name, class, num_devices)
+    requests: tuple[tuple[int, int, _Request, _Request | None, str, dict | None, int], ...]
+    has_constraints: bool
+    depth: int
+
+
 DeviceKey = tuple[int, int, int, int]  # claim, request, subrequest, device
 Location = tuple[int, int, int]  # pool, slice, device
 
@@ -202,6 +218,11 @@ class Allocator:
         self.available_counters: dict[str, CounterSets] = {}
         # How often the search step ran (upstream's numAllocateOneInvocations statistic).
         self.num_allocate_one_invocations = 0
+        # Claim object id -> its validated requests: Filter asks for the same claims on
+        # every node, so validation runs once per cycle (see _Run._prepare_claim_memoised).
+        self.prepared: dict[int, _PreparedClaim] = {}
+        # Expression -> compiled selector (the shared CEL cache takes a lock per lookup).
+        self.compiled: dict[str, Any] = {}
 
     def allocate(
         self, node: dict | None, claims: Sequence[dict], deadline: float | None = None
@@ -237,8 +258,8 @@ class _Run:
         self.request_data: dict[RequestKey, _RequestData] = {}
         self.constraints: list[list[Constraint]] = [[] for _ in claims]
         self.matches: dict[tuple[DeviceID, RequestKey], bool] = {}
-        # Expression -> compiled selector, for this call (the shared cache takes a lock).
-        self.compiled: dict[str, Any] = {}
+        # Expression -> compiled selector, for the cycle (the shared cache takes a lock).
+        self.compiled = owner.compiled
         # Counters consumed by devices being allocated, per pool name.
         self.consumed_counters: dict[str, CounterSets] = {}
         # Device -> indices of the claims it is being allocated for.
@@ -257,7 +278,11 @@ class _Run:
         )
         depth = 3
         for claim_index, claim in enumerate(self.claims):
-            depth += self._prepare_claim(claim_index, claim)
+            depth += self._prepare_claim_memoised(claim_index, claim)
+        self.request_counts = [
+            len(((claim.get("spec") or {}).get("devices") or {}).get("requests") or ())
+            for claim in self.claims
+        ]
 
         # Every wanted device and every request is one level of the search's recursion; pure
         # Python calls use no C stack (3.11), so only the interpreter's limit needs room.
@@ -273,6 +298,47 @@ class _Run:
                 raise FailedAllocationOnNode("invalid resource pools were encountered")
             return None
         return [self._result(i, claim) for i, claim in enumerate(self.claims)]
+
+    def _prepare_claim_memoised(self, claim_index: int, claim: dict) -> int:
+        """``_prepare_claim`` from the allocator's memo when the claim and the classes it
+        names are the same objects as when it was validated (the same answer: validation
+        reads nothing else but the features, fixed per allocator); else validated anew."""
+        known = self.owner.prepared.get(id(claim))
+        class_lister = self.owner.class_lister
+        if known is not None and known.claim is claim:
+            if all(class_lister(entry[4]) is entry[5] for entry in known.requests):
+                for request_index, sub_index, request, parent, _, cls, count in known.requests:
+                    data = _RequestData(request=request, parent=parent, device_class=cls)
+                    data.num_devices = count
+                    self.request_data[(claim_index, request_index, sub_index)] = data
+                if known.has_constraints:
+                    devices = (claim.get("spec") or {}).get("devices") or {}
+                    self.constraints[claim_index] = _claim_constraints(claim, devices)
+                return known.depth
+        depth = self._prepare_claim(claim_index, claim)
+        entries = []
+        for (index, request_index, sub_index), data in self.request_data.items():
+            if index != claim_index:
+                continue
+            if data.request.allocation_mode == _ALL:
+                return depth  # its devices depend on the node's pools: never memoised
+            entries.append(
+                (
+                    request_index,
+                    sub_index,
+                    data.request,
+                    data.parent,
+                    data.request.device_class_name,
+                    data.device_class,
+                    data.num_devices,
+                )
+            )
+        if len(self.owner.prepared) >= _PREPARED_MAX:
+            self.owner.prepared.clear()
+        self.owner.prepared[id(claim)] = _PreparedClaim(
+            claim, tuple(entries), bool(self.constraints[claim_index]), depth
+        )
+        return depth
 
     def _prepare_claim(self, claim_index: int, claim: dict) -> int:
         """Validate a claim's requests and constraints; returns its search depth bound."""
@@ -322,19 +388,7 @@ class _Run:
                 f"claim {_kobj(claim)}: number of requested devices {min_devices} "
                 f"exceeds the claim limit of {ALLOCATION_RESULTS_MAX_SIZE}"
             )
-        constraints: list[Constraint] = []
-        for i, constraint in enumerate(devices.get("constraints") or ()):
-            requests = constraint.get("requests") or []
-            if constraint.get("matchAttribute") is not None:
-                constraints.append(MatchAttribute(requests, constraint["matchAttribute"]))
-            elif constraint.get("distinctAttribute") is not None:
-                constraints.append(DistinctAttribute(requests, constraint["distinctAttribute"]))
-            else:
-                raise AllocatorError(
-                    f"claim {_kobj(claim)}, constraint #{i}: empty constraint "
-                    "(unsupported constraint type?)"
-                )
-        self.constraints[claim_index] = constraints
+        self.constraints[claim_index] = _claim_constraints(claim, devices)
         return depth
 
     def _validate_request(
@@ -423,9 +477,7 @@ class _Run:
         claim_index, request_index, sub_index, device_index = r
         if claim_index >= len(self.claims):
             return True
-        claim = self.claims[claim_index]
-        requests = ((claim.get("spec") or {}).get("devices") or {}).get("requests") or []
-        if request_index >= len(requests):
+        if request_index >= self.request_counts[claim_index]:
             try:
                 return self._allocate_one((claim_index + 1, 0, 0, 0), False, (0, 0, 0))
             except _MaxSizeExceeded:
@@ -906,6 +958,23 @@ class _Run:
         if selector is not None:
             result["nodeSelector"] = selector
         return result
+
+
+def _claim_constraints(claim: dict, devices: dict) -> list[Constraint]:
+    """The claim's constraints, new (they record the devices added to them)."""
+    constraints: list[Constraint] = []
+    for i, constraint in enumerate(devices.get("constraints") or ()):
+        requests = constraint.get("requests") or []
+        if constraint.get("matchAttribute") is not None:
+            constraints.append(MatchAttribute(requests, constraint["matchAttribute"]))
+        elif constraint.get("distinctAttribute") is not None:
+            constraints.append(DistinctAttribute(requests, constraint["distinctAttribute"]))
+        else:
+            raise AllocatorError(
+                f"claim {_kobj(claim)}, constraint #{i}: empty constraint "
+                "(unsupported constraint type?)"
+            )
+    return constraints
 
 
 def _index_slices(all_slices: list[dict]) -> tuple[dict[str, list[dict]], list[dict]]:
