@@ -273,8 +273,12 @@ class _Run:
         slices_for_node = (
             self.owner.slices_on_node.get(self.node_name, []) if self.node_name else []
         )
+        shared = self.owner.slices_shared
         self.pools = _pools_for_node(
-            self.node_name, self.node, slices_for_node + self.owner.slices_shared, self.owner
+            self.node_name,
+            self.node,
+            slices_for_node + shared if shared else slices_for_node,
+            self.owner,
         )
         depth = 3
         for claim_index, claim in enumerate(self.claims):
@@ -634,7 +638,7 @@ class _Run:
         if data.device_class is not None:
             selectors = (data.device_class.get("spec") or {}).get("selectors") or []
             matches = self._selectors_match(key, device, device_id, data.device_class, selectors)
-        if matches:
+        if matches and data.request.selectors:
             matches = self._selectors_match(key, device, device_id, None, data.request.selectors)
         if matches and (slice_.get("spec") or {}).get("perDeviceNodeSelection"):
             matches = node_matches(
@@ -1030,7 +1034,7 @@ def _pools_for_node(
     if (
         known is not None
         and known[0] is node
-        and known[1] == owner.features
+        and (known[1] is owner.features or known[1] == owner.features)
         and len(known[2]) == len(slices)
         and all(a is b for a, b in zip(known[2], slices, strict=True))
     ):
