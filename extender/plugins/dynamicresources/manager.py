@@ -273,8 +273,8 @@ class ClaimTracker:
 
 # Claim object id -> (claim, consumable capacity, what add_claim adds for it). Claims from the
 # informer and the assumed ones are never mutated (an update is a new object; the entry holds
-# the claim, so its id cannot be reused): gather_allocated_state, run per pod over every
-# claim, parses each allocation once.
+# the claim, so its id cannot be reused): the index and the recomputed state (over every
+# claim, with consumed capacity) parse each allocation once.
 _CONTRIBUTIONS: dict[int, tuple[dict, bool, AllocatedDevices]] = {}
 _CONTRIBUTIONS_MAX = 1 << 17
 
