@@ -22,6 +22,7 @@ import time
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from extender.dra.cel import CELCache, CELDevice, CELError
@@ -571,7 +572,7 @@ class _Run:
                     ):
                         continue
                     candidate = _Candidate(device_id, device, slice_, pool)
-                    undo = self._allocate_device(r, candidate, must=False)
+                    undo = self._allocate_device(r, candidate, must=False, checked=True)
                     if undo is None:
                         continue
                     try:
@@ -704,11 +705,14 @@ class _Run:
     # --- allocating one device -----------------------------------------------------------------
 
     def _allocate_device(
-        self, r: DeviceKey, candidate: _Candidate, must: bool
+        self, r: DeviceKey, candidate: _Candidate, must: bool, checked: bool = False
     ) -> Callable[[], None] | None:
         """Take ``candidate`` for wanted device ``r`` if it is free and satisfies taints,
         constraints, counters and capacity. Returns the function that gives it back, or
-        ``None`` (nothing changed). ``must``: a constraint violation is an error ("All")."""
+        ``None`` (nothing changed). ``must``: a constraint violation is an error ("All").
+        ``checked``: the caller found the device not in use for the request and its capacity
+        fitting just now (the search's loop), so neither is asked again: nothing between
+        that check and this one changes their answers."""
         claim_index = r[0]
         data = self.request_data[(r[0], r[1], r[2])]
         request = data.request
@@ -716,13 +720,15 @@ class _Run:
         allow_multiple = self.features.consumable_capacity and bool(
             device.get("allowMultipleAllocations")
         )
-        if (
+        if checked:
+            pass  # the loop's in-use checks are at least as strict as these
+        elif (
             not allow_multiple
             and request.admin_access
             and claim_index in self.allocating_devices.get(device_id, ())
         ):
             return None
-        if not request.admin_access and self._device_in_use(device_id):
+        elif not request.admin_access and self._device_in_use(device_id):
             return None
         consumes = device.get("consumesCounters") or []
         if not self.features.partitionable_devices and consumes:
@@ -742,36 +748,29 @@ class _Run:
             base_name, sub_name, parent_name = data.parent.name, request.name, data.parent.name
 
         constraints = self.constraints[claim_index]
-        added_constraints = 0
-        marked = False
-        capacity_inserted = False
-        capacity_entry_existed = False
-        consumed: dict[str, Quantity] = {}
-        result_added = False
-        previous_results = len(self.results[claim_index])
-
-        def rollback() -> None:
-            if result_added:
-                del self.results[claim_index][previous_results:]
-            if capacity_inserted:
-                remove_consumed(self.allocating_capacity, device_id, consumed)
-                if capacity_entry_existed and device_id not in self.allocating_capacity:
-                    # An earlier share still marks the device as shared.
-                    self.allocating_capacity[device_id] = {}
-            if marked:
-                self.allocating_devices[device_id].discard(claim_index)
-            for constraint in reversed(constraints[:added_constraints]):
-                constraint.remove(base_name, sub_name, device, device_id)
-            if counters_reserved:
-                self._release_counters(candidate)
-
-        if self.features.device_taints and _taint_prevents_allocation(device, request):
-            rollback()
+        # What to give back goes to _rollback (a partial on success rather than a closure:
+        # this runs per candidate device on every node).
+        if (
+            self.features.device_taints
+            and device.get("taints")
+            and _taint_prevents_allocation(device, request)
+        ):
+            self._rollback(claim_index, candidate, (), "", "", False, counters_reserved, None, None)
             return None
 
-        for constraint in constraints:
+        for added, constraint in enumerate(constraints):
             if not constraint.add(base_name, sub_name, device, device_id):
-                rollback()
+                self._rollback(
+                    claim_index,
+                    candidate,
+                    constraints[:added],
+                    base_name,
+                    sub_name,
+                    False,
+                    counters_reserved,
+                    None,
+                    None,
+                )
                 if must:
                     raise AllocatorError(
                         f"claim {_kobj(self.claims[claim_index])}, request {request.name}: "
@@ -779,27 +778,40 @@ class _Run:
                         "constraint would not be satisfied"
                     )
                 return None
-            added_constraints += 1
 
+        marked = False
         if not allow_multiple:
             self.allocating_devices.setdefault(device_id, set()).add(claim_index)
             marked = True
 
         share_id: str | None = None
+        consumed: dict[str, Quantity] = {}
+        capacity: tuple[dict[str, Quantity], bool] | None = None
         if self.features.consumable_capacity:
-            if not self._fits_capacity(request, device_id, device):
-                rollback()
+            if not checked and not self._fits_capacity(request, device_id, device):
+                self._rollback(
+                    claim_index,
+                    candidate,
+                    constraints,
+                    base_name,
+                    sub_name,
+                    marked,
+                    counters_reserved,
+                    None,
+                    None,
+                )
                 return None
             if allow_multiple:
                 consumed = consumed_capacity_from_request(
                     request.capacity, device.get("capacity") or {}
                 )
                 share_id = str(uuid.uuid4())
-                capacity_entry_existed = device_id in self.allocating_capacity
+                capacity = (consumed, device_id in self.allocating_capacity)
                 insert_consumed(self.allocating_capacity, device_id, consumed)
-                capacity_inserted = True
 
-        self.results[claim_index].append(
+        results = self.results[claim_index]
+        previous_results = len(results)
+        results.append(
             _DeviceResult(
                 request=request.name,
                 parent_request=parent_name,
@@ -811,8 +823,49 @@ class _Run:
                 admin_access=True if request.admin_access else None,
             )
         )
-        result_added = True
-        return rollback
+        return partial(
+            self._rollback,
+            claim_index,
+            candidate,
+            constraints,
+            base_name,
+            sub_name,
+            marked,
+            counters_reserved,
+            capacity,
+            previous_results,
+        )
+
+    def _rollback(
+        self,
+        claim_index: int,
+        candidate: _Candidate,
+        constraints: Sequence[Constraint],
+        base_name: str,
+        sub_name: str,
+        marked: bool,
+        counters_reserved: bool,
+        capacity: tuple[dict[str, Quantity], bool] | None,
+        previous_results: int | None,
+    ) -> None:
+        """Give back what ``_allocate_device`` took, newest first: the result (from
+        ``previous_results`` on), the consumed capacity (with whether the device had an
+        entry before), the device's mark, the ``constraints`` it was added to, its
+        counters."""
+        device_id, device = candidate.id, candidate.device
+        if previous_results is not None:
+            del self.results[claim_index][previous_results:]
+        if capacity is not None:
+            remove_consumed(self.allocating_capacity, device_id, capacity[0])
+            if capacity[1] and device_id not in self.allocating_capacity:
+                # An earlier share still marks the device as shared.
+                self.allocating_capacity[device_id] = {}
+        if marked:
+            self.allocating_devices[device_id].discard(claim_index)
+        for constraint in reversed(constraints):
+            constraint.remove(base_name, sub_name, device, device_id)
+        if counters_reserved:
+            self._release_counters(candidate)
 
     def _reserve_counters(self, candidate: _Candidate) -> bool:
         """``checkAvailableCounters``: add the device's counters to those being consumed in its

@@ -7,6 +7,8 @@
   consumed already.
 * ``_Run._prepare_claim_memoised``: a claim's requests validated once per allocator (cycle)
   while the claim and its DeviceClasses are the same objects.
+* ``_allocate_device(..., checked=True)``: the search's loop checked the device's use and
+  capacity just before, so they are not asked again.
 
 Each case runs with the fast paths (twice, so the second run reads the memo) and with them
 disabled (the reference: ``gather_pools`` every time, ``request_fits_capacity`` always); the
@@ -47,6 +49,12 @@ def _reference(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(
         allocator_module._Run, "_prepare_claim_memoised", allocator_module._Run._prepare_claim
     )
+    allocate_device = allocator_module._Run._allocate_device
+
+    def checking(self, r, candidate, must, checked=False):
+        return allocate_device(self, r, candidate, must)
+
+    monkeypatch.setattr(allocator_module._Run, "_allocate_device", checking)
 
 
 def _run(allocator: Allocator, nodes: list[dict | None], claims: list[dict]) -> list:
