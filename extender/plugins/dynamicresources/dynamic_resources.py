@@ -41,6 +41,7 @@ import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -345,8 +346,10 @@ class DynamicResources:
             allocated = tracker.gather_allocated_state(self.features.consumable_capacity)
             slices = self.handle.lister(RESOURCE_SLICES).list()
             try:
+                # The class lister fetched once for the cycle: the allocator asks it per node.
+                classes = partial(self.handle.lister(DEVICE_CLASSES).get, "")
                 s.allocator = self.new_allocator(
-                    self.features, allocated, self._class, slices, self._cel()
+                    self.features, allocated, classes, slices, self._cel()
                 )
             except Exception as exc:  # a broken class or claim: abort, as upstream
                 return None, Status.error(str(exc))
