@@ -23,6 +23,7 @@ import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
+from operator import is_
 from typing import Any
 
 from extender.dra.cel import CELCache, CELDevice, CELError
@@ -1041,7 +1042,8 @@ def _index_slices(all_slices: list[dict]) -> tuple[dict[str, list[dict]], list[d
     global _SLICE_INDEX
     known = _SLICE_INDEX  # one read: another thread may replace it meanwhile
     if known is not None and len(known[0]) == len(all_slices):
-        if all(a is b for a, b in zip(known[0], all_slices, strict=True)):
+        # map(is_) walks the two lists in C: this runs per pod over every slice.
+        if all(map(is_, known[0], all_slices)):
             return known[1], known[2]
     on_node: dict[str, list[dict]] = {}
     shared: list[dict] = []
