@@ -81,6 +81,10 @@ class StoreLister:
     def get(self, namespace: str, name: str) -> dict | None:
         return self._informer.get(f"{namespace}/{name}" if namespace else name)
 
+    def changed_since(self, mark: int) -> tuple[int, list[str] | None]:
+        """``Informer.changed_since``: keys are ``namespace/name`` (``name`` if cluster-scoped)."""
+        return self._informer.changed_since(mark)
+
 
 @dataclass
 class Listers:

@@ -30,6 +30,7 @@ import logging
 import random
 import threading
 import time
+from collections import deque
 from collections.abc import Callable
 from typing import Any
 
@@ -45,6 +46,8 @@ JITTER = 0.2
 # A watch that ends cleanly this fast without events is treated as a failure (backed off),
 # so a misbehaving server or proxy cannot make the informer spin.
 MIN_HEALTHY_WATCH_SECONDS = 1.0
+# Changed keys remembered for changed_since; a reader further behind compares the store.
+JOURNAL_SIZE = 1024
 
 
 def object_key(obj: dict) -> str:
@@ -116,6 +119,11 @@ class Informer:
         self.resource_version = ""
         self.relists = 0  # lists done (the first one included)
         self.watches = 0  # watch requests opened
+        # The journal of changed keys (see changed_since): change number, key.
+        self._changes = 0
+        self._journal: deque[tuple[int, str]] = deque(maxlen=JOURNAL_SIZE)
+        # Changes up to this number are not all in the journal (dropped, or a relist).
+        self._journal_from = 0
         self._lock = threading.Lock()
         self._synced = threading.Event()
         self._stop = threading.Event()
@@ -166,6 +174,32 @@ class Informer:
     def keys(self) -> builtins.list[str]:
         with self._lock:
             return builtins.list(self.store)
+
+    def changed_since(self, mark: int) -> tuple[int, builtins.list[str] | None]:
+        """The current change number and the keys whose object changed (added, replaced,
+        deleted) after change ``mark``, or ``None`` when the journal no longer tells (a
+        relist, or too many changes since): then the reader compares the whole store. A
+        reader that keeps something derived from the store follows it in O(changes)."""
+        with self._lock:
+            now = self._changes
+            if mark == now:
+                return now, []
+            if mark < self._journal_from or mark > now:
+                return now, None
+            keys = []
+            for number, key in reversed(self._journal):
+                if number <= mark:
+                    break
+                keys.append(key)
+            return now, keys
+
+    def _record(self, key: str) -> None:
+        """Journal a change of ``key`` (the lock held)."""
+        self._changes += 1
+        if len(self._journal) == self._journal.maxlen:
+            # About to be dropped (a relist may have put the floor higher already).
+            self._journal_from = max(self._journal_from, self._journal[0][0])
+        self._journal.append((self._changes, key))
 
     # -- the loop -------------------------------------------------------------------------------
 
@@ -222,6 +256,8 @@ class Informer:
             self.store = fresh
             self.resource_version = version
             self.relists += 1
+            self._changes += 1
+            self._journal_from = self._changes  # every key may have changed
         for key, obj in fresh.items():
             previous = old_store.get(key)
             if previous is None:
@@ -270,6 +306,7 @@ class Informer:
             with self._lock:
                 previous = self.store.get(key)
                 self.store[key] = obj
+                self._record(key)
                 if version:
                     self.resource_version = version
             if previous is None:
@@ -279,6 +316,7 @@ class Informer:
         elif kind == "DELETED":
             with self._lock:
                 previous = self.store.pop(key, None)
+                self._record(key)
                 if version:
                     self.resource_version = version
             self._call(self.on_delete, obj)  # the watch carries the final state

@@ -22,6 +22,8 @@ import time
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
+from operator import is_
 from typing import Any
 
 from extender.dra.cel import CELCache, CELDevice, CELError
@@ -169,10 +171,26 @@ _NODE_POOLS: dict[str, tuple[dict | None, Features, tuple[dict, ...], list[Pool]
 _NODE_POOLS_MAX = 1 << 15
 # The last slice list indexed by _index_slices: (slices, by node name, shared).
 _SLICE_INDEX: tuple[tuple[dict, ...], dict[str, list[dict]], list[dict]] | None = None
+# Claims memoised per allocator (one cycle's claims, usually one or two).
+_PREPARED_MAX = 64
 # Device object id -> (device, its capacities are all plain: see _plain_capacity).
 _PLAIN_CAPACITY: dict[int, tuple[dict, bool]] = {}
 
 RequestKey = tuple[int, int, int]  # claim, request, subrequest
+
+
+@dataclass(frozen=True, slots=True)
+class _PreparedClaim:
+    """What ``_prepare_claim`` found for a claim that does not depend on the node (no "All"
+    request): valid while the claim and each DeviceClass it names are the same objects."""
+
+    claim: dict
+    # (request index, subrequest index, request, parent, class name, class, num_devices)
+    requests: tuple[tuple[int, int, _Request, _Request | None, str, dict | None, int], ...]
+    has_constraints: bool
+    depth: int
+
+
 DeviceKey = tuple[int, int, int, int]  # claim, request, subrequest, device
 Location = tuple[int, int, int]  # pool, slice, device
 
@@ -202,6 +220,11 @@ class Allocator:
         self.available_counters: dict[str, CounterSets] = {}
         # How often the search step ran (upstream's numAllocateOneInvocations statistic).
         self.num_allocate_one_invocations = 0
+        # Claim object id -> its validated requests: Filter asks for the same claims on
+        # every node, so validation runs once per cycle (see _Run._prepare_claim_memoised).
+        self.prepared: dict[int, _PreparedClaim] = {}
+        # Expression -> compiled selector (the shared CEL cache takes a lock per lookup).
+        self.compiled: dict[str, Any] = {}
 
     def allocate(
         self, node: dict | None, claims: Sequence[dict], deadline: float | None = None
@@ -237,8 +260,8 @@ class _Run:
         self.request_data: dict[RequestKey, _RequestData] = {}
         self.constraints: list[list[Constraint]] = [[] for _ in claims]
         self.matches: dict[tuple[DeviceID, RequestKey], bool] = {}
-        # Expression -> compiled selector, for this call (the shared cache takes a lock).
-        self.compiled: dict[str, Any] = {}
+        # Expression -> compiled selector, for the cycle (the shared cache takes a lock).
+        self.compiled = owner.compiled
         # Counters consumed by devices being allocated, per pool name.
         self.consumed_counters: dict[str, CounterSets] = {}
         # Device -> indices of the claims it is being allocated for.
@@ -252,12 +275,20 @@ class _Run:
         slices_for_node = (
             self.owner.slices_on_node.get(self.node_name, []) if self.node_name else []
         )
+        shared = self.owner.slices_shared
         self.pools = _pools_for_node(
-            self.node_name, self.node, slices_for_node + self.owner.slices_shared, self.owner
+            self.node_name,
+            self.node,
+            slices_for_node + shared if shared else slices_for_node,
+            self.owner,
         )
         depth = 3
         for claim_index, claim in enumerate(self.claims):
-            depth += self._prepare_claim(claim_index, claim)
+            depth += self._prepare_claim_memoised(claim_index, claim)
+        self.request_counts = [
+            len(((claim.get("spec") or {}).get("devices") or {}).get("requests") or ())
+            for claim in self.claims
+        ]
 
         # Every wanted device and every request is one level of the search's recursion; pure
         # Python calls use no C stack (3.11), so only the interpreter's limit needs room.
@@ -273,6 +304,47 @@ class _Run:
                 raise FailedAllocationOnNode("invalid resource pools were encountered")
             return None
         return [self._result(i, claim) for i, claim in enumerate(self.claims)]
+
+    def _prepare_claim_memoised(self, claim_index: int, claim: dict) -> int:
+        """``_prepare_claim`` from the allocator's memo when the claim and the classes it
+        names are the same objects as when it was validated (the same answer: validation
+        reads nothing else but the features, fixed per allocator); else validated anew."""
+        known = self.owner.prepared.get(id(claim))
+        class_lister = self.owner.class_lister
+        if known is not None and known.claim is claim:
+            if all(class_lister(entry[4]) is entry[5] for entry in known.requests):
+                for request_index, sub_index, request, parent, _, cls, count in known.requests:
+                    data = _RequestData(request=request, parent=parent, device_class=cls)
+                    data.num_devices = count
+                    self.request_data[(claim_index, request_index, sub_index)] = data
+                if known.has_constraints:
+                    devices = (claim.get("spec") or {}).get("devices") or {}
+                    self.constraints[claim_index] = _claim_constraints(claim, devices)
+                return known.depth
+        depth = self._prepare_claim(claim_index, claim)
+        entries = []
+        for (index, request_index, sub_index), data in self.request_data.items():
+            if index != claim_index:
+                continue
+            if data.request.allocation_mode == _ALL:
+                return depth  # its devices depend on the node's pools: never memoised
+            entries.append(
+                (
+                    request_index,
+                    sub_index,
+                    data.request,
+                    data.parent,
+                    data.request.device_class_name,
+                    data.device_class,
+                    data.num_devices,
+                )
+            )
+        if len(self.owner.prepared) >= _PREPARED_MAX:
+            self.owner.prepared.clear()
+        self.owner.prepared[id(claim)] = _PreparedClaim(
+            claim, tuple(entries), bool(self.constraints[claim_index]), depth
+        )
+        return depth
 
     def _prepare_claim(self, claim_index: int, claim: dict) -> int:
         """Validate a claim's requests and constraints; returns its search depth bound."""
@@ -322,19 +394,7 @@ class _Run:
                 f"claim {_kobj(claim)}: number of requested devices {min_devices} "
                 f"exceeds the claim limit of {ALLOCATION_RESULTS_MAX_SIZE}"
             )
-        constraints: list[Constraint] = []
-        for i, constraint in enumerate(devices.get("constraints") or ()):
-            requests = constraint.get("requests") or []
-            if constraint.get("matchAttribute") is not None:
-                constraints.append(MatchAttribute(requests, constraint["matchAttribute"]))
-            elif constraint.get("distinctAttribute") is not None:
-                constraints.append(DistinctAttribute(requests, constraint["distinctAttribute"]))
-            else:
-                raise AllocatorError(
-                    f"claim {_kobj(claim)}, constraint #{i}: empty constraint "
-                    "(unsupported constraint type?)"
-                )
-        self.constraints[claim_index] = constraints
+        self.constraints[claim_index] = _claim_constraints(claim, devices)
         return depth
 
     def _validate_request(
@@ -423,9 +483,7 @@ class _Run:
         claim_index, request_index, sub_index, device_index = r
         if claim_index >= len(self.claims):
             return True
-        claim = self.claims[claim_index]
-        requests = ((claim.get("spec") or {}).get("devices") or {}).get("requests") or []
-        if request_index >= len(requests):
+        if request_index >= self.request_counts[claim_index]:
             try:
                 return self._allocate_one((claim_index + 1, 0, 0, 0), False, (0, 0, 0))
             except _MaxSizeExceeded:
@@ -515,7 +573,7 @@ class _Run:
                     ):
                         continue
                     candidate = _Candidate(device_id, device, slice_, pool)
-                    undo = self._allocate_device(r, candidate, must=False)
+                    undo = self._allocate_device(r, candidate, must=False, checked=True)
                     if undo is None:
                         continue
                     try:
@@ -582,7 +640,7 @@ class _Run:
         if data.device_class is not None:
             selectors = (data.device_class.get("spec") or {}).get("selectors") or []
             matches = self._selectors_match(key, device, device_id, data.device_class, selectors)
-        if matches:
+        if matches and data.request.selectors:
             matches = self._selectors_match(key, device, device_id, None, data.request.selectors)
         if matches and (slice_.get("spec") or {}).get("perDeviceNodeSelection"):
             matches = node_matches(
@@ -648,11 +706,14 @@ class _Run:
     # --- allocating one device -----------------------------------------------------------------
 
     def _allocate_device(
-        self, r: DeviceKey, candidate: _Candidate, must: bool
+        self, r: DeviceKey, candidate: _Candidate, must: bool, checked: bool = False
     ) -> Callable[[], None] | None:
         """Take ``candidate`` for wanted device ``r`` if it is free and satisfies taints,
         constraints, counters and capacity. Returns the function that gives it back, or
-        ``None`` (nothing changed). ``must``: a constraint violation is an error ("All")."""
+        ``None`` (nothing changed). ``must``: a constraint violation is an error ("All").
+        ``checked``: the caller found the device not in use for the request and its capacity
+        fitting just now (the search's loop), so neither is asked again: nothing between
+        that check and this one changes their answers."""
         claim_index = r[0]
         data = self.request_data[(r[0], r[1], r[2])]
         request = data.request
@@ -660,13 +721,15 @@ class _Run:
         allow_multiple = self.features.consumable_capacity and bool(
             device.get("allowMultipleAllocations")
         )
-        if (
+        if checked:
+            pass  # the loop's in-use checks are at least as strict as these
+        elif (
             not allow_multiple
             and request.admin_access
             and claim_index in self.allocating_devices.get(device_id, ())
         ):
             return None
-        if not request.admin_access and self._device_in_use(device_id):
+        elif not request.admin_access and self._device_in_use(device_id):
             return None
         consumes = device.get("consumesCounters") or []
         if not self.features.partitionable_devices and consumes:
@@ -686,36 +749,29 @@ class _Run:
             base_name, sub_name, parent_name = data.parent.name, request.name, data.parent.name
 
         constraints = self.constraints[claim_index]
-        added_constraints = 0
-        marked = False
-        capacity_inserted = False
-        capacity_entry_existed = False
-        consumed: dict[str, Quantity] = {}
-        result_added = False
-        previous_results = len(self.results[claim_index])
-
-        def rollback() -> None:
-            if result_added:
-                del self.results[claim_index][previous_results:]
-            if capacity_inserted:
-                remove_consumed(self.allocating_capacity, device_id, consumed)
-                if capacity_entry_existed and device_id not in self.allocating_capacity:
-                    # An earlier share still marks the device as shared.
-                    self.allocating_capacity[device_id] = {}
-            if marked:
-                self.allocating_devices[device_id].discard(claim_index)
-            for constraint in reversed(constraints[:added_constraints]):
-                constraint.remove(base_name, sub_name, device, device_id)
-            if counters_reserved:
-                self._release_counters(candidate)
-
-        if self.features.device_taints and _taint_prevents_allocation(device, request):
-            rollback()
+        # What to give back goes to _rollback (a partial on success rather than a closure:
+        # this runs per candidate device on every node).
+        if (
+            self.features.device_taints
+            and device.get("taints")
+            and _taint_prevents_allocation(device, request)
+        ):
+            self._rollback(claim_index, candidate, (), "", "", False, counters_reserved, None, None)
             return None
 
-        for constraint in constraints:
+        for added, constraint in enumerate(constraints):
             if not constraint.add(base_name, sub_name, device, device_id):
-                rollback()
+                self._rollback(
+                    claim_index,
+                    candidate,
+                    constraints[:added],
+                    base_name,
+                    sub_name,
+                    False,
+                    counters_reserved,
+                    None,
+                    None,
+                )
                 if must:
                     raise AllocatorError(
                         f"claim {_kobj(self.claims[claim_index])}, request {request.name}: "
@@ -723,27 +779,40 @@ class _Run:
                         "constraint would not be satisfied"
                     )
                 return None
-            added_constraints += 1
 
+        marked = False
         if not allow_multiple:
             self.allocating_devices.setdefault(device_id, set()).add(claim_index)
             marked = True
 
         share_id: str | None = None
+        consumed: dict[str, Quantity] = {}
+        capacity: tuple[dict[str, Quantity], bool] | None = None
         if self.features.consumable_capacity:
-            if not self._fits_capacity(request, device_id, device):
-                rollback()
+            if not checked and not self._fits_capacity(request, device_id, device):
+                self._rollback(
+                    claim_index,
+                    candidate,
+                    constraints,
+                    base_name,
+                    sub_name,
+                    marked,
+                    counters_reserved,
+                    None,
+                    None,
+                )
                 return None
             if allow_multiple:
                 consumed = consumed_capacity_from_request(
                     request.capacity, device.get("capacity") or {}
                 )
                 share_id = str(uuid.uuid4())
-                capacity_entry_existed = device_id in self.allocating_capacity
+                capacity = (consumed, device_id in self.allocating_capacity)
                 insert_consumed(self.allocating_capacity, device_id, consumed)
-                capacity_inserted = True
 
-        self.results[claim_index].append(
+        results = self.results[claim_index]
+        previous_results = len(results)
+        results.append(
             _DeviceResult(
                 request=request.name,
                 parent_request=parent_name,
@@ -755,8 +824,49 @@ class _Run:
                 admin_access=True if request.admin_access else None,
             )
         )
-        result_added = True
-        return rollback
+        return partial(
+            self._rollback,
+            claim_index,
+            candidate,
+            constraints,
+            base_name,
+            sub_name,
+            marked,
+            counters_reserved,
+            capacity,
+            previous_results,
+        )
+
+    def _rollback(
+        self,
+        claim_index: int,
+        candidate: _Candidate,
+        constraints: Sequence[Constraint],
+        base_name: str,
+        sub_name: str,
+        marked: bool,
+        counters_reserved: bool,
+        capacity: tuple[dict[str, Quantity], bool] | None,
+        previous_results: int | None,
+    ) -> None:
+        """Give back what ``_allocate_device`` took, newest first: the result (from
+        ``previous_results`` on), the consumed capacity (with whether the device had an
+        entry before), the device's mark, the ``constraints`` it was added to, its
+        counters."""
+        device_id, device = candidate.id, candidate.device
+        if previous_results is not None:
+            del self.results[claim_index][previous_results:]
+        if capacity is not None:
+            remove_consumed(self.allocating_capacity, device_id, capacity[0])
+            if capacity[1] and device_id not in self.allocating_capacity:
+                # An earlier share still marks the device as shared.
+                self.allocating_capacity[device_id] = {}
+        if marked:
+            self.allocating_devices[device_id].discard(claim_index)
+        for constraint in reversed(constraints):
+            constraint.remove(base_name, sub_name, device, device_id)
+        if counters_reserved:
+            self._release_counters(candidate)
 
     def _reserve_counters(self, candidate: _Candidate) -> bool:
         """``checkAvailableCounters``: add the device's counters to those being consumed in its
@@ -908,6 +1018,23 @@ class _Run:
         return result
 
 
+def _claim_constraints(claim: dict, devices: dict) -> list[Constraint]:
+    """The claim's constraints, new (they record the devices added to them)."""
+    constraints: list[Constraint] = []
+    for i, constraint in enumerate(devices.get("constraints") or ()):
+        requests = constraint.get("requests") or []
+        if constraint.get("matchAttribute") is not None:
+            constraints.append(MatchAttribute(requests, constraint["matchAttribute"]))
+        elif constraint.get("distinctAttribute") is not None:
+            constraints.append(DistinctAttribute(requests, constraint["distinctAttribute"]))
+        else:
+            raise AllocatorError(
+                f"claim {_kobj(claim)}, constraint #{i}: empty constraint "
+                "(unsupported constraint type?)"
+            )
+    return constraints
+
+
 def _index_slices(all_slices: list[dict]) -> tuple[dict[str, list[dict]], list[dict]]:
     """The slices by node name, and those for no single node (or with counters), memoised
     while the slice list holds the very same objects (the next cycle's, usually). The
@@ -915,7 +1042,8 @@ def _index_slices(all_slices: list[dict]) -> tuple[dict[str, list[dict]], list[d
     global _SLICE_INDEX
     known = _SLICE_INDEX  # one read: another thread may replace it meanwhile
     if known is not None and len(known[0]) == len(all_slices):
-        if all(a is b for a, b in zip(known[0], all_slices, strict=True)):
+        # map(is_) walks the two lists in C: this runs per pod over every slice.
+        if all(map(is_, known[0], all_slices)):
             return known[1], known[2]
     on_node: dict[str, list[dict]] = {}
     shared: list[dict] = []
@@ -961,7 +1089,7 @@ def _pools_for_node(
     if (
         known is not None
         and known[0] is node
-        and known[1] == owner.features
+        and (known[1] is owner.features or known[1] == owner.features)
         and len(known[2]) == len(slices)
         and all(a is b for a, b in zip(known[2], slices, strict=True))
     ):

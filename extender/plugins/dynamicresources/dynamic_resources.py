@@ -41,6 +41,7 @@ import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -345,8 +346,10 @@ class DynamicResources:
             allocated = tracker.gather_allocated_state(self.features.consumable_capacity)
             slices = self.handle.lister(RESOURCE_SLICES).list()
             try:
+                # The class lister fetched once for the cycle: the allocator asks it per node.
+                classes = partial(self.handle.lister(DEVICE_CLASSES).get, "")
                 s.allocator = self.new_allocator(
-                    self.features, allocated, self._class, slices, self._cel()
+                    self.features, allocated, classes, slices, self._cel()
                 )
             except Exception as exc:  # a broken class or claim: abort, as upstream
                 return None, Status.error(str(exc))
@@ -427,12 +430,28 @@ class DynamicResources:
         if node_extended is None and s.claims.no_user_claim():
             return None  # device plugins on this node provide the extended resources
         unavailable: list[int] = []
-        for index, claim in s.claims.all():
-            selector = s.informations[index].available_on_nodes
-            if selector is not None and not selector.matches(node_info.name, node_info.labels):
+        # One pass over the store (it is not replaced during Filter): the allocated claims'
+        # availability, and the unallocated ones to allocate (those Reserve allocated
+        # already: pending), in store order.
+        to_allocate: list[dict] = []
+        pending: list[dict] = []
+        extended_claim = s.claims.extended_resource_claim()
+        informations = s.informations
+        for index, claim in enumerate(s.claims.claims):
+            info = informations[index]
+            selector = info.available_on_nodes
+            available = selector is None or selector.matches(node_info.name, node_info.labels)
+            if not available:
                 unavailable.append(index)
-                continue
             if allocation(claim) is None:
+                if claim is extended_claim and node_extended is not None:
+                    claim = node_extended
+                if info.allocation is not None:
+                    pending.append(info.allocation)
+                else:
+                    to_allocate.append(claim)
+                continue
+            if not available:
                 continue
             if self.features.binding_conditions:
                 try:
@@ -445,17 +464,6 @@ class DynamicResources:
 
         allocations: list[dict] = []
         if s.allocator is not None:
-            to_allocate: list[dict] = []
-            pending: list[dict] = []
-            extended_claim = s.claims.extended_resource_claim()
-            for index, claim in s.claims.to_allocate():
-                if claim is extended_claim and node_extended is not None:
-                    claim = node_extended
-                info = s.informations[index]
-                if info.allocation is not None:
-                    pending.append(info.allocation)
-                    continue
-                to_allocate.append(claim)
             deadline = None
             if self.features.scheduler_filter_timeout and self.filter_timeout > 0:
                 deadline = time.monotonic() + self.filter_timeout

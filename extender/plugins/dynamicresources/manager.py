@@ -9,7 +9,10 @@
   Unreserve drops it. Their devices count as allocated for every other pod, so two pods never
   get the same device while the first one's API write is on its way.
 * The allocated state: the devices of every allocated claim (assumed view) plus the in-flight
-  ones, what the allocator must not hand out again (``GatherAllocatedState``).
+  ones, what the allocator must not hand out again (``GatherAllocatedState``). Kept
+  incrementally, as upstream's ``allocatedDevices`` follows claim events: each claim's devices
+  are counted once per claim object, and a cycle refreshes only the claims that changed since
+  the last one (the informer's journal, ``changed_since``, and the assume cache's writes).
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Protocol, runtime_checkable
 
 from extender.framework.handle import Lister
 
@@ -63,6 +67,53 @@ class AllocatedDevices:
             self.devices.add(device)
 
 
+@runtime_checkable
+class JournaledLister(Lister, Protocol):
+    """A lister that tells which keys (``namespace/name``) changed since a change number
+    (``Informer.changed_since``); ``None``: it cannot tell, compare everything."""
+
+    def changed_since(self, mark: int) -> tuple[int, list[str] | None]: ...
+
+
+class _AllocatedIndex:
+    """The allocated devices of the claims (assumed view), kept per claim key: what each
+    claim object adds (``AllocatedDevices.add_claim``) and how many claims hold each device,
+    so that a changed claim costs its own devices only."""
+
+    def __init__(self, consumable_capacity: bool) -> None:
+        self.consumable_capacity = consumable_capacity
+        # key -> (the claim object counted, what it adds)
+        self.claims: dict[str, tuple[dict, AllocatedDevices]] = {}
+        self.devices: dict[DeviceID, int] = {}
+        self.shared: dict[SharedDeviceID, int] = {}
+        # Claims whose part has consumed capacity (their order matters: see state()).
+        self.consuming = 0
+
+    def set(self, key: str, claim: dict | None) -> None:
+        known = self.claims.get(key)
+        if known is not None:
+            if known[0] is claim:
+                return
+            self._count(known[1], -1)
+            del self.claims[key]
+        if claim is None:
+            return
+        part = _part(claim, self.consumable_capacity)
+        self.claims[key] = (claim, part)
+        self._count(part, 1)
+
+    def _count(self, part: AllocatedDevices, delta: int) -> None:
+        for counts, ids in ((self.devices, part.devices), (self.shared, part.shared)):
+            for device in ids:
+                left = counts.get(device, 0) + delta
+                if left:
+                    counts[device] = left
+                else:
+                    del counts[device]
+        if part.consumed:
+            self.consuming += delta
+
+
 class ClaimTracker:
     """Assumed claims and in-flight allocations over the claims informer's store."""
 
@@ -72,6 +123,12 @@ class ClaimTracker:
         self._assumed: dict[str, dict] = {}
         # claim UID -> [claim with the allocation, number of pods sharing it]
         self._in_flight: dict[str, list] = {}
+        # The allocated state kept across cycles; the informer's change number it has
+        # seen; keys the assume cache changed since.
+        self._index: _AllocatedIndex | None = None
+        self._journal = claims if isinstance(claims, JournaledLister) else None
+        self._mark = -1
+        self._dirty: set[str] = set()
 
     # -- the assume cache ----------------------------------------------------------------------
 
@@ -110,10 +167,13 @@ class ClaimTracker:
             if api is not None and _rv(api) > _rv(claim):
                 return
             self._assumed[key] = claim
+            self._dirty.add(key)
 
     def assumed_claim_restore(self, namespace: str, name: str) -> None:
         with self._lock:
-            self._assumed.pop(f"{namespace}/{name}", None)
+            key = f"{namespace}/{name}"
+            self._assumed.pop(key, None)
+            self._dirty.add(key)
 
     # -- in-flight allocations ---------------------------------------------------------------
 
@@ -152,6 +212,54 @@ class ClaimTracker:
     ) -> AllocatedDevices:
         """The devices of all allocated claims (assumed view) and of the in-flight
         allocations (``GatherAllocatedState``)."""
+        if skip is not None:
+            return self.gather_allocated_state_recomputed(consumable_capacity, skip)
+        with self._lock:
+            index = self._refresh(consumable_capacity)
+            if index.consuming:
+                state = None  # the consumed list in the informer's order: recomputed below
+            else:
+                state = AllocatedDevices(set(index.devices), set(index.shared))
+            in_flight = [entry[0] for entry in self._in_flight.values()]
+        if state is None:
+            return self.gather_allocated_state_recomputed(consumable_capacity)
+        for claim in in_flight:
+            state.add_claim(claim, consumable_capacity)
+        return state
+
+    def _refresh(self, consumable_capacity: bool) -> _AllocatedIndex:
+        """Bring the index up to the informer's store and the assume cache (the lock held):
+        the keys the journal and the assume cache name, or every key when the journal
+        cannot tell (a relist, a lister without one, the first cycle)."""
+        index = self._index
+        changed: list[str] | None = None
+        mark = self._mark
+        if self._journal is not None:
+            mark, changed = self._journal.changed_since(self._mark)
+        if index is None or index.consumable_capacity != consumable_capacity:
+            index = self._index = _AllocatedIndex(consumable_capacity)
+            changed = None
+        if changed is None:
+            current: dict[str, dict] = {}
+            for claim in self.claims.list():
+                m = meta(claim)
+                current[f"{m.get('namespace', '')}/{m.get('name', '')}"] = claim
+            for key in [key for key in index.claims if key not in current]:
+                index.set(key, None)
+            for key, api in current.items():
+                index.set(key, self._current(key, api))
+        else:
+            for key in {*changed, *self._dirty}:
+                namespace, _, name = key.rpartition("/")
+                index.set(key, self._current(key, self.claims.get(namespace, name)))
+        self._dirty.clear()
+        self._mark = mark
+        return index
+
+    def gather_allocated_state_recomputed(
+        self, consumable_capacity: bool, skip: Callable[[dict], bool] | None = None
+    ) -> AllocatedDevices:
+        """:meth:`gather_allocated_state` over every claim (the reference it keeps)."""
         state = AllocatedDevices()
         for claim in self.list():
             if skip is None or not skip(claim):
@@ -165,13 +273,14 @@ class ClaimTracker:
 
 # Claim object id -> (claim, consumable capacity, what add_claim adds for it). Claims from the
 # informer and the assumed ones are never mutated (an update is a new object; the entry holds
-# the claim, so its id cannot be reused): gather_allocated_state, run per pod over every
-# claim, parses each allocation once.
+# the claim, so its id cannot be reused): the index and the recomputed state (over every
+# claim, with consumed capacity) parse each allocation once.
 _CONTRIBUTIONS: dict[int, tuple[dict, bool, AllocatedDevices]] = {}
 _CONTRIBUTIONS_MAX = 1 << 17
 
 
-def _add_claim_memoised(state: AllocatedDevices, claim: dict, consumable_capacity: bool) -> None:
+def _part(claim: dict, consumable_capacity: bool) -> AllocatedDevices:
+    """What ``add_claim`` adds for ``claim`` (memoised per claim object; read-only)."""
     known = _CONTRIBUTIONS.get(id(claim))
     if known is None or known[0] is not claim or known[1] != consumable_capacity:
         part = AllocatedDevices()
@@ -180,7 +289,11 @@ def _add_claim_memoised(state: AllocatedDevices, claim: dict, consumable_capacit
             _CONTRIBUTIONS.clear()
         known = (claim, consumable_capacity, part)
         _CONTRIBUTIONS[id(claim)] = known
-    part = known[2]
+    return known[2]
+
+
+def _add_claim_memoised(state: AllocatedDevices, claim: dict, consumable_capacity: bool) -> None:
+    part = _part(claim, consumable_capacity)
     if part.devices:
         state.devices.update(part.devices)
     if part.shared:

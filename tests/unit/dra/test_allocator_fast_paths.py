@@ -5,6 +5,10 @@
 * ``_plain_capacity``: a request without capacity requests on a device whose capacities have
   no request policy fits without ``request_fits_capacity``'s arithmetic, unless something is
   consumed already.
+* ``_Run._prepare_claim_memoised``: a claim's requests validated once per allocator (cycle)
+  while the claim and its DeviceClasses are the same objects.
+* ``_allocate_device(..., checked=True)``: the search's loop checked the device's use and
+  capacity just before, so they are not asked again.
 
 Each case runs with the fast paths (twice, so the second run reads the memo) and with them
 disabled (the reference: ``gather_pools`` every time, ``request_fits_capacity`` always); the
@@ -42,6 +46,15 @@ def _reference(monkeypatch: pytest.MonkeyPatch) -> None:
 
     monkeypatch.setattr(allocator_module, "_pools_for_node", pools)
     monkeypatch.setattr(allocator_module, "_plain_capacity", lambda device, capacity: False)
+    monkeypatch.setattr(
+        allocator_module._Run, "_prepare_claim_memoised", allocator_module._Run._prepare_claim
+    )
+    allocate_device = allocator_module._Run._allocate_device
+
+    def checking(self, r, candidate, must, checked=False):
+        return allocate_device(self, r, candidate, must)
+
+    monkeypatch.setattr(allocator_module._Run, "_allocate_device", checking)
 
 
 def _run(allocator: Allocator, nodes: list[dict | None], claims: list[dict]) -> list:
@@ -82,7 +95,9 @@ def test_upstream_case_same_with_fast_paths(case: dict, monkeypatch: pytest.Monk
             cel_cache(),
         )
 
-    fast, reference = _both(make, [case["node"]], case.get("claims") or [], monkeypatch)
+    # The node twice: the second call reads the claims' memo.
+    nodes = [case["node"], case["node"]]
+    fast, reference = _both(make, nodes, case.get("claims") or [], monkeypatch)
     assert fast == reference
 
 
@@ -207,3 +222,33 @@ def test_memo_follows_a_replaced_slice(monkeypatch: pytest.MonkeyPatch) -> None:
     results = allocate(with_device)
     assert results is not None
     assert results[0]["devices"]["results"][0]["device"] == "new"
+
+
+def test_claim_memo_follows_a_replaced_device_class(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A DeviceClass updated while Filter runs over the nodes: the next node validates and
+    selects with the new class, as without the memo."""
+    rng = random.Random(3)
+    nodes, slices, claims, device_class = _random_cluster(rng)
+    for slice_ in slices:
+        slice_["spec"]["devices"] = [{"name": "dev-0"}, {"name": "dev-1"}]
+    claims = claims[:1]
+    claims[0]["spec"]["devices"]["requests"][0]["exactly"]["count"] = 1
+    claims[0]["spec"]["devices"]["requests"][0]["exactly"].pop("capacity", None)
+    narrow = {
+        "metadata": {"name": "gpu"},
+        "spec": {"selectors": [{"cel": {"expression": 'device.attributes["x"].y == 1'}}]},
+    }
+
+    def make() -> Allocator:
+        calls = [0]
+
+        def lister(name: str) -> dict | None:
+            calls[0] += 1
+            # After the first node, the informer holds a new object for the class.
+            return device_class if calls[0] <= 1 else narrow
+
+        return Allocator(Features(), AllocatedState(), lister, slices, cel_cache())
+
+    fast, reference = _both(make, nodes, claims, monkeypatch)
+    assert fast == reference
+    assert fast[0][0] is not None and str(fast[1][0]).startswith("error: class gpu")
