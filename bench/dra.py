@@ -39,51 +39,14 @@ from bench.cluster import (  # noqa: E402
     kube_for,
     start_control_plane,
 )
+from bench.dra_objects import CLASS, device_class, resource_slice  # noqa: E402
 from bench.progress import steps  # noqa: E402
 from bench.throughput import Hooks, print_profile, run_kube_scheduler, run_ours  # noqa: E402
 from extender.scenario.kube import Kube  # noqa: E402
 
-DRIVER = "test-driver.cdi.k8s.io"
-CLASS = "test-class"
 TEMPLATE = "test-claim-template"
 CLAIMS = f"/apis/resource.k8s.io/v1/namespaces/{BENCH_NAMESPACE}/resourceclaims"
 SLICES = "/apis/resource.k8s.io/v1/resourceslices"
-
-
-def resource_slice(node: str, devices: int) -> dict:
-    """The slice a node-local driver publishes for ``node`` (upstream's ``resourceSlice``)."""
-    return {
-        "apiVersion": "resource.k8s.io/v1",
-        "kind": "ResourceSlice",
-        "metadata": {"name": node},
-        "spec": {
-            "driver": DRIVER,
-            "nodeName": node,
-            "pool": {"name": node, "generation": 0, "resourceSliceCount": 1},
-            "devices": [
-                {
-                    "name": f"instance-{i}",
-                    "attributes": {
-                        "model": {"string": "A100"},
-                        "family": {"string": "GPU"},
-                        "driverVersion": {"version": "1.2.3"},
-                        "dra.example.com/numa": {"int": i},
-                    },
-                    "capacity": {"memory": {"value": "1Gi"}},
-                }
-                for i in range(devices)
-            ],
-        },
-    }
-
-
-def device_class() -> dict:
-    return {
-        "apiVersion": "resource.k8s.io/v1",
-        "kind": "DeviceClass",
-        "metadata": {"name": CLASS},
-        "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{DRIVER}"'}}]},
-    }
 
 
 def claim_template() -> dict:

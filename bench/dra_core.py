@@ -35,46 +35,25 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from bench import dra_objects  # noqa: E402
+from bench.dra_objects import CLASS, DRIVER  # noqa: E402
 
 NAMESPACE = "bench"
-DRIVER = "test-driver.cdi.k8s.io"
-CLASS = "test-class"
 
 
 def resource_slice(node: str, devices: int) -> dict:
-    """As ``bench/dra.py`` (upstream's node-local slice)."""
-    return {
-        "apiVersion": "resource.k8s.io/v1",
-        "kind": "ResourceSlice",
-        "metadata": {"name": node, "resourceVersion": "1"},
-        "spec": {
-            "driver": DRIVER,
-            "nodeName": node,
-            "pool": {"name": node, "generation": 0, "resourceSliceCount": 1},
-            "devices": [
-                {
-                    "name": f"instance-{i}",
-                    "attributes": {
-                        "model": {"string": "A100"},
-                        "family": {"string": "GPU"},
-                        "driverVersion": {"version": "1.2.3"},
-                        "dra.example.com/numa": {"int": i},
-                    },
-                    "capacity": {"memory": {"value": "1Gi"}},
-                }
-                for i in range(devices)
-            ],
-        },
-    }
+    """``bench/dra.py``'s slice (upstream's node-local one), as an informer holds it."""
+    obj = dra_objects.resource_slice(node, devices)
+    obj["metadata"]["resourceVersion"] = "1"
+    return obj
 
 
 def device_class() -> dict:
-    return {
-        "apiVersion": "resource.k8s.io/v1",
-        "kind": "DeviceClass",
-        "metadata": {"name": CLASS, "resourceVersion": "1"},
-        "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{DRIVER}"'}}]},
-    }
+    obj = dra_objects.device_class()
+    obj["metadata"]["resourceVersion"] = "1"
+    return obj
 
 
 def dra_pod(i: int) -> dict:
