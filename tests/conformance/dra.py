@@ -13,7 +13,10 @@ order, the DeviceClasses, ResourceSlices, ResourceClaimTemplates and ResourceCla
   (``nodeSelector`` on the zone, ``allNodes``, ``perDeviceNodeSelection``); partitionable
   devices (a ``sharedCounters`` slice and devices that ``consumesCounters``); device taints
   (NoSchedule, NoExecute); ``allowMultipleAllocations`` NICs with a ``bandwidth`` capacity and
-  a request policy.
+  a request policy; now and then devices with ``bindingConditions`` and
+  ``bindingFailureConditions`` (DRADeviceBindingConditions: pools holding them are tried last)
+  and ``bindsToNode`` (the allocation is limited to the chosen node), with or without
+  conditions.
 - Claims: ``exactly`` with ``count`` or ``All``, request selectors, ``firstAvailable``
   subrequests, ``matchAttribute`` / ``distinctAttribute`` constraints, ``adminAccess`` (only in
   the namespace labelled ``resource.kubernetes.io/admin-access``), tolerations, capacity
@@ -33,6 +36,7 @@ from __future__ import annotations
 
 import copy
 import random
+import re
 from typing import Any
 
 from .generator import CASE_LABEL, HOSTNAME, PAUSE_IMAGE, TEAM, ZONE, ZONES, Case
@@ -48,6 +52,9 @@ IMPLICIT_EXTENDED = "deviceclass.resource.kubernetes.io/"
 MODELS = ("a100", "h100", "t4")
 GPU_MEMORY = {"a100": ("40Gi", "80Gi"), "h100": ("80Gi",), "t4": ("16Gi",)}
 VERSIONS = ("1.2.0", "1.5.3", "2.0.0")
+# Condition types (label names) a driver would set in the claim's per-device status.
+BINDING_CONDITIONS = (f"{SHARED_DOMAIN}/attached", f"{SHARED_DOMAIN}/fabric-ready")
+BINDING_FAILURE_CONDITIONS = (f"{SHARED_DOMAIN}/attach-failed", f"{SHARED_DOMAIN}/timeout")
 
 
 def _attr(value: Any) -> dict:
@@ -75,6 +82,10 @@ class DraGenerator:
         # Whether pods also ask for extended resources that DeviceClasses provide.
         self.use_extended = extended
         self.rng = random.Random(seed)
+        # Binding conditions draw from their own stream: the rest of a seed's case is the same
+        # as before they were generated.
+        self.binding_rng = random.Random(f"binding-{seed}")
+        self.binding_case = self.binding_rng.random() < 0.3
         self.num_pods = pods
         self.max_nodes = max_nodes
         self.case_id = f"d{seed}"
@@ -239,6 +250,24 @@ class DraGenerator:
         self.slices.append(body)
         return body
 
+    def binding(self, devices: list[dict], *, attached: bool = False) -> None:
+        """Sometimes give some of ``devices`` (one slice's) binding conditions: kube-scheduler's
+        PreBind then waits for the driver to set them. Both lists or neither (the API requires
+        failure conditions with conditions), at most 4 each, no overlap. ``bindsToNode`` is
+        allowed with or without them; ``attached``: devices reached over a fabric, where it
+        is more likely."""
+        rng = self.binding_rng
+        if not self.binding_case or rng.random() >= 0.4:
+            return
+        for device in devices:
+            if rng.random() < 0.5:
+                device["bindingConditions"] = rng.sample(BINDING_CONDITIONS, rng.randint(1, 2))
+                device["bindingFailureConditions"] = rng.sample(
+                    BINDING_FAILURE_CONDITIONS, rng.randint(1, 2)
+                )
+            if rng.random() < (0.5 if attached else 0.15):
+                device["bindsToNode"] = True
+
     def taints(self) -> list[dict] | None:
         if not self.chance(0.15):
             return None
@@ -276,14 +305,17 @@ class DraGenerator:
         roll = self.rng.random()
         if roll < 0.6 or len(devices) < 2:
             generation = self.pick((1, 1, 2))
+            self.binding(devices)
             self.slice(GPU_DRIVER, pool, where, devices=devices, generation=generation)
             published = devices
         else:
             half = len(devices) // 2
             published = devices
             incomplete = roll < 0.7
+            self.binding(devices[:half])
             self.slice(GPU_DRIVER, pool, where, devices=devices[:half], generation=2, count=2)
             if not incomplete:
+                self.binding(devices[half:])
                 self.slice(GPU_DRIVER, pool, where, devices=devices[half:], generation=2, count=2)
             else:
                 published = devices[:half]  # an incomplete pool: the allocator skips it
@@ -392,6 +424,7 @@ class DraGenerator:
                     }
                 else:
                     device["allNodes"] = True
+        self.binding(devices, attached=True)
         self.slice(FPGA_DRIVER, pool, where, devices=devices)
 
     # -- claims -----------------------------------------------------------------------------
@@ -624,6 +657,54 @@ def generate_dra_case(seed: int, pods: int = 25, max_nodes: int = 6, extended: b
     """The DRA case for ``seed``: same seed, same case. ``extended=False``: no pod asks for an
     extended resource a DeviceClass provides (DRAExtendedResource)."""
     return DraGenerator(seed, pods=pods, max_nodes=max_nodes, extended=extended).case()
+
+
+def may_wait_for_binding(case: Case, pod: dict) -> bool:
+    """Whether a device allocated to ``pod`` could carry ``bindingConditions``: some class its
+    claims (or its extended resources) use may select a device with them. Over-approximated
+    by driver (a class without a driver selector: any driver)."""
+    waiting = {
+        obj["spec"]["driver"]
+        for obj in case.dra
+        if obj["kind"] == "ResourceSlice"
+        and any(d.get("bindingConditions") for d in obj["spec"].get("devices") or ())
+    }
+    if not waiting:
+        return False
+    drivers: dict[str, str | None] = {}  # class -> the driver it selects
+    extended: dict[str, str] = {}  # extended resource name -> class
+    for obj in case.dra:
+        if obj["kind"] != "DeviceClass":
+            continue
+        name = obj["metadata"]["name"]
+        found = None
+        for selector in obj["spec"].get("selectors") or ():
+            match = re.fullmatch(r'device\.driver == "([^"]+)"', selector["cel"]["expression"])
+            found = found or (match and match.group(1))
+        drivers[name] = found
+        extended[IMPLICIT_EXTENDED + name] = name
+        if obj["spec"].get("extendedResourceName"):
+            extended[obj["spec"]["extendedResourceName"]] = name
+    classes: set[str] = set()
+    refs = {
+        ref.get("resourceClaimTemplateName") or ref.get("resourceClaimName")
+        for ref in pod["spec"].get("resourceClaims") or ()
+    }
+    for obj in case.dra:
+        if obj["kind"] not in ("ResourceClaim", "ResourceClaimTemplate"):
+            continue
+        if obj["metadata"]["name"] not in refs:
+            continue
+        spec = obj["spec"]["spec"] if obj["kind"] == "ResourceClaimTemplate" else obj["spec"]
+        for request in spec["devices"]["requests"]:
+            for sub in [request.get("exactly") or {}, *(request.get("firstAvailable") or ())]:
+                if sub.get("deviceClassName"):
+                    classes.add(sub["deviceClassName"])
+    for container in pod["spec"].get("containers") or ():
+        for resource in (container.get("resources") or {}).get("requests") or {}:
+            if resource in extended:
+                classes.add(extended[resource])
+    return any(drivers.get(c) is None or drivers[c] in waiting for c in classes)
 
 
 def clone(obj: dict) -> dict:
