@@ -7,6 +7,7 @@ are plain dicts; requests go through the ``kubernetes`` client's ApiClient with 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any
 
 from kubernetes.client import ApiClient
@@ -184,24 +185,17 @@ class Kube:
         return ((pod or {}).get("spec") or {}).get("nodeName")
 
     def delete_pod(self, name: str) -> None:
-        try:
-            self.request(
-                "DELETE",
-                f"/api/v1/namespaces/{self.namespace}/pods/{name}",
-                {"gracePeriodSeconds": 0},
-            )
-        except ApiError as exc:
-            if exc.status != 404:
-                raise
+        self.delete(f"/api/v1/namespaces/{self.namespace}/pods/{name}", {"gracePeriodSeconds": 0})
 
     def delete_node(self, name: str) -> None:
         self.delete(f"/api/v1/nodes/{name}")
 
-    def pod_claims(self, name: str) -> dict[str, dict | None]:
+    def pod_claims(self, name: str, pod: dict | None = None) -> dict[str, dict | None]:
         """The pod's ResourceClaims by their name in ``spec.resourceClaims``; None for one not
         created yet (a claim from a template exists once the resource-claim controller of
-        kube-controller-manager has named it in ``status.resourceClaimStatuses``)."""
-        pod = self.pod(name) or {}
+        kube-controller-manager has named it in ``status.resourceClaimStatuses``). ``pod``:
+        the pod object when the caller has just read it."""
+        pod = pod or self.pod(name) or {}
         generated = {
             entry["name"]: entry.get("resourceClaimName")
             for entry in (pod.get("status") or {}).get("resourceClaimStatuses") or ()
@@ -230,66 +224,75 @@ class Kube:
 
     # -- expectations -----------------------------------------------------------------------
 
-    def wait_bound(self, name: str, timeout: float = 30.0) -> str:
-        deadline = time.monotonic() + timeout
+    @staticmethod
+    def _poll(check: Callable[[], Any], seconds: float) -> Any:
+        """``check()``'s first true answer within ``seconds`` (asked every 0.2 s), or None."""
+        deadline = time.monotonic() + seconds
         while time.monotonic() < deadline:
-            node = self.node_of(name)
-            if node:
-                return node
+            answer = check()
+            if answer:
+                return answer
             time.sleep(0.2)
-        raise ScenarioError(
-            f"pod {name} was not scheduled within {timeout:g}s: {self.why_pending(name)}"
-        )
+        return None
+
+    def _still_pending(self, name: str) -> None:
+        node = self.node_of(name)
+        if node:
+            raise ScenarioError(f"pod {name} was expected to stay pending, but went to {node}")
+
+    def wait_bound(self, name: str, timeout: float = 30.0) -> str:
+        node = self._poll(lambda: self.node_of(name), timeout)
+        if node is None:
+            raise ScenarioError(
+                f"pod {name} was not scheduled within {timeout:g}s: {self.why_pending(name)}"
+            )
+        return node
 
     def expect_pending(self, name: str, seconds: float = 3.0) -> str:
         """Wait ``seconds`` and check the pod is still unscheduled; returns why."""
-        deadline = time.monotonic() + seconds
-        while time.monotonic() < deadline:
-            node = self.node_of(name)
-            if node:
-                raise ScenarioError(f"pod {name} was expected to stay pending, but went to {node}")
-            time.sleep(0.2)
+        self._poll(lambda: self._still_pending(name), seconds)
         return self.why_pending(name)
 
     def wait_pending(self, name: str, reason: str, timeout: float = 30.0) -> str:
         """Wait until the scheduler has said ``reason`` about the pod (it stays unscheduled);
         returns its whole message."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            node = self.node_of(name)
-            if node:
-                raise ScenarioError(f"pod {name} was expected to stay pending, but went to {node}")
+
+        def said() -> str | None:
+            self._still_pending(name)
             why = self.why_pending(name)
-            if reason in why:
-                return why
-            time.sleep(0.2)
-        raise ScenarioError(
-            f"pod {name}: no {reason!r} from the scheduler within {timeout:g}s: "
-            f"{self.why_pending(name)}"
-        )
+            return why if reason in why else None
+
+        why = self._poll(said, timeout)
+        if why is None:
+            raise ScenarioError(
+                f"pod {name}: no {reason!r} from the scheduler within {timeout:g}s: "
+                f"{self.why_pending(name)}"
+            )
+        return why
 
     def wait_allocated(self, name: str, timeout: float = 30.0) -> dict[str, dict]:
         """Wait until every ResourceClaim of the pod is allocated and reserved for it (the
         scheduler writes both before it binds); returns them by their name in the pod."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            uid = ((self.pod(name) or {}).get("metadata") or {}).get("uid")
-            claims = self.pod_claims(name)
+
+        def allocated() -> dict[str, dict] | None:
+            pod = self.pod(name) or {}
+            uid = (pod.get("metadata") or {}).get("uid")
+            claims = self.pod_claims(name, pod)
             if all(_allocated_for(claim, uid) for claim in claims.values()):
                 return {key: claim for key, claim in claims.items() if claim}
-            time.sleep(0.2)
-        raise ScenarioError(
-            f"the claims of pod {name} were not allocated and reserved for it within "
-            f"{timeout:g}s: {self.why_pending(name)}"
-        )
+            return None
+
+        claims = self._poll(allocated, timeout)
+        if claims is None:
+            raise ScenarioError(
+                f"the claims of pod {name} were not allocated and reserved for it within "
+                f"{timeout:g}s: {self.why_pending(name)}"
+            )
+        return claims
 
     def wait_gone(self, name: str, timeout: float = 30.0) -> None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.pod(name) is None:
-                return
-            time.sleep(0.2)
-        raise ScenarioError(f"pod {name} still exists after {timeout:g}s")
+        if not self._poll(lambda: self.pod(name) is None, timeout):
+            raise ScenarioError(f"pod {name} still exists after {timeout:g}s")
 
     def report(self, names: list[str] | None = None) -> dict[str, str | None]:
         """Print where each pod went and why the others did not fit."""
@@ -314,9 +317,10 @@ class Kube:
                 self.out(f"  {name:<12} pending: {self.why_pending(name)}")
         return placements
 
-    def delete(self, path: str) -> None:
+    def delete(self, path: str, body: dict | None = None) -> None:
+        """DELETE ``path``; an object already gone is fine."""
         try:
-            self.request("DELETE", path)
+            self.request("DELETE", path, body)
         except ApiError as exc:
             if exc.status != 404:
                 raise
