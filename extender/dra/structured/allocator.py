@@ -756,7 +756,7 @@ class _Run:
             and device.get("taints")
             and _taint_prevents_allocation(device, request)
         ):
-            self._rollback(claim_index, candidate, (), "", "", False, counters_reserved, None, None)
+            self._rollback(claim_index, candidate, (), "", "", False, counters_reserved)
             return None
 
         for added, constraint in enumerate(constraints):
@@ -769,8 +769,6 @@ class _Run:
                     sub_name,
                     False,
                     counters_reserved,
-                    None,
-                    None,
                 )
                 if must:
                     raise AllocatorError(
@@ -798,8 +796,6 @@ class _Run:
                     sub_name,
                     marked,
                     counters_reserved,
-                    None,
-                    None,
                 )
                 return None
             if allow_multiple:
@@ -846,8 +842,8 @@ class _Run:
         sub_name: str,
         marked: bool,
         counters_reserved: bool,
-        capacity: tuple[dict[str, Quantity], bool] | None,
-        previous_results: int | None,
+        capacity: tuple[dict[str, Quantity], bool] | None = None,
+        previous_results: int | None = None,
     ) -> None:
         """Give back what ``_allocate_device`` took, newest first: the result (from
         ``previous_results`` on), the consumed capacity (with whether the device had an
