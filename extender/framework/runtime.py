@@ -671,27 +671,46 @@ class Framework:
     # -- scoring ------------------------------------------------------------------------
 
     def run_pre_score_plugins(
-        self, state: CycleState, pod: dict, nodes: list[NodeInfo]
+        self,
+        state: CycleState,
+        pod: dict,
+        nodes: list[NodeInfo],
+        failures: dict[str, Status] | None = None,
     ) -> Status | None:
+        """PreScore in profile order; the first Error ends it. With ``failures`` (the extender's
+        prioritize verb, where upstream ignores a failed answer as a whole), a failing plugin
+        is recorded there and its Score skipped instead, so the others still score."""
         for name, pre_score in self._calls["preScore"]:
             try:
                 status = pre_score(state, pod, nodes)
             except Exception as exc:
-                return self._failed(name, "preScore", exc)
-            if _not_status(status):
-                return self._failed(name, "preScore", wrong_return(status, STATUS_OR_NONE))
-            if is_success(status):
-                continue
-            if status.code == Code.SKIP:
-                state.skip_score_plugins.add(name)
-                continue
-            return self._failed(name, "preScore", status.message)
+                status = self._failed(name, "preScore", exc)
+            else:
+                if _not_status(status):
+                    status = self._failed(name, "preScore", wrong_return(status, STATUS_OR_NONE))
+                elif is_success(status):
+                    continue
+                elif status.code == Code.SKIP:
+                    state.skip_score_plugins.add(name)
+                    continue
+                else:
+                    status = self._failed(name, "preScore", status.message)
+            if failures is None:
+                return status
+            failures[name] = status
+            state.skip_score_plugins.add(name)
         return None
 
     def run_score_plugins(
-        self, state: CycleState, pod: dict, nodes: list[NodeInfo]
+        self,
+        state: CycleState,
+        pod: dict,
+        nodes: list[NodeInfo],
+        failures: dict[str, Status] | None = None,
     ) -> tuple[Sequence[NodePluginScores], Status | None]:
-        """Score, NormalizeScore, validation and weights (upstream ``RunScorePlugins``)."""
+        """Score, NormalizeScore, validation and weights (upstream ``RunScorePlugins``). The
+        first failing plugin fails the whole call; with ``failures`` it is recorded there and
+        left out of the totals instead (see :meth:`run_pre_score_plugins`)."""
         skip = state.skip_score_plugins
         names: list[str] = []
         columns: list[list[int]] = []  # per plugin: its weighted score of each node
@@ -700,44 +719,12 @@ class Framework:
         for plugin, (name, score) in zip(self.score_plugins, self._calls["score"], strict=True):
             if name in skip:
                 continue
-            values, status = self._raw_scores(state, pod, nodes, name, score)
+            values, status = self._plugin_scores(state, pod, nodes, plugin, name, score)
             if status is not None:
-                return [], status
-            try:
-                ext = plugin.score_extensions()
-                normalized = None
-                if isinstance(values, np.ndarray) and _batch_normalizes(ext):
-                    normalized = ext.normalize_score_batch(state, pod, nodes, values)
-                if normalized is not None:
-                    values = normalized
-                elif ext is not None:
-                    # NodeScore objects only for the plugins that normalize across nodes.
-                    listed = values.tolist() if isinstance(values, np.ndarray) else values
-                    node_scores = [
-                        NodeScore(info.name, v) for info, v in zip(nodes, listed, strict=True)
-                    ]
-                    status = ext.normalize_score(state, pod, node_scores)
-                    if _not_status(status):
-                        detail = wrong_return(status, STATUS_OR_NONE)
-                        return [], self._failed(name, "normalizeScore", detail)
-                    if is_non_success(status):
-                        return [], self._failed(name, "normalizeScore", status.message)
-                    values = [ns.score for ns in node_scores]
-            except Exception as exc:
-                return [], self._failed(name, "normalizeScore", exc)
-            if len(values) != len(nodes):
-                self.metrics.plugin_error(name, "score")
-                return [], Status.error(
-                    f'plugin "{name}" returned {len(values)} scores for {len(nodes)} nodes'
-                ).with_plugin(name)
-            invalid = _first_invalid_score(values)
-            if invalid is not None:
-                self.metrics.plugin_error(name, "score")
-                return [], Status.error(
-                    f'plugin "{name}" returns an invalid score {invalid}, '
-                    f"it should in the range of [{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] "
-                    "after normalizing"
-                ).with_plugin(name)
+                if failures is None:
+                    return [], status
+                failures[name] = status
+                continue
             weight = self.score_weights.get(name, 1)
             weighted = np.asarray(values, dtype=np.int64) * weight
             names.append(name)
@@ -746,6 +733,56 @@ class Framework:
         if not columns:
             return [NodePluginScores(info.name) for info in nodes], None
         return NodeScoreList([i.name for i in nodes], totals.tolist(), (names, columns)), None
+
+    def _plugin_scores(
+        self,
+        state: CycleState,
+        pod: dict,
+        nodes: list[NodeInfo],
+        plugin: Any,
+        name: str,
+        score: Callable[..., Any],
+    ) -> tuple[np.ndarray | list[int], Status | None]:
+        """One plugin's normalized, validated scores of ``nodes`` (unweighted), or its Error."""
+        values, status = self._raw_scores(state, pod, nodes, name, score)
+        if status is not None:
+            return [], status
+        try:
+            ext = plugin.score_extensions()
+            normalized = None
+            if isinstance(values, np.ndarray) and _batch_normalizes(ext):
+                normalized = ext.normalize_score_batch(state, pod, nodes, values)
+            if normalized is not None:
+                values = normalized
+            elif ext is not None:
+                # NodeScore objects only for the plugins that normalize across nodes.
+                listed = values.tolist() if isinstance(values, np.ndarray) else values
+                node_scores = [
+                    NodeScore(info.name, v) for info, v in zip(nodes, listed, strict=True)
+                ]
+                status = ext.normalize_score(state, pod, node_scores)
+                if _not_status(status):
+                    detail = wrong_return(status, STATUS_OR_NONE)
+                    return [], self._failed(name, "normalizeScore", detail)
+                if is_non_success(status):
+                    return [], self._failed(name, "normalizeScore", status.message)
+                values = [ns.score for ns in node_scores]
+        except Exception as exc:
+            return [], self._failed(name, "normalizeScore", exc)
+        if len(values) != len(nodes):
+            self.metrics.plugin_error(name, "score")
+            return [], Status.error(
+                f'plugin "{name}" returned {len(values)} scores for {len(nodes)} nodes'
+            ).with_plugin(name)
+        invalid = _first_invalid_score(values)
+        if invalid is not None:
+            self.metrics.plugin_error(name, "score")
+            return [], Status.error(
+                f'plugin "{name}" returns an invalid score {invalid}, '
+                f"it should in the range of [{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] "
+                "after normalizing"
+            ).with_plugin(name)
+        return values, None
 
     def _raw_scores(
         self,

@@ -376,16 +376,22 @@ class SchedulingAlgorithm:
     # -- score --------------------------------------------------------------------------
 
     def prioritize_nodes(
-        self, fwk: Framework, state: CycleState, pod: dict, nodes: list[NodeInfo]
+        self,
+        fwk: Framework,
+        state: CycleState,
+        pod: dict,
+        nodes: list[NodeInfo],
+        failures: dict[str, Status] | None = None,
     ) -> Sequence[NodePluginScores]:
         """PreScore, Score, NormalizeScore, weights and extender priorities (upstream
-        ``prioritizeNodes``)."""
+        ``prioritizeNodes``). With ``failures``, a failing plugin is recorded there and left
+        out of the totals instead of failing the call (the extender's prioritize verb)."""
         if not fwk.has_score_plugins() and not self.extenders:
             return [NodePluginScores(info.name, total_score=1) for info in nodes]
-        status = fwk.run_pre_score_plugins(state, pod, nodes)
+        status = fwk.run_pre_score_plugins(state, pod, nodes, failures)
         if status is not None:
             raise SchedulingError(status)
-        scores, status = fwk.run_score_plugins(state, pod, nodes)
+        scores, status = fwk.run_score_plugins(state, pod, nodes, failures)
         if status is not None:
             raise SchedulingError(status)
         if self.extenders:

@@ -32,7 +32,7 @@ from extender.metrics import PluginMetrics
 
 from .explain import Explainer, explain
 from .limits import BodyRefused, BytesInFlight, read_body
-from .service import ExtenderService, ServiceUnavailable
+from .service import ExtenderService, Scores, ServiceUnavailable
 
 log = logging.getLogger(__name__)
 
@@ -198,6 +198,10 @@ def create_app(
                 except SchedulingError as exc:
                     outcome = "error"
                     return _problem(500, exc.status.message)
+                if isinstance(reply, Scores):
+                    # Some Score plugins failed and were left out: still an answer, but not "ok".
+                    outcome = "partial" if reply.failed else "ok"
+                    return _json(reply.priorities)
                 outcome = "error" if isinstance(reply, dict) and reply.get("Error") else "ok"
                 return _json(reply)
             except RequestEntityTooLarge:

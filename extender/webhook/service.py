@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import time
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from extender.framework.cycle_state import CycleState
@@ -46,6 +47,15 @@ ERR_NOT_SYNCED = "caches not synced: the extender's informers have not synced ye
 
 class ServiceUnavailable(Exception):
     """The verb cannot be answered now (for example, caches not synced); HTTP 503."""
+
+
+@dataclass(frozen=True, slots=True)
+class Scores:
+    """The prioritize answer: the HostPriorityList, and the Score plugins left out of it
+    because they failed (plugin -> error message)."""
+
+    priorities: list[dict]
+    failed: dict[str, str] = field(default_factory=dict)
 
 
 class NodeCache(Protocol):
@@ -190,40 +200,54 @@ class ExtenderService:
             failed_unresolvable=unresolvable,
         )
 
-    def prioritize(self, args: dict) -> list[dict]:
-        """Before the caches sync: 503 (ServiceUnavailable), in both node modes. kube-scheduler
+    def prioritize(self, args: dict) -> Scores:
+        """Every node sent gets a score: the standalone path's weighted total for the pod on
+        that node, mapped to 0..10 (see :func:`extender_score`).
+
+        The cycle state is built as the scheduling cycle builds it: PreFilter and Filter over
+        the nodes sent (kube-scheduler's feasible nodes), then PreScore and Score over the
+        ones that pass, so a Score that reads what its PreFilter or Filter wrote (DRA's
+        allocations per node) finds it. A node our filters reject (the extender not being a
+        filter too, or a cache a moment behind) scores 0, the lowest. A Score plugin that
+        fails is left out and named in :attr:`Scores.failed` (logged, counted per plugin) while
+        the others still score: kube-scheduler ignores a failed prioritize answer as a whole.
+        An Error before scoring (PreFilter, Filter) fails the call (HTTP 500).
+
+        Before the caches sync: 503 (ServiceUnavailable), in both node modes. kube-scheduler
         ignores a failed prioritize call (no score from this extender, the pod still placed)
         exactly as it would an empty list, but the 503 shows in its log and in our metrics."""
         pod = args["pod"]
         if not self.ready():
             raise ServiceUnavailable(ERR_NOT_SYNCED)
         if args["nodes"] is None:
-            snapshot, candidates, _ = self.snapshot_for_names(args["node_names"])
+            sent = args["node_names"]
+            snapshot, candidates, _ = self.snapshot_for_names(sent)
         else:
+            sent = [_name(node) for node in args["nodes"]]
             snapshot, candidates = self.snapshot_for_nodes(args["nodes"])
-        if not candidates:
-            return []
-        if not self.fwk.has_score_plugins():
-            return host_priority_list([(info.name, 0) for info in candidates])
-        state = CycleState()
-        state.snapshot = snapshot
-        try:
-            scores = self.algorithm.prioritize_nodes(self.fwk, state, pod, candidates)
-        except SchedulingError as exc:
-            # The protocol has no Error field here and kube-scheduler ignores prioritize
-            # errors anyway: answer "no score" in band; the log and metric say why.
-            log.warning("prioritize: %s", exc.status.message)
-            return []
-        total_weight = sum(self.fwk.score_weights.values()) or 1
-        # The weighted mean of 0..100 plugin scores, scaled to the extender range 0..10;
-        # kube-scheduler multiplies it back by weight x 10.
-        scale = MAX_NODE_SCORE * total_weight
-        if isinstance(scores, NodeScoreList):
-            pairs = zip(scores.names, scores.totals, strict=True)
-        else:
-            pairs = ((entry.name, entry.total_score) for entry in scores)
-        return host_priority_list(
-            [(name, total * MAX_EXTENDER_PRIORITY // scale) for name, total in pairs]
+        totals: dict[str, int] = {}
+        failed: dict[str, str] = {}
+        if candidates and self.fwk.has_score_plugins():
+            state = CycleState()
+            feasible, _ = self.algorithm.find_nodes_that_fit(
+                self.fwk, state, pod, snapshot, candidates, evaluate_all=True
+            )
+            failures: dict[str, Status] = {}
+            if feasible:
+                scores = self.algorithm.prioritize_nodes(self.fwk, state, pod, feasible, failures)
+                if isinstance(scores, NodeScoreList):
+                    totals = dict(zip(scores.names, scores.totals, strict=True))
+                else:
+                    totals = {entry.name: entry.total_score for entry in scores}
+            for plugin, status in failures.items():
+                log.warning("prioritize: plugin %s left out of the scores: %s", plugin, status)
+                failed[plugin] = status.message
+        scale = MAX_NODE_SCORE * (sum(self.fwk.score_weights.values()) or 1)
+        return Scores(
+            host_priority_list(
+                [(name, extender_score(totals.get(name, 0), scale)) for name in sent]
+            ),
+            failed,
         )
 
     def preempt(self, args: dict) -> dict:
@@ -343,6 +367,13 @@ class ExtenderService:
         status = diagnosis.node_to_status.get(node_name) or diagnosis.absent_status
         reason = status.message if status is not None else "node(s) were rejected"
         return f"the pod does not pass the filters on this node: {reason}"
+
+
+def extender_score(total: int, scale: int) -> int:
+    """A weighted total of 0..100 plugin scores on the extender scale 0..10: the weighted
+    mean, rounded down (``scale`` is 100 x the profile's score weights). kube-scheduler
+    multiplies it back by the extender's weight x 10."""
+    return total * MAX_EXTENDER_PRIORITY // scale
 
 
 def _record(

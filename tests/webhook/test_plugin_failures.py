@@ -1,6 +1,7 @@
-"""The failure contract seen through the extender: a raising plugin never gets a 500; filter
-answers in its ``Error`` field, prioritize adds no score, and /metrics counts the error under
-the plugin's name and point."""
+"""The failure contract seen through the extender: filter answers a raising plugin in its
+``Error`` field; prioritize leaves a failing Score plugin out and still answers the others'
+scores (a Filter Error before scoring fails the call); /metrics counts the error under the
+plugin's name and point."""
 
 from __future__ import annotations
 
@@ -49,15 +50,104 @@ def test_filter_answers_the_plugin_error_in_band() -> None:
     assert reply["Error"] == ('running "Exploding" filter plugin: licence count is zero')
 
 
-def test_prioritize_adds_no_score_and_the_metric_names_plugin_and_point() -> None:
+def test_prioritize_with_a_failing_filter_fails_the_call_and_says_why() -> None:
+    """A Filter Error ends the scheduling cycle before scoring: the call fails (500, the
+    error named) rather than answering scores the standalone path would never compute."""
     client, _ = client_and_metrics()
     status, reply = post(client, "prioritize", {"Pod": make_pod("p"), "Nodes": NODES})
-    assert (status, reply) == (200, [])
-    post(client, "filter", {"Pod": make_pod("p"), "Nodes": NODES})
+    assert status == 500
+    assert "licence count is zero" in reply["error"]
+    text = client.get("/metrics").get_data(as_text=True)
+    assert 'extender_requests_total{outcome="error",verb="prioritize"} 1.0' in text
+
+
+class ByName:
+    """Scores a node 10 x the digit its name ends with."""
+
+    name = "ByName"
+
+    def __init__(self, args: dict, handle: object) -> None:
+        pass
+
+    def score(self, state, pod, node_info):
+        return 10 * int(node_info.name[-1]), None
+
+    def score_extensions(self) -> None:
+        return None
+
+
+class BrokenOnN2:
+    """Its Score raises on one node."""
+
+    name = "BrokenOnN2"
+
+    def __init__(self, args: dict, handle: object) -> None:
+        pass
+
+    def score(self, state, pod, node_info):
+        if node_info.name == "n2":
+            raise KeyError("price")
+        return 100, None
+
+    def score_extensions(self) -> None:
+        return None
+
+
+class NeedsPreFilter:
+    """Scores from what its PreFilter wrote in the cycle state (as DynamicResources does)."""
+
+    name = "NeedsPreFilter"
+
+    def __init__(self, args: dict, handle: object) -> None:
+        pass
+
+    def pre_filter(self, state, pod, nodes):
+        state.write("NeedsPreFilter", {"n1": 100, "n2": 50})
+        return None, None
+
+    def pre_filter_extensions(self) -> None:
+        return None
+
+    def score(self, state, pod, node_info):
+        return state.read("NeedsPreFilter")[node_info.name], None
+
+    def score_extensions(self) -> None:
+        return None
+
+
+def scoring_client(*names: str):  # noqa: ANN201
+    metrics = Metrics()
+    plugins = {"score": [PluginSpec(n, 1) for n in names]}
+    if "NeedsPreFilter" in names:
+        plugins["preFilter"] = [PluginSpec("NeedsPreFilter")]
+    registry = Registry(
+        {"ByName": ByName, "BrokenOnN2": BrokenOnN2, "NeedsPreFilter": NeedsPreFilter}
+    )
+    fwk = Framework(Profile("test", plugins), registry, Services(metrics=metrics))
+    return create_app(ExtenderService(fwk), metrics=metrics).test_client()
+
+
+def test_one_failing_score_plugin_leaves_the_others_scores_and_is_counted() -> None:
+    """Upstream ignores a failed prioritize answer as a whole: one broken plugin must not
+    erase the others' scores. Its error is counted per plugin and the request as partial."""
+    client = scoring_client("ByName", "BrokenOnN2")
+    status, reply = post(client, "prioritize", {"Pod": make_pod("p"), "Nodes": NODES})
+    assert status == 200
+    # ByName alone: 10 and 20 of 100, weighted mean over both plugins' weights (2) on 0..10.
+    assert reply == [{"Host": "n1", "Score": 0}, {"Host": "n2", "Score": 1}]
     text = client.get("/metrics").get_data(as_text=True)
     assert (
-        'kube_extender_plugin_errors_total{extension_point="score",plugin="Exploding"} 1.0' in text
+        'kube_extender_plugin_errors_total{extension_point="score",plugin="BrokenOnN2"} 1.0' in text
     )
-    assert (
-        'kube_extender_plugin_errors_total{extension_point="filter",plugin="Exploding"} 1.0' in text
-    )
+    assert 'extender_requests_total{outcome="partial",verb="prioritize"} 1.0' in text
+
+
+def test_score_reads_what_its_pre_filter_wrote() -> None:
+    """The cycle state is built as the scheduling cycle builds it (PreFilter, Filter, then
+    PreScore and Score): a Score reading PreFilter state finds it."""
+    client = scoring_client("NeedsPreFilter")
+    status, reply = post(client, "prioritize", {"Pod": make_pod("p"), "Nodes": NODES})
+    assert status == 200
+    assert reply == [{"Host": "n1", "Score": 10}, {"Host": "n2", "Score": 5}]
+    text = client.get("/metrics").get_data(as_text=True)
+    assert 'extender_requests_total{outcome="ok",verb="prioritize"} 1.0' in text
