@@ -64,6 +64,20 @@ def main(argv: list[str] | None = None) -> int:
         help="DRA cases: per seed, bind up to K pods with claims through kube-scheduler and "
         "compare the devices allocated with ours (default 2; 0: off)",
     )
+    parser.add_argument(
+        "--paths",
+        action="store_true",
+        help="the path differential (tests/conformance/paths.py): each seed's plain, volume and "
+        "DRA cases and the scoring cases through the standalone algorithm and the served "
+        "extender's verbs, explain, simulate and kube-scheduler with our prioritize",
+    )
+    parser.add_argument(
+        "--binds",
+        type=int,
+        default=2,
+        metavar="K",
+        help="--paths: per case, pods bound by kube-scheduler with our extender prioritizing",
+    )
     parser.add_argument("--repro-dir", type=Path, default=Path("conformance-repro"))
     parser.add_argument(
         "--attach",
@@ -87,6 +101,8 @@ def main(argv: list[str] | None = None) -> int:
             cp = ControlPlane(Path(tmp) / "cp")
             cp.up()
         runner = Conformance(cp, repro_dir=args.repro_dir)
+        if args.paths:
+            return _paths(runner, args, cp, Path(tmp), started)
         try:
             runner.start()
             seeds = range(args.first_seed, args.first_seed + args.seeds)
@@ -114,6 +130,29 @@ def main(argv: list[str] | None = None) -> int:
         print(tally.report())
     failed = tally.disagreements or tally.score_disagreements or tally.device_disagreements
     return 1 if failed else 0
+
+
+def _paths(
+    runner: Conformance, args: argparse.Namespace, cp: ControlPlane, tmp: Path, started: float
+) -> int:
+    from .paths import PathDifferential, case_families, run_paths
+
+    paths = None
+    try:
+        runner.start()
+        paths = PathDifferential(runner, tmp).start()
+        seeds = range(args.first_seed, args.first_seed + args.seeds)
+        cases = case_families(seeds, args.pods_per_seed, args.max_nodes)
+        tally = run_paths(paths, cases, binds=args.binds)
+    finally:
+        if paths is not None:
+            paths.stop()
+        runner.stop()
+        if not args.attach:
+            cp.down()
+    tally.seconds = time.monotonic() - started
+    print(tally.report())
+    return 1 if tally.mismatches else 0
 
 
 if __name__ == "__main__":
