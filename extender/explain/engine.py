@@ -101,8 +101,23 @@ class ExtenderReport:
 
     name: str
     called: list[str] = field(default_factory=list)  # the verbs called, in order
-    error: str | None = None
+    # Verb -> why it failed, for every verb that failed: a down extender fails filter and
+    # then prioritize, and the filter failure is the one that changed the verdict.
+    failed: dict[str, str] = field(default_factory=dict)
     ignorable: bool = False
+
+    @property
+    def answered(self) -> list[str]:
+        """The verbs called that answered."""
+        return [verb for verb in self.called if verb not in self.failed]
+
+    @property
+    def error(self) -> str | None:
+        """The first failure, ``verb: message`` (None: every verb called answered)."""
+        for verb in self.called:
+            if verb in self.failed:
+                return f"{verb}: {self.failed[verb]}"
+        return None
 
 
 class ReadOnlyExtender:
@@ -140,7 +155,7 @@ class ReadOnlyExtender:
         try:
             return fn(*args)
         except Exception as exc:
-            self.report.error = f"{verb}: {exc}"
+            self.report.failed[verb] = str(exc)
             raise
 
     def filter(
@@ -354,10 +369,21 @@ class Explainer:
     def _report_extenders(self, result: Explanation) -> None:
         result.extenders = [e.report for e in self.extenders]
         for report in result.extenders:
-            if report.error and report.ignorable:
+            # A non-ignorable filter failure is the explanation's Error; these two are not
+            # visible in the verdict, so each is said (upstream findNodesThatPassExtenders
+            # skips an ignorable extender's failed filter, prioritizeNodes ignores any
+            # extender's failed prioritize).
+            if "filter" in report.failed and report.ignorable:
                 result.notes.append(
-                    f"extender {report.name} (ignorable) failed ({report.error}); "
-                    "kube-scheduler goes on without it, and so did this explanation"
+                    f"extender {report.name} (ignorable) failed filter "
+                    f"({report.failed['filter']}); kube-scheduler skips an ignorable extender "
+                    "whose filter fails, and so did this explanation: its filter was skipped, "
+                    "so the nodes it would reject were not rejected"
+                )
+            if "prioritize" in report.failed:
+                result.notes.append(
+                    f"extender {report.name} failed prioritize ({report.failed['prioritize']}); "
+                    "kube-scheduler ignores prioritize failures, so its scores are not counted"
                 )
         if result.preemption is not None and any(
             e.inner.supports_preemption() for e in self.extenders
@@ -420,7 +446,7 @@ class Explainer:
         # prioritizeNodes): shown as raw = its answer, normalized = answer x 10, its weight.
         factor = MAX_NODE_SCORE // MAX_EXTENDER_PRIORITY
         for extender in self.extenders:
-            if "prioritize" in extender.report.called and not extender.report.error:
+            if "prioritize" in extender.report.answered:
                 weights[extender.name] = extender.weight
                 result.score_weights[extender.name] = extender.weight
         by_name = {v.name: v for v in result.nodes}
