@@ -29,7 +29,7 @@ from .cluster import (
     profile_for_pods,
     without,
 )
-from .engine import Explainer, unbind
+from .engine import Explainer, disagreement_note, unbind
 
 PROG = "kube-extender explain"
 
@@ -104,6 +104,12 @@ def _explain(args: argparse.Namespace, config, client, extenders) -> int:  # typ
         pod, cluster.snapshot(), bound_to=bound_to
     )
     explanation.notes[:0] = notes
+    # First: a verdict the pod's own condition contradicts is what the reader must see.
+    disagreement = disagreement_note(
+        explanation, config.source if args.config else None, len(extenders)
+    )
+    if disagreement:
+        explanation.notes.insert(0, disagreement)
     if bound_to and extenders:
         explanation.notes.append(
             f"the extenders were called about a pod bound to {bound_to}: an extender that "

@@ -266,6 +266,21 @@ class Explanation:
     # What the explanation left out or could not know (extenders not called, a pod whose
     # schedulerName no profile has): one sentence each, shown with the verdict.
     notes: list[str] = field(default_factory=list)
+    # The pod's PodScheduled condition as its scheduler last wrote it ({status, reason,
+    # message}), None when it has none: what the real scheduler concluded.
+    condition: dict[str, str] | None = None
+
+    @property
+    def contradicts_condition(self) -> bool:
+        """Explain finds a node, while the scheduler that handled the pod recorded that it
+        found none (``Unschedulable``) or failed (``SchedulerError``, e.g. an extender)."""
+        c = self.condition
+        return (
+            self.verdict == "Schedulable"
+            and c is not None
+            and c["status"] == "False"
+            and c["reason"] in ("Unschedulable", "SchedulerError")
+        )
 
     @property
     def feasible(self) -> list[str]:
@@ -295,6 +310,41 @@ class Explanation:
 
 def code_name(code: Code) -> str:
     return _CODE_NAMES[code]
+
+
+def pod_scheduled_condition(pod: dict) -> dict[str, str] | None:
+    """The pod's ``PodScheduled`` condition: ``status``, ``reason``, ``message``."""
+    for condition in (pod.get("status") or {}).get("conditions") or ():
+        if condition.get("type") == "PodScheduled":
+            return {k: str(condition.get(k) or "") for k in ("status", "reason", "message")}
+    return None
+
+
+def disagreement_note(
+    explanation: Explanation, config_source: str | None, extenders: int
+) -> str | None:
+    """When the verdict contradicts the pod's recorded condition: what its scheduler said,
+    what explain evaluated, and (without ``--config``) how to include that scheduler's
+    extenders and configuration. ``config_source``: the ``--config`` file, None without."""
+    if not explanation.contradicts_condition:
+        return None
+    c = explanation.condition
+    assert c is not None
+    said = (
+        f'the scheduler that handled this pod reported "{c["message"]}" (PodScheduled False, '
+        f"{c['reason']}), but explain finds it schedulable"
+    )
+    if config_source is None:
+        return (
+            f"{said}: explain evaluated only profile {explanation.profile}'s default plugins "
+            "(no --config), without that scheduler's extenders or configuration; rerun with "
+            "--config <that scheduler's KubeSchedulerConfiguration> to include its extenders"
+        )
+    return (
+        f"{said} with profile {explanation.profile} of {config_source} ({extenders} "
+        f"extender{'s' if extenders != 1 else ''}): the cluster may have changed since that "
+        f"attempt, or that scheduler's configuration is not {config_source}"
+    )
 
 
 # -- the explainer -----------------------------------------------------------------------------
@@ -350,6 +400,7 @@ class Explainer:
             num_nodes=len(snapshot),
             score_weights=dict(fwk.score_weights),
             bound_to=bound_to,
+            condition=pod_scheduled_condition(pod),
         )
         if len(snapshot) == 0:
             result.fit_error = NO_NODES_AVAILABLE

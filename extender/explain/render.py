@@ -83,6 +83,8 @@ def to_dict(explanation: Explanation) -> dict[str, Any]:
             for e in ex.extenders
         ],
         "notes": list(ex.notes),
+        "podScheduled": dict(ex.condition) if ex.condition is not None else None,
+        "contradictsPodScheduled": ex.contradicts_condition,
     }
 
 

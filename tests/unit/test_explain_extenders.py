@@ -21,7 +21,7 @@ from extender.config import loads
 from extender.explain import render
 from extender.explain.cli import extenders_of
 from extender.explain.cluster import InputError, dry_run_framework, pick_profile, profile_for_pods
-from extender.explain.engine import Explainer
+from extender.explain.engine import Explainer, disagreement_note
 from extender.testing import Cluster, node, pod
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -280,3 +280,64 @@ def test_simulate_refuses_pods_of_an_unknown_profile(tmp_path: Path) -> None:
     )  # fmt: skip
     assert done.returncode == 2
     assert done.stderr.count("\n") == 1 and "unknown profile 'defualt-scheduler'" in done.stderr
+
+
+GPU = Cluster(nodes=[node("gpu-1", cpu="8")])
+REJECTED = "0/1 nodes are available: 1 node(s) had no licence."
+
+
+def _pending(reason: str = "Unschedulable", message: str = REJECTED) -> dict:
+    """A pod its scheduler found no node for, with the condition kube-scheduler writes."""
+    p = pod("p", cpu="1")
+    p["status"] = {
+        "phase": "Pending",
+        "conditions": [
+            {"type": "PodScheduled", "status": "False", "reason": reason, "message": message}
+        ],
+    }
+    return p
+
+
+def test_a_verdict_the_pods_condition_contradicts_is_noted_and_points_at_config() -> None:
+    """Only the extender rejects gpu-1: without --config explain finds it schedulable while
+    the pod's condition says why not; the note quotes it and names --config."""
+    ex = _explain(None, _pending(), GPU)
+    assert ex.verdict == "Schedulable" and ex.chosen == ["gpu-1"]
+    assert ex.contradicts_condition
+    note = disagreement_note(ex, None, 0)
+    assert note is not None
+    assert note.startswith(
+        f'the scheduler that handled this pod reported "{REJECTED}" (PodScheduled False, '
+        "Unschedulable), but explain finds it schedulable: explain evaluated only profile "
+        "default-scheduler's default plugins (no --config), without that scheduler's extenders"
+    )
+    assert "rerun with --config <that scheduler's KubeSchedulerConfiguration>" in note
+    ex.notes.insert(0, note)  # as the CLI does
+    data = render.to_dict(ex)
+    assert data["notes"][0] == note
+    assert data["podScheduled"] == {
+        "status": "False", "reason": "Unschedulable", "message": REJECTED
+    }  # fmt: skip
+    assert data["contradictsPodScheduled"] is True
+    table = render.table(ex).splitlines()
+    assert table[1].startswith("Note: the scheduler that handled this pod reported")
+    # An extender error recorded as SchedulerError contradicts a Schedulable verdict too.
+    failed = _explain(None, _pending("SchedulerError", "failed filter with extender"), GPU)
+    assert failed.contradicts_condition
+
+
+def test_with_the_config_the_verdict_agrees_or_the_note_says_what_was_evaluated() -> None:
+    with serving(RejectsB, reject="gpu-1") as url:
+        agreed = _explain(_config(url), _pending(), GPU)
+    assert agreed.verdict == "Unschedulable" and not agreed.contradicts_condition
+    assert disagreement_note(agreed, "sched.yaml", 1) is None
+    assert render.to_dict(agreed)["contradictsPodScheduled"] is False
+    # The config's extender lets gpu-1 through now: the note names what explain ran.
+    with serving(RejectsB, reject="b") as url:
+        ex = _explain(_config(url), _pending(), GPU)
+    note = disagreement_note(ex, "sched.yaml", 1)
+    assert note is not None and "with profile default-scheduler of sched.yaml (1 extender)" in note
+    assert "--config <" not in note
+    # A pod with no condition, or a scheduled one, contradicts nothing.
+    assert _explain(None, pod("q"), GPU).condition is None
+    assert disagreement_note(_explain(None, pod("q"), GPU), None, 0) is None
