@@ -42,7 +42,7 @@ from extender.framework.status import Status
 from extender.kube import EventRecorder, Informer
 from extender.plugins import in_tree_registry
 from extender.scheduler.decisions import Decisions
-from extender.scheduler.http_extender import HTTPExtender
+from extender.scheduler.http_extender import build_extenders
 from extender.scheduler.metrics import PrometheusMetrics
 from extender.scheduler.queue import Nominator, SchedulingQueue
 from extender.scheduler.scheduler import Scheduler
@@ -310,7 +310,7 @@ class StandaloneScheduler:
         self.kinds = kinds_read(config.profiles, registry)
         self.listers = Listers.watching(client, self.kinds - CACHE_KINDS)
         if extenders is None:
-            extenders = [HTTPExtender(entry) for entry in config.extenders]
+            extenders = list(build_extenders(config))
         services = Services(
             client=client,
             event_recorder=self.events,

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from extender.cliutil import check_kubeconfig, connect
 from extender.config import ConfigError, SchedulerConfig, load
-from extender.scheduler.http_extender import HTTPExtender
+from extender.scheduler.http_extender import HTTPExtender, build_extenders
 
 from . import render
 from .cluster import (
@@ -29,7 +29,7 @@ from .cluster import (
     profile_for_pods,
     without,
 )
-from .engine import Explainer, unbind
+from .engine import Explainer, disagreement_note, unbind
 
 PROG = "kube-extender explain"
 
@@ -57,6 +57,8 @@ def main(argv: list[str]) -> int:
     check_kubeconfig(p, args.kubeconfig)
     try:
         config = load(args.config) if args.config else None
+        # Before connecting, as `run`: a tlsConfig file that does not load is a config error.
+        extenders = extenders_of(config)
     except ConfigError as exc:
         print(f"{PROG}: {exc}", file=sys.stderr)
         return 2
@@ -64,7 +66,7 @@ def main(argv: list[str]) -> int:
     if client is None:
         return 2
     try:
-        return _explain(args, config, client)
+        return _explain(args, config, client, extenders)
     except InputError as exc:
         print(f"{PROG}: {exc}", file=sys.stderr)
         return 2
@@ -72,16 +74,13 @@ def main(argv: list[str]) -> int:
 
 def extenders_of(config: SchedulerConfig | None) -> list[HTTPExtender]:
     """The config's ``extenders:``, as the standalone scheduler calls them (the same HTTP
-    client); :class:`~extender.explain.engine.Explainer` uses their read-only verbs only."""
-    if config is None:
-        return []
-    try:
-        return [HTTPExtender(entry) for entry in config.extenders]
-    except (ValueError, OSError) as exc:  # a tlsConfig that does not load
-        raise InputError(f"{config.source}: extenders: {exc}") from None
+    client); :class:`~extender.explain.engine.Explainer` uses their read-only verbs only.
+    A tlsConfig that does not load raises
+    :class:`~extender.scheduler.http_extender.ExtenderConfigError` (a ConfigError)."""
+    return build_extenders(config) if config is not None else []
 
 
-def _explain(args: argparse.Namespace, config, client) -> int:  # type: ignore[no-untyped-def]
+def _explain(args: argparse.Namespace, config, client, extenders) -> int:  # type: ignore[no-untyped-def]
     try:
         pod = client.get_pod(args.namespace, args.pod)
     except Exception as exc:  # no connection, no permission: one line
@@ -89,7 +88,6 @@ def _explain(args: argparse.Namespace, config, client) -> int:  # type: ignore[n
     if pod is None:
         raise InputError(f'pod "{args.pod}" not found in namespace "{args.namespace}"')
     config, profile, notes = profile_for_pods(config, [pod], args.profile)
-    extenders = extenders_of(config)
     start = time.perf_counter()
     try:
         cluster, timings = list_cluster(client, kinds_read([profile], config.registry))
@@ -106,6 +104,12 @@ def _explain(args: argparse.Namespace, config, client) -> int:  # type: ignore[n
         pod, cluster.snapshot(), bound_to=bound_to
     )
     explanation.notes[:0] = notes
+    # First: a verdict the pod's own condition contradicts is what the reader must see.
+    disagreement = disagreement_note(
+        explanation, config.source if args.config else None, len(extenders)
+    )
+    if disagreement:
+        explanation.notes.insert(0, disagreement)
     if bound_to and extenders:
         explanation.notes.append(
             f"the extenders were called about a pod bound to {bound_to}: an extender that "

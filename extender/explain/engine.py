@@ -101,8 +101,23 @@ class ExtenderReport:
 
     name: str
     called: list[str] = field(default_factory=list)  # the verbs called, in order
-    error: str | None = None
+    # Verb -> why it failed, for every verb that failed: a down extender fails filter and
+    # then prioritize, and the filter failure is the one that changed the verdict.
+    failed: dict[str, str] = field(default_factory=dict)
     ignorable: bool = False
+
+    @property
+    def answered(self) -> list[str]:
+        """The verbs called that answered."""
+        return [verb for verb in self.called if verb not in self.failed]
+
+    @property
+    def error(self) -> str | None:
+        """The first failure, ``verb: message`` (None: every verb called answered)."""
+        for verb in self.called:
+            if verb in self.failed:
+                return f"{verb}: {self.failed[verb]}"
+        return None
 
 
 class ReadOnlyExtender:
@@ -140,7 +155,7 @@ class ReadOnlyExtender:
         try:
             return fn(*args)
         except Exception as exc:
-            self.report.error = f"{verb}: {exc}"
+            self.report.failed[verb] = str(exc)
             raise
 
     def filter(
@@ -251,6 +266,21 @@ class Explanation:
     # What the explanation left out or could not know (extenders not called, a pod whose
     # schedulerName no profile has): one sentence each, shown with the verdict.
     notes: list[str] = field(default_factory=list)
+    # The pod's PodScheduled condition as its scheduler last wrote it ({status, reason,
+    # message}), None when it has none: what the real scheduler concluded.
+    condition: dict[str, str] | None = None
+
+    @property
+    def contradicts_condition(self) -> bool:
+        """Explain finds a node, while the scheduler that handled the pod recorded that it
+        found none (``Unschedulable``) or failed (``SchedulerError``, e.g. an extender)."""
+        c = self.condition
+        return (
+            self.verdict == "Schedulable"
+            and c is not None
+            and c["status"] == "False"
+            and c["reason"] in ("Unschedulable", "SchedulerError")
+        )
 
     @property
     def feasible(self) -> list[str]:
@@ -280,6 +310,41 @@ class Explanation:
 
 def code_name(code: Code) -> str:
     return _CODE_NAMES[code]
+
+
+def pod_scheduled_condition(pod: dict) -> dict[str, str] | None:
+    """The pod's ``PodScheduled`` condition: ``status``, ``reason``, ``message``."""
+    for condition in (pod.get("status") or {}).get("conditions") or ():
+        if condition.get("type") == "PodScheduled":
+            return {k: str(condition.get(k) or "") for k in ("status", "reason", "message")}
+    return None
+
+
+def disagreement_note(
+    explanation: Explanation, config_source: str | None, extenders: int
+) -> str | None:
+    """When the verdict contradicts the pod's recorded condition: what its scheduler said,
+    what explain evaluated, and (without ``--config``) how to include that scheduler's
+    extenders and configuration. ``config_source``: the ``--config`` file, None without."""
+    if not explanation.contradicts_condition:
+        return None
+    c = explanation.condition
+    assert c is not None
+    said = (
+        f'the scheduler that handled this pod reported "{c["message"]}" (PodScheduled False, '
+        f"{c['reason']}), but explain finds it schedulable"
+    )
+    if config_source is None:
+        return (
+            f"{said}: explain evaluated only profile {explanation.profile}'s default plugins "
+            "(no --config), without that scheduler's extenders or configuration; rerun with "
+            "--config <that scheduler's KubeSchedulerConfiguration> to include its extenders"
+        )
+    return (
+        f"{said} with profile {explanation.profile} of {config_source} ({extenders} "
+        f"extender{'s' if extenders != 1 else ''}): the cluster may have changed since that "
+        f"attempt, or that scheduler's configuration is not {config_source}"
+    )
 
 
 # -- the explainer -----------------------------------------------------------------------------
@@ -335,6 +400,7 @@ class Explainer:
             num_nodes=len(snapshot),
             score_weights=dict(fwk.score_weights),
             bound_to=bound_to,
+            condition=pod_scheduled_condition(pod),
         )
         if len(snapshot) == 0:
             result.fit_error = NO_NODES_AVAILABLE
@@ -354,10 +420,21 @@ class Explainer:
     def _report_extenders(self, result: Explanation) -> None:
         result.extenders = [e.report for e in self.extenders]
         for report in result.extenders:
-            if report.error and report.ignorable:
+            # A non-ignorable filter failure is the explanation's Error; these two are not
+            # visible in the verdict, so each is said (upstream findNodesThatPassExtenders
+            # skips an ignorable extender's failed filter, prioritizeNodes ignores any
+            # extender's failed prioritize).
+            if "filter" in report.failed and report.ignorable:
                 result.notes.append(
-                    f"extender {report.name} (ignorable) failed ({report.error}); "
-                    "kube-scheduler goes on without it, and so did this explanation"
+                    f"extender {report.name} (ignorable) failed filter "
+                    f"({report.failed['filter']}); kube-scheduler skips an ignorable extender "
+                    "whose filter fails, and so did this explanation: its filter was skipped, "
+                    "so the nodes it would reject were not rejected"
+                )
+            if "prioritize" in report.failed:
+                result.notes.append(
+                    f"extender {report.name} failed prioritize ({report.failed['prioritize']}); "
+                    "kube-scheduler ignores prioritize failures, so its scores are not counted"
                 )
         if result.preemption is not None and any(
             e.inner.supports_preemption() for e in self.extenders
@@ -420,7 +497,7 @@ class Explainer:
         # prioritizeNodes): shown as raw = its answer, normalized = answer x 10, its weight.
         factor = MAX_NODE_SCORE // MAX_EXTENDER_PRIORITY
         for extender in self.extenders:
-            if "prioritize" in extender.report.called and not extender.report.error:
+            if "prioritize" in extender.report.answered:
                 weights[extender.name] = extender.weight
                 result.score_weights[extender.name] = extender.weight
         by_name = {v.name: v for v in result.nodes}

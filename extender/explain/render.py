@@ -9,7 +9,7 @@ from typing import Any
 
 import yaml
 
-from .engine import KIND, SCHEMA_VERSION, Explanation, NodeVerdict, code_name
+from .engine import KIND, SCHEMA_VERSION, Explanation, ExtenderReport, NodeVerdict, code_name
 
 WIDTH = 80
 
@@ -72,10 +72,19 @@ def to_dict(explanation: Explanation) -> dict[str, Any]:
         "scoreWeights": dict(ex.score_weights),
         "nodes": [node_dict(v) for v in sorted(ex.nodes, key=_sort_key)],
         "extenders": [
-            {"name": e.name, "called": list(e.called), "error": e.error, "ignorable": e.ignorable}
+            {
+                "name": e.name,
+                "called": list(e.called),
+                "answered": e.answered,
+                "failed": dict(e.failed),
+                "error": e.error,
+                "ignorable": e.ignorable,
+            }
             for e in ex.extenders
         ],
         "notes": list(ex.notes),
+        "podScheduled": dict(ex.condition) if ex.condition is not None else None,
+        "contradictsPodScheduled": ex.contradicts_condition,
     }
 
 
@@ -139,10 +148,7 @@ def table(
         out += _wrap(f"Note: {note}", "")
     called = [e for e in ex.extenders if e.called]
     if called:
-        out += _wrap(
-            "Extenders called: " + ", ".join(f"{e.name} ({', '.join(e.called)})" for e in called),
-            "",
-        )
+        out += _wrap("Extenders called: " + ", ".join(_verbs(e) for e in called), "")
     if ex.error:
         out += _wrap(f"Error: {ex.error}", "")
     if ex.chosen:
@@ -216,6 +222,16 @@ def table(
             out += _wrap(listed, "       ")
             out += _details(members)
     return "\n".join(out) + "\n"
+
+
+def _verbs(report: ExtenderReport) -> str:
+    """``URL (answered: filter; failed: prioritize)``."""
+    parts = []
+    if report.answered:
+        parts.append("answered: " + ", ".join(report.answered))
+    if report.failed:
+        parts.append("failed: " + ", ".join(v for v in report.called if v in report.failed))
+    return f"{report.name} ({'; '.join(parts)})"
 
 
 SHOWN_DETAILS = 3

@@ -24,6 +24,7 @@ from extender import logs
 from extender.cliutil import add_log_flags, bind_type, check_kubeconfig, connect, parse_bind
 from extender.composition import StandaloneScheduler
 from extender.config import ConfigError, load
+from extender.scheduler.http_extender import build_extenders
 
 log = logging.getLogger("extender.scheduler")
 
@@ -117,6 +118,8 @@ def main(argv: list[str]) -> int:
     logs.setup(args.log_level, args.log_format)
     try:
         config = load(args.config)
+        # Before connecting: a tlsConfig file that does not load is a config error.
+        extenders = build_extenders(config)
     except ConfigError as exc:
         print(f"kube-extender run: {exc}", file=sys.stderr)
         return 2
@@ -126,7 +129,9 @@ def main(argv: list[str]) -> int:
     client = connect("kube-extender run", args.kubeconfig)
     if client is None:
         return 2
-    runtime = StandaloneScheduler(config, client, record_decisions=args.record_decisions)
+    runtime = StandaloneScheduler(
+        config, client, extenders=list(extenders), record_decisions=args.record_decisions
+    )
     try:
         server = serve_http(runtime, args.metrics_bind)
     except OSError as exc:

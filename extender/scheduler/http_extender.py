@@ -20,6 +20,7 @@ import requests
 from requests.adapters import HTTPAdapter
 
 from extender import wire
+from extender.config import ConfigError, SchedulerConfig
 from extender.framework.types import NodeInfo
 from extender.kube.duration import parse_duration
 
@@ -31,12 +32,40 @@ class ExtenderError(Exception):
     pass
 
 
+class ExtenderConfigError(ConfigError):
+    """An ``extenders:`` entry whose client cannot be built: a ``tlsConfig`` that does not
+    load. The message names the field and, for a ``*File`` field, the file; the
+    :class:`HTTPExtender` adds the extender (its urlPrefix) and :func:`build_extenders` the
+    config file, so every command prints the same one line (kube-scheduler's
+    ``couldn't build extenders: open FILE: ...`` names the file but not the field)."""
+
+
 def _pem(value: str, field: str) -> bytes:
     """A ``*Data`` field: PEM bytes, base64-encoded in YAML/JSON as Go's ``[]byte`` is."""
     try:
         return base64.b64decode(value, validate=True)
     except (binascii.Error, ValueError) as exc:
-        raise ValueError(f"tlsConfig.{field}: not valid base64: {exc}") from exc
+        raise ExtenderConfigError(f"tlsConfig.{field}: not valid base64: {exc}") from exc
+
+
+def _readable(path: str, field: str) -> str:
+    """``path`` if it can be read; else which field names it and why not (``ssl`` would say
+    only "No such file or directory", and for a certificate and key not which one)."""
+    try:
+        with open(path, "rb"):
+            pass
+    except OSError as exc:
+        raise ExtenderConfigError(
+            f"tlsConfig.{field}: {path}: {(exc.strerror or str(exc)).lower()}"
+        ) from None
+    return path
+
+
+def _what(cert_file: str, key_file: str) -> str:
+    """The fields (and files) a client certificate was loaded from, for its error."""
+    cert = f"tlsConfig.certFile {cert_file}" if cert_file else "tlsConfig.certData"
+    key = f"tlsConfig.keyFile {key_file}" if key_file else "tlsConfig.keyData"
+    return f"{cert}, {key}"
 
 
 def tls_context(tls: dict, *, enable_https: bool = False) -> ssl.SSLContext:
@@ -57,28 +86,49 @@ def tls_context(tls: dict, *, enable_https: bool = False) -> ssl.SSLContext:
     if enable_https and not (ca_file or ca_data):
         insecure = True
     if insecure and (ca_file or ca_data):
-        raise ValueError(
-            "specifying a root certificates file with the insecure flag is not allowed"
+        raise ExtenderConfigError(
+            "tlsConfig: specifying a root certificates file with the insecure flag is not allowed"
         )
     ctx = ssl.create_default_context(purpose=ssl.Purpose.SERVER_AUTH)
     if ca_file or ca_data:
         ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)  # no system roots: only these
         if ca_file:
-            ctx.load_verify_locations(cafile=ca_file)
+            try:
+                ctx.load_verify_locations(cafile=_readable(ca_file, "caFile"))
+            except ssl.SSLError as exc:
+                raise ExtenderConfigError(
+                    f"tlsConfig.caFile: {ca_file}: no PEM certificate loaded ({exc})"
+                ) from None
         if ca_data:
-            ctx.load_verify_locations(cadata=_pem(ca_data, "caData").decode())
+            try:
+                ctx.load_verify_locations(cadata=_pem(ca_data, "caData").decode())
+            except (ssl.SSLError, UnicodeDecodeError) as exc:
+                raise ExtenderConfigError(
+                    f"tlsConfig.caData: no PEM certificate loaded ({exc})"
+                ) from None
     if insecure:
         ctx.check_hostname = False
         ctx.verify_mode = ssl.CERT_NONE
     cert_file, key_file = tls.get("certFile") or "", tls.get("keyFile") or ""
     cert_data, key_data = tls.get("certData") or "", tls.get("keyData") or ""
     if bool(cert_file or cert_data) != bool(key_file or key_data):
-        raise ValueError("tlsConfig: a client certificate needs both a certificate and a key")
+        raise ExtenderConfigError(
+            "tlsConfig: a client certificate needs both a certificate and a key"
+        )
     if cert_file or cert_data:
+        if cert_file:
+            _readable(cert_file, "certFile")
+        if key_file:
+            _readable(key_file, "keyFile")
         with tempfile.TemporaryDirectory(prefix="kube-extender-tls-") as private:
             cert_path = cert_file or _private_file(private, "tls.crt", _pem(cert_data, "certData"))
             key_path = key_file or _private_file(private, "tls.key", _pem(key_data, "keyData"))
-            ctx.load_cert_chain(cert_path, key_path)
+            try:
+                ctx.load_cert_chain(cert_path, key_path)
+            except ssl.SSLError as exc:
+                raise ExtenderConfigError(
+                    f"{_what(cert_file, key_file)}: not a PEM certificate and its key ({exc})"
+                ) from None
     return ctx
 
 
@@ -119,6 +169,16 @@ class TLSAdapter(HTTPAdapter):
         """Nothing: the context decides (requests would add its own CA bundle here)."""
 
 
+def build_extenders(config: SchedulerConfig) -> list[HTTPExtender]:
+    """A client for each of the config's ``extenders:``, as upstream's ``buildExtenders``
+    (``pkg/scheduler/scheduler.go``) at start-up; an :class:`ExtenderConfigError` names the
+    config file, the extender, the field and the file."""
+    try:
+        return [HTTPExtender(entry) for entry in config.extenders]
+    except ExtenderConfigError as exc:
+        raise ExtenderConfigError(f"{config.source}: {exc}") from None
+
+
 class HTTPExtender:
     """One ``extenders:`` entry (camelCase keys as in KubeSchedulerConfiguration)."""
 
@@ -142,9 +202,11 @@ class HTTPExtender:
         self.session = session or requests.Session()
         tls = config.get("tlsConfig")
         if tls is not None or config.get("enableHTTPS"):
-            self.session.mount(
-                "https://", TLSAdapter(tls or {}, enable_https=bool(config.get("enableHTTPS")))
-            )
+            try:
+                adapter = TLSAdapter(tls or {}, enable_https=bool(config.get("enableHTTPS")))
+            except ExtenderConfigError as exc:
+                raise ExtenderConfigError(f"extender {self.url_prefix}: {exc}") from None
+            self.session.mount("https://", adapter)
 
     # -- protocol helpers ------------------------------------------------------------------
 

@@ -171,6 +171,42 @@ def test_explain_calls_the_configs_extender_and_refuses_unknown_profiles(
     assert "plugin 'Raising' failed to start: ValueError: no licence server" in raising.stderr
 
 
+def test_a_pod_only_the_extender_rejects_is_noted_without_the_config(
+    kube,
+    control_plane,
+    kube_scheduler,  # noqa: ANN001
+) -> None:
+    """The real kube-scheduler with an extender that rejects the only node: the pod's
+    PodScheduled condition says why. explain without --config runs the default plugins only,
+    finds the node, and says that the pod's own condition disagrees and to give --config;
+    with the scheduler's config it agrees (no note)."""
+    from tests.unit.test_explain_extenders import RejectsB, serving
+
+    ns = kube.namespace
+    kube.scheduler_name = "default-scheduler"
+    gpu = f"{ns}-gpu-1"
+    with serving(RejectsB, reject=gpu, prefer=gpu) as url:
+        config = kube_scheduler(scheduler_config(None, urlPrefix=url))
+        kube.create_node(gpu, cpu="4")
+        kube.create_pod("trainer", cpu="1")
+        message = kube.wait_pending("trainer", "node(s) had no licence")
+        without = explain(control_plane, kube, "trainer")
+        table = run("explain", "trainer", "-n", ns, "--kubeconfig", str(control_plane.kubeconfig))
+        given = explain(control_plane, kube, "trainer", "--config", str(config))
+    assert without["verdict"] == "Schedulable" and without["chosen"] == [gpu]
+    assert without["podScheduled"] == {
+        "status": "False", "reason": "Unschedulable", "message": message
+    }  # fmt: skip
+    assert without["contradictsPodScheduled"] is True
+    note = without["notes"][0]
+    assert note.startswith(f'the scheduler that handled this pod reported "{message}"'), note
+    assert "rerun with --config <that scheduler's KubeSchedulerConfiguration>" in note
+    lines = table.stdout.splitlines()
+    assert lines[1].startswith("Note: the scheduler that handled this pod reported"), lines
+    assert given["verdict"] == "Unschedulable" and given["contradictsPodScheduled"] is False
+    assert not any("the scheduler that handled this pod" in n for n in given["notes"])
+
+
 # -- DRA -----------------------------------------------------------------------------------------
 
 

@@ -62,3 +62,62 @@ def test_cli_error_is_one_line_and_exit_2(argv: list[str], env: dict, named: str
     # argparse prints its usage first; the error is the last line, and it names the culprit.
     last = proc.stderr.strip().splitlines()[-1]
     assert last.startswith("kube-extender") and named in last, proc.stderr
+
+
+TLS_CASES = [
+    # (tlsConfig, the field named, the file named): the one that is missing
+    ({"certFile": "MISSING", "keyFile": "KEY"}, "tlsConfig.certFile", "MISSING"),
+    ({"certFile": "CERT", "keyFile": "MISSING"}, "tlsConfig.keyFile", "MISSING"),
+    ({"caFile": "MISSING"}, "tlsConfig.caFile", "MISSING"),
+    ({"caFile": "CERT"}, "tlsConfig.caFile", "CERT"),  # exists, holds no certificate
+]
+
+
+@pytest.mark.parametrize("command", ["run", "explain"])
+@pytest.mark.parametrize(("tls", "field", "named"), TLS_CASES, ids=[c[1] for c in TLS_CASES])
+def test_an_extender_tls_file_that_does_not_load_is_one_line_naming_it(
+    tmp_path: Path, command: str, tls: dict, field: str, named: str
+) -> None:
+    """Checked when the extenders' clients are built (upstream ``buildExtenders``), before
+    the first request to the cluster (the kubeconfig's API server is a closed port)."""
+    files = {
+        "MISSING": str(tmp_path / "tls" / "absent.crt"),
+        "CERT": str(tmp_path / "not-pem.crt"),
+        "KEY": str(tmp_path / "not-pem.key"),
+    }
+    for name in ("CERT", "KEY"):
+        Path(files[name]).write_text("not PEM\n")
+    entries = "".join(f"    {key}: {files[value]}\n" for key, value in tls.items())
+    config = tmp_path / "sched.yaml"
+    config.write_text(
+        "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
+        "leaderElection: {leaderElect: false}\n"
+        "extenders:\n- urlPrefix: https://gpu-extender:8443\n  filterVerb: filter\n"
+        f"  tlsConfig:\n{entries}"
+    )
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(
+        "apiVersion: v1\nkind: Config\ncurrent-context: c\n"
+        "clusters: [{name: c, cluster: {server: 'http://127.0.0.1:9'}}]\n"
+        "contexts: [{name: c, context: {cluster: c, user: u}}]\nusers: [{name: u, user: {}}]\n"
+    )
+    argv = ["run", "--config", str(config), "--kubeconfig", str(kubeconfig)]
+    if command == "explain":
+        argv = ["explain", "p", "--config", str(config), "--kubeconfig", str(kubeconfig)]
+    environ = {k: v for k, v in os.environ.items() if k != "KUBECONFIG"}
+    proc = subprocess.run(
+        [sys.executable, "-m", "extender", *argv],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=ROOT,
+        env={**environ, "HOME": str(tmp_path)},
+    )
+    assert proc.returncode == 2, proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert proc.stderr.count("\n") == 1, proc.stderr
+    line = proc.stderr.strip()
+    assert line.startswith(
+        f"kube-extender {command}: {config}: extender https://gpu-extender:8443: "
+    )
+    assert f"{field}: {files[named]}" in line, line

@@ -21,7 +21,7 @@ from extender.config import loads
 from extender.explain import render
 from extender.explain.cli import extenders_of
 from extender.explain.cluster import InputError, dry_run_framework, pick_profile, profile_for_pods
-from extender.explain.engine import Explainer
+from extender.explain.engine import Explainer, disagreement_note
 from extender.testing import Cluster, node, pod
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -86,13 +86,20 @@ def extender_url() -> Iterator[str]:
         yield url
 
 
-def _config(url: str, *, ignorable: bool = False, preempt: bool = False):  # noqa: ANN202
+def _config(  # noqa: ANN202
+    url: str,
+    *,
+    ignorable: bool = False,
+    preempt: bool = False,
+    filter: str = "filter",
+    prioritize: str = "prioritize",
+):
     extra = "    ignorable: true\n" if ignorable else ""
     extra += "    preemptVerb: preempt\n" if preempt else ""
     return loads(
         "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
         "profiles:\n- schedulerName: default-scheduler\n"
-        f"extenders:\n- urlPrefix: {url}\n  filterVerb: filter\n  prioritizeVerb: prioritize\n"
+        f"extenders:\n- urlPrefix: {url}\n  filterVerb: {filter}\n  prioritizeVerb: {prioritize}\n"
         f"  weight: 5\n  nodeCacheCapable: true\n{extra.replace('    ', '  ')}"
     )
 
@@ -122,12 +129,12 @@ def test_explain_calls_the_extender_and_shows_its_verdicts_and_scores(extender_u
     assert RejectsB.calls == ["filter", "prioritize"]  # read-only verbs only
     data = render.to_dict(ex)
     assert data["extenders"] == [
-        {"name": extender_url, "called": ["filter", "prioritize"], "error": None,
-         "ignorable": False}
+        {"name": extender_url, "called": ["filter", "prioritize"],
+         "answered": ["filter", "prioritize"], "failed": {}, "error": None, "ignorable": False}
     ]  # fmt: skip
     assert data["notes"] == []
     table = render.table(ex)
-    assert f"Extenders called: {extender_url} (filter, prioritize)" in table
+    assert f"Extenders called: {extender_url} (answered: filter, prioritize)" in table
     assert "Extender: node(s) had no licence" in table
 
 
@@ -141,6 +148,61 @@ def test_an_unreachable_extender_is_the_error_kube_scheduler_would_report() -> N
     ignorable = _explain(_config(url, ignorable=True), pod("p"))
     assert ignorable.verdict == "Schedulable"
     assert any("(ignorable) failed" in note for note in ignorable.notes)
+
+
+def test_a_down_ignorable_extender_keeps_both_failures_and_says_its_filter_was_skipped() -> None:
+    """A free port nobody listens on: filter fails (skipped, as kube-scheduler skips an
+    ignorable extender), so b, which the extender denies, stays feasible; prioritize then
+    fails too. Both failures are kept, and the table says neither verb answered."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{s.getsockname()[1]}"  # closed once the block ends
+    ex = _explain(_config(url, ignorable=True), pod("p", cpu="1"))
+    assert ex.verdict == "Schedulable" and ex.chosen == ["b"]  # what the extender denies
+    (report,) = ex.extenders
+    assert report.called == ["filter", "prioritize"] and report.answered == []
+    assert sorted(report.failed) == ["filter", "prioritize"]
+    assert f"failed filter with extender at URL {url}/filter" in report.failed["filter"]
+    assert f"failed prioritize with extender at URL {url}/prioritize" in report.failed["prioritize"]
+    assert report.error is not None and report.error.startswith("filter: ")
+    filter_note, prioritize_note = ex.notes
+    assert filter_note.startswith(f"extender {url} (ignorable) failed filter (")
+    assert "its filter was skipped, so the nodes it would reject were not rejected" in filter_note
+    assert prioritize_note.startswith(f"extender {url} failed prioritize (")
+    assert url not in ex.score_weights
+    data = render.to_dict(ex)["extenders"][0]
+    assert (data["called"], data["answered"]) == (["filter", "prioritize"], [])
+    assert sorted(data["failed"]) == ["filter", "prioritize"]
+    assert data["error"].startswith("filter: failed filter")
+    table = render.table(ex)
+    assert f"Extenders called: {url} (failed: filter, prioritize)" in table
+    assert "Note: extender" in table and "its filter was skipped" in " ".join(table.split())
+
+
+def test_a_prioritize_failure_after_a_filter_that_answered_is_said(extender_url: str) -> None:
+    """prioritizeVerb answers 500: kube-scheduler ignores it (ignorable or not); filter's
+    verdict stands and the table says which verb answered and which failed."""
+    ex = _explain(_config(extender_url, prioritize="broken"), pod("p", cpu="1"))
+    assert ex.verdict == "Schedulable" and ex.node("b").status is not None
+    (report,) = ex.extenders
+    assert report.answered == ["filter"] and list(report.failed) == ["prioritize"]
+    assert "code 500" in report.failed["prioritize"]
+    assert extender_url not in ex.score_weights
+    assert len(ex.notes) == 1 and "kube-scheduler ignores prioritize failures" in ex.notes[0]
+    assert f"{extender_url} (answered: filter; failed: prioritize)" in render.table(ex)
+
+
+def test_an_ignorable_extender_whose_filter_failed_still_scores_with_its_weight(
+    extender_url: str,
+) -> None:
+    ex = _explain(_config(extender_url, ignorable=True, filter="broken"), pod("p", cpu="1"))
+    (report,) = ex.extenders
+    assert report.answered == ["prioritize"] and list(report.failed) == ["filter"]
+    assert ex.feasible == ["a", "b", "c"]  # its filter was skipped
+    assert ex.score_weights[extender_url] == 5
+    score = ex.node("c").scores[extender_url]
+    assert (score.raw, score.normalized, score.weighted) == (10, 100, 500)
+    assert f"{extender_url} (answered: prioritize; failed: filter)" in render.table(ex)
 
 
 def test_preemption_notes_that_the_preempt_verb_was_not_asked(extender_url: str) -> None:
@@ -218,3 +280,64 @@ def test_simulate_refuses_pods_of_an_unknown_profile(tmp_path: Path) -> None:
     )  # fmt: skip
     assert done.returncode == 2
     assert done.stderr.count("\n") == 1 and "unknown profile 'defualt-scheduler'" in done.stderr
+
+
+GPU = Cluster(nodes=[node("gpu-1", cpu="8")])
+REJECTED = "0/1 nodes are available: 1 node(s) had no licence."
+
+
+def _pending(reason: str = "Unschedulable", message: str = REJECTED) -> dict:
+    """A pod its scheduler found no node for, with the condition kube-scheduler writes."""
+    p = pod("p", cpu="1")
+    p["status"] = {
+        "phase": "Pending",
+        "conditions": [
+            {"type": "PodScheduled", "status": "False", "reason": reason, "message": message}
+        ],
+    }
+    return p
+
+
+def test_a_verdict_the_pods_condition_contradicts_is_noted_and_points_at_config() -> None:
+    """Only the extender rejects gpu-1: without --config explain finds it schedulable while
+    the pod's condition says why not; the note quotes it and names --config."""
+    ex = _explain(None, _pending(), GPU)
+    assert ex.verdict == "Schedulable" and ex.chosen == ["gpu-1"]
+    assert ex.contradicts_condition
+    note = disagreement_note(ex, None, 0)
+    assert note is not None
+    assert note.startswith(
+        f'the scheduler that handled this pod reported "{REJECTED}" (PodScheduled False, '
+        "Unschedulable), but explain finds it schedulable: explain evaluated only profile "
+        "default-scheduler's default plugins (no --config), without that scheduler's extenders"
+    )
+    assert "rerun with --config <that scheduler's KubeSchedulerConfiguration>" in note
+    ex.notes.insert(0, note)  # as the CLI does
+    data = render.to_dict(ex)
+    assert data["notes"][0] == note
+    assert data["podScheduled"] == {
+        "status": "False", "reason": "Unschedulable", "message": REJECTED
+    }  # fmt: skip
+    assert data["contradictsPodScheduled"] is True
+    table = render.table(ex).splitlines()
+    assert table[1].startswith("Note: the scheduler that handled this pod reported")
+    # An extender error recorded as SchedulerError contradicts a Schedulable verdict too.
+    failed = _explain(None, _pending("SchedulerError", "failed filter with extender"), GPU)
+    assert failed.contradicts_condition
+
+
+def test_with_the_config_the_verdict_agrees_or_the_note_says_what_was_evaluated() -> None:
+    with serving(RejectsB, reject="gpu-1") as url:
+        agreed = _explain(_config(url), _pending(), GPU)
+    assert agreed.verdict == "Unschedulable" and not agreed.contradicts_condition
+    assert disagreement_note(agreed, "sched.yaml", 1) is None
+    assert render.to_dict(agreed)["contradictsPodScheduled"] is False
+    # The config's extender lets gpu-1 through now: the note names what explain ran.
+    with serving(RejectsB, reject="b") as url:
+        ex = _explain(_config(url), _pending(), GPU)
+    note = disagreement_note(ex, "sched.yaml", 1)
+    assert note is not None and "with profile default-scheduler of sched.yaml (1 extender)" in note
+    assert "--config <" not in note
+    # A pod with no condition, or a scheduled one, contradicts nothing.
+    assert _explain(None, pod("q"), GPU).condition is None
+    assert disagreement_note(_explain(None, pod("q"), GPU), None, 0) is None
