@@ -65,15 +65,22 @@ MODES = ("NodeNames", "Nodes")
 VERBS = ("filter", "prioritize", "preempt", "explain")
 LOCAL_PATHS = ("explain", "simulate")
 
+CLIENT_NAME = "kube-scheduler-paths"  # the client certificate allowed to call every verb
 SERVE_CONFIG = f"""\
 apiVersion: kubescheduler.config.k8s.io/v1
 kind: KubeSchedulerConfiguration
 profiles:
   - schedulerName: {SERVED_PROFILE}
+---
+apiVersion: kube-extender.io/v1alpha1
+kind: ExtenderConfiguration
+profile: {SERVED_PROFILE}
+allowedClients: [{CLIENT_NAME}]
+bind: {{enabled: true}}
 """
 
 
-def prioritize_scheduler_config(extender_url: str) -> dict:
+def prioritize_scheduler_config(extender_url: str, tls: dict) -> dict:
     """kube-scheduler with the default profile and our served extender as a prioritizer."""
     return {
         "apiVersion": "kubescheduler.config.k8s.io/v1",
@@ -95,6 +102,8 @@ def prioritize_scheduler_config(extender_url: str) -> dict:
                 "weight": EXTENDER_WEIGHT,
                 "nodeCacheCapable": True,
                 "httpTimeout": "10s",
+                "enableHTTPS": True,
+                "tlsConfig": tls,
             }
         ],
     }
@@ -375,11 +384,30 @@ class PathDifferential:
         self.profile = default_profile()
 
     def start(self) -> PathDifferential:
+        import ssl
+
+        from extender.controlplane.certs import generate, issue_serving_cert
+
         self.conformance._create("/apis/scheduling.k8s.io/v1/priorityclasses", preempting_class())
-        self.extender = Extender(self.cp, SERVE_CONFIG, name="path-extender")
+        # HTTPS with client certificates: the bind verb is served only to an allow-list.
+        pki_dir = self.log_dir / "pki"
+        pki = generate(pki_dir)
+        cert, key = issue_serving_cert(pki, pki_dir, "path-extender", ["127.0.0.1"])
+        client = issue_serving_cert(pki, pki_dir, CLIENT_NAME, [CLIENT_NAME])
+        self.extender = Extender(
+            self.cp,
+            SERVE_CONFIG,
+            name="path-extender",
+            scheme="https",
+            extra=["--certfile", str(cert), "--keyfile", str(key), "--ca-certs", str(pki.ca_cert)],
+        )
+        context = ssl.create_default_context(cafile=str(pki.ca_cert))
+        context.load_cert_chain(str(client[0]), str(client[1]))
+        self.extender.context = context
         self.extender.wait_ready(timeout=60)
+        tls = {"caFile": str(pki.ca_cert), "certFile": str(client[0]), "keyFile": str(client[1])}
         self.cp.start_scheduler(
-            prioritize_scheduler_config(self.extender.url), name=PRIORITIZE_SCHEDULER
+            prioritize_scheduler_config(self.extender.url, tls), name=PRIORITIZE_SCHEDULER
         )
         return self
 
@@ -424,6 +452,7 @@ class PathDifferential:
                 self.compare_local(case, pod, ours, local, tally)
             if binds:
                 self.kube_scheduler_binds(case, created, binds, tally)
+                self.extender_binds(case, created, binds, tally)
         finally:
             conf.teardown(case)
         tally.seconds = time.monotonic() - started
@@ -565,12 +594,7 @@ class PathDifferential:
         for pod in created:
             if done >= limit:
                 break
-            if pod["spec"].get("resourceClaims") or any(
-                v.get("persistentVolumeClaim") or v.get("ephemeral")
-                for v in pod["spec"].get("volumes") or ()
-            ):
-                # Binding would allocate devices (the state of later pods changes) or wait
-                # for a PV controller that does not run here.
+            if _needs_pre_bind(pod):
                 continue
             nodes, bound, objects = conf.state(case)
             fwk = Framework(self.profile, registry(), objects.services())
@@ -608,6 +632,71 @@ class PathDifferential:
             tally.check("kube-scheduler+prioritize", found)
             done += 1
 
+    # -- the bind verb ---------------------------------------------------------------------
+
+    def extender_binds(self, case: Case, created: list[dict], limit: int, tally: PathTally) -> None:
+        """Up to ``limit`` pods bound through the served extender's bind verb, in turn: onto a
+        node the standalone path rejects it must refuse (nothing written), onto the node the
+        standalone path picks it must write the Binding (the pod's ``spec.nodeName``)."""
+        assert self.extender is not None
+        conf = self.conformance
+        done = 0
+        for pod in created:
+            if done >= limit:
+                break
+            if _needs_pre_bind(pod):
+                continue
+            nodes, bound, objects = conf.state(case)
+            fwk = Framework(self.profile, registry(), objects.services())
+            ours = standalone(fwk, nodes, bound, pod)
+            if ours.error or not ours.best:
+                continue
+            meta = pod["metadata"]
+            body = {
+                "PodName": meta["name"],
+                "PodNamespace": meta["namespace"],
+                "PodUID": meta["uid"],
+            }
+            found: list[Mismatch] = []
+            rejected = sorted(set(ours.failed) | set(ours.unresolvable))
+            if rejected:
+                node = rejected[0]
+                status, reply = self.extender.post("bind", {**body, "Node": node})
+                written = self._node_of(pod)
+                if status != 200 or not (reply or {}).get("Error") or written:
+                    found.append(
+                        Mismatch(
+                            case.case_id,
+                            meta["name"],
+                            "extender/bind",
+                            node,
+                            f"refused ({ours.deciders.get(node)} rejects it)",
+                            f"HTTP {status} {reply}, pod bound to {written or 'nothing'}",
+                            ours.deciders.get(node, ""),
+                        )
+                    )
+            node = sorted(ours.best)[0]
+            status, reply = self.extender.post("bind", {**body, "Node": node})
+            written = self._node_of(pod)
+            if status != 200 or (reply or {}).get("Error") or written != node:
+                found.append(
+                    Mismatch(
+                        case.case_id,
+                        meta["name"],
+                        "extender/bind",
+                        node,
+                        f"bound to {node}",
+                        f"HTTP {status} {reply}, pod bound to {written or 'nothing'}",
+                    )
+                )
+            tally.check("extender/bind", found, 1 + bool(rejected))
+            done += 1
+
+    def _node_of(self, pod: dict) -> str:
+        meta = pod["metadata"]
+        obj = self.kube.get(f"/api/v1/namespaces/{meta['namespace']}/pods/{meta['name']}") or {}
+        return (obj.get("spec") or {}).get("nodeName") or ""
+
     def _bind(self, pod: dict) -> str:
         body = copy.deepcopy(pod)
         body["metadata"]["name"] += "-ks"
@@ -621,6 +710,16 @@ class PathDifferential:
                 return node
             time.sleep(0.2)
         return "(not bound)"
+
+
+def _needs_pre_bind(pod: dict) -> bool:
+    """Binding this pod needs a PreBind first: claims to allocate (DynamicResources) or volumes
+    to bind (VolumeBinding, waiting for a PV controller that does not run here). kube-scheduler
+    runs PreBind before it calls an extender's bind, so the bind verb alone cannot place it."""
+    spec = pod["spec"]
+    return bool(spec.get("resourceClaims")) or any(
+        v.get("persistentVolumeClaim") or v.get("ephemeral") for v in spec.get("volumes") or ()
+    )
 
 
 def _case_snapshot(cluster: Any, case: Case) -> Snapshot:

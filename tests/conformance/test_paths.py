@@ -49,7 +49,13 @@ def test_every_path_answers_what_the_standalone_path_answers(path_tally: PathTal
     for mode in MODES:
         for verb in ("filter", "prioritize", "preempt"):
             assert path_tally.compared[f"extender/{verb}/{mode}"], path_tally.report()
-    for path in ("extender/explain/NodeNames", "explain", "simulate", "kube-scheduler+prioritize"):
+    for path in (
+        "extender/explain/NodeNames",
+        "extender/bind",
+        "explain",
+        "simulate",
+        "kube-scheduler+prioritize",
+    ):
         assert path_tally.compared[path], path_tally.report()
 
 
