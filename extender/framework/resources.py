@@ -373,13 +373,14 @@ def _max_into(acc: Resource, other: Resource) -> None:
         acc.scalar[name] = max(acc.scalar.get(name, 0), value)
 
 
-def pod_requests(pod: dict, non_zero: bool = False) -> Resource:
+def pod_requests(pod: dict, non_zero: bool = False, pod_level: bool = True) -> Resource:
     """Effective requests of a pod (upstream
     ``staging/src/k8s.io/component-helpers/resource/helpers.go``).
 
     ``max(sum of containers + sidecars, peak of init containers + sidecars started before)``,
-    pod-level requests replacing CPU/memory, plus overhead. With ``non_zero`` a container
-    that does not mention CPU/memory counts as 100m / 200Mi (used for scoring).
+    pod-level requests replacing CPU/memory (unless not ``pod_level``: upstream's
+    ``SkipPodLevelResources``), plus overhead. With ``non_zero`` a container that does not
+    mention CPU/memory counts as 100m / 200Mi (used for scoring).
     """
     spec = pod.get("spec") or {}
     regular = Resource()
@@ -398,11 +399,11 @@ def pod_requests(pod: dict, non_zero: bool = False) -> Resource:
             _max_into(init_peak, req)
     _max_into(regular, init_peak)
 
-    pod_level = (spec.get("resources") or {}).get("requests") or {}
-    if CPU in pod_level:
-        regular.milli_cpu = milli_value(pod_level[CPU])
-    if MEMORY in pod_level:
-        regular.memory = int_value(pod_level[MEMORY])
+    level = (spec.get("resources") or {}).get("requests") or {} if pod_level else {}
+    if CPU in level:
+        regular.milli_cpu = milli_value(level[CPU])
+    if MEMORY in level:
+        regular.memory = int_value(level[MEMORY])
 
     overhead = spec.get("overhead")
     if overhead:

@@ -325,7 +325,11 @@ class NodeResourcesFit:
         return None
 
     def _pod_requests(self, pod: dict) -> list[int]:
-        return pod_request_list(pod, self.resources, use_requested=False)
+        # Upstream v1.36's scoring strategies (fit.go getScorer) build their
+        # resourceAllocationScorer without the PodLevelResources gate, so the score reads the
+        # containers' requests even when the pod sets pod-level ones (BalancedAllocation and
+        # the Filter do read them).
+        return pod_request_list(pod, self.resources, use_requested=False, pod_level=False)
 
     def score(self, state: CycleState, pod: dict, node_info: NodeInfo) -> tuple[int, Status | None]:
         try:

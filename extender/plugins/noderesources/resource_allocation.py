@@ -55,9 +55,12 @@ def go_round_ratio(numerator: int, denominator: int) -> int:
     return q + 1 if 2 * r >= denominator else q
 
 
-def pod_request_list(pod: dict, resources: Iterable[str], use_requested: bool) -> list[int]:
-    """The pod's request of each resource, in order (non-zero CPU/memory unless use_requested)."""
-    requests = pod_requests(pod, non_zero=not use_requested)
+def pod_request_list(
+    pod: dict, resources: Iterable[str], use_requested: bool, pod_level: bool = True
+) -> list[int]:
+    """The pod's request of each resource, in order (non-zero CPU/memory unless use_requested;
+    pod-level requests unless not ``pod_level``)."""
+    requests = pod_requests(pod, non_zero=not use_requested, pod_level=pod_level)
     return [requests.get(name) for name in resources]
 
 

@@ -419,3 +419,32 @@ def test_node_change_hint() -> None:
     gpu_pod = pod_with({"example.com/gpu": "1"})
     with_gpu = make_node("n", extra_allocatable={"example.com/gpu": "1"})
     assert is_schedulable_after_node_change(gpu_pod, make_node("n"), with_gpu) == QUEUE
+
+
+def test_score_reads_container_requests_even_with_pod_level_ones() -> None:
+    """Upstream v1.36's scoring strategies build their scorer without the PodLevelResources
+    gate (``fit.go`` getScorer), so Score counts the containers' non-zero requests where the
+    Filter and BalancedAllocation count the pod-level ones. Seen in kube-scheduler's log (v=10)
+    for this pod on an empty 4 cpu / 8Gi node: requestedResource=[200,1283457024] score 90."""
+    from extender.plugins.noderesources.balanced_allocation import (
+        NodeResourcesBalancedAllocation,
+    )
+
+    pod = make_pod(
+        "p",
+        containers=[{"name": "c0", "image": "pause"}],
+        initContainers=[
+            {
+                "name": "sidecar",
+                "image": "db",
+                "restartPolicy": "Always",
+                "resources": {"requests": {"memory": "1Gi"}},
+            }
+        ],
+        resources={"requests": {"cpu": "200m", "memory": "5435817984"}},
+    )
+    node = make_node("n", cpu="4", memory="8Gi")
+    # cpu (4000 - 200) / 4000 = 95, memory (8Gi - 1Gi - 200Mi) / 8Gi = 85: mean 90.
+    assert score_all(fit(), pod, [node], [])["n"] == 90
+    balanced = NodeResourcesBalancedAllocation({}, None)
+    assert score_all(balanced, pod, [node], [])["n"] == 60  # the pod-level 5435817984
