@@ -27,7 +27,7 @@ from prometheus_client import (
 )
 from werkzeug.exceptions import HTTPException, NotFound, RequestEntityTooLarge
 
-from extender import wire
+from extender import health, wire
 from extender.framework.schedule import SchedulingError
 from extender.metrics import PluginMetrics
 
@@ -298,15 +298,16 @@ def create_app(
     verb_paths = [f"{prefix}/{name}" for name in routes]
     unknown_paths = UnknownPaths(metrics, verb_paths)
 
+    def _health(status: int, body: bytes) -> Response:
+        return Response(body, status=status, headers=health.HEADERS)
+
     @app.get("/healthz")
     def healthz() -> Response:
-        return _json({"status": "ok"})
+        return _health(*health.healthz())
 
     @app.get("/readyz")
     def readyz() -> Response:
-        if service.ready():
-            return _json({"status": "ready"})
-        return _json({"status": "not ready", "reason": "caches not synced"}, 503)
+        return _health(*health.readyz(service.ready()))
 
     @app.get("/metrics")
     def prometheus() -> Response:

@@ -27,6 +27,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
+from http import HTTPStatus
 from typing import Any
 
 import orjson
@@ -34,7 +35,7 @@ from gunicorn import glogging
 from gunicorn import sock as gsock
 from gunicorn.workers import base
 
-from extender import logs
+from extender import health, logs
 from extender.cliutil import parse_bind
 
 from .front import Front, Limits
@@ -206,21 +207,22 @@ class HealthListener:
                 head += part
             method, _, rest = head.partition(b" ")
             path = rest.split(b" ", 1)[0].split(b"?", 1)[0]
+            # The probes' answers as the app's (extender.health); errors in JSON, as the app's.
+            headers = "".join(f"{name}: {value}\r\n" for name, value in health.HEADERS)
             if method not in (b"GET", b"HEAD"):
-                code, body = 405, {"error": "method not allowed"}
+                code, data = 405, orjson.dumps({"error": "method not allowed"})
+                headers = "Content-Type: application/json\r\n"
             elif path == b"/healthz":
-                code, body = 200, {"status": "ok"}
+                code, data = health.healthz()
             elif path == b"/readyz":
-                if self.ready():
-                    code, body = 200, {"status": "ready"}
-                else:
-                    code, body = 503, {"status": "not ready", "reason": "caches not synced"}
+                code, data = health.readyz(self.ready())
             else:
-                code, body = 404, {"error": "not found: the health port serves /healthz, /readyz"}
-            data = orjson.dumps(body)
+                message = "not found: the health port serves /healthz, /readyz"
+                code, data = 404, orjson.dumps({"error": message})
+                headers = "Content-Type: application/json\r\n"
             reply = (
-                f"HTTP/1.1 {code} {'OK' if code == 200 else 'Error'}\r\n"
-                f"Content-Type: application/json\r\nContent-Length: {len(data)}\r\n"
+                f"HTTP/1.1 {code} {HTTPStatus(code).phrase}\r\n"
+                f"{headers}Content-Length: {len(data)}\r\n"
                 "Connection: close\r\n\r\n"
             ).encode() + (b"" if method == b"HEAD" else data)
             conn.settimeout(self.DEADLINE)

@@ -122,7 +122,7 @@ def test_health_answers_within_a_second_under_slowloris_and_idle_connects(
             start = time.monotonic()
             status, body, _ = server.request("GET", "/healthz", port=server.health)
             took = time.monotonic() - start
-            assert status == 200 and json.loads(body) == {"status": "ok"}
+            assert status == 200 and body == b"ok"
             assert took < 1.0, f"/healthz took {took:.2f}s under slowloris"
             status, _, _ = server.request("GET", "/readyz", port=server.health)
             assert status == 200
