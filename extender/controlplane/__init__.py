@@ -68,6 +68,25 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+def free_port_pair(host: str = "127.0.0.1") -> int:
+    """A free port P of ``host`` with P + 1 free too: ``serve --bind HOST:P`` without
+    ``--health-bind`` opens its health port on P + 1."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    for _ in range(100):
+        with socket.socket(family) as first:
+            first.bind((host, 0))
+            port = int(first.getsockname()[1])
+            if port == 65535:
+                continue
+            with socket.socket(family) as second:
+                try:
+                    second.bind((host, port + 1))
+                except OSError:
+                    continue
+            return port
+    raise ControlPlaneError(f"no two consecutive free ports on {host}")
+
+
 def pid_alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)

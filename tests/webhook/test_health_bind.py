@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from extender.controlplane import kube_extender, spawn, stop_pid, wait_http_ok
+from extender.controlplane import free_port_pair, kube_extender, spawn, stop_pid, wait_http_ok
 from extender.webhook.cli import default_health_bind
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -40,23 +40,6 @@ def test_bind_on_the_last_port_without_health_bind_is_one_line_and_exit_2() -> N
     assert "--health-bind" in last and "Traceback" not in proc.stderr, proc.stderr
 
 
-def _port_pair(host: str, family: socket.AddressFamily) -> int:
-    """A port P with P and P + 1 both free on ``host``."""
-    for _ in range(50):
-        with socket.socket(family) as first:
-            first.bind((host, 0))
-            port = first.getsockname()[1]
-            if port == 65535:
-                continue
-            with socket.socket(family) as second:
-                try:
-                    second.bind((host, port + 1))
-                except OSError:
-                    continue
-            return int(port)
-    raise AssertionError("no two consecutive free ports")
-
-
 def _listening(port: int, table: str) -> set[str]:
     """The local addresses (hex, as /proc/net/tcp{,6} writes them) listening on ``port``."""
     found = set()
@@ -81,7 +64,7 @@ def _serve(tmp_path: Path, bind: str, health_url: str) -> subprocess.Popen:
 
 @pytest.mark.skipif(not Path("/proc/net/tcp").exists(), reason="reads /proc/net/tcp")
 def test_loopback_bind_opens_its_health_port_on_loopback_only(tmp_path: Path) -> None:
-    port = _port_pair("127.0.0.1", socket.AF_INET)
+    port = free_port_pair()
     proc = _serve(tmp_path, f"127.0.0.1:{port}", f"http://127.0.0.1:{port + 1}/readyz")
     try:
         assert _listening(port + 1, "tcp") == {"0100007F"}  # 127.0.0.1, not 0.0.0.0
@@ -104,7 +87,7 @@ def _has_ipv6_loopback() -> bool:
 
 @pytest.mark.skipif(not _has_ipv6_loopback(), reason="no IPv6 loopback")
 def test_ipv6_bind_opens_its_health_port_on_the_same_ipv6_host(tmp_path: Path) -> None:
-    port = _port_pair("::1", socket.AF_INET6)
+    port = free_port_pair("::1")
     proc = _serve(tmp_path, f"[::1]:{port}", f"http://[::1]:{port + 1}/healthz")
     try:
         assert _listening(port + 1, "tcp6") == {"00000000000000000000000001000000"}  # ::1

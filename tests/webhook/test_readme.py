@@ -8,7 +8,7 @@ import shlex
 import subprocess
 from pathlib import Path
 
-from extender.controlplane import free_port, kube_extender, spawn, stop_pid, wait_http_ok
+from extender.controlplane import free_port_pair, kube_extender, spawn, stop_pid, wait_http_ok
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -25,7 +25,7 @@ def test_readme_curl_walkthrough(tmp_path: Path) -> None:
     lines = readme_block()
     serve = lines[0].removesuffix("&").strip()
     assert serve.startswith("kube-extender serve ")
-    port = free_port()
+    port = free_port_pair()  # and the health port, the next one
     argv = shlex.split(serve.replace("127.0.0.1:8888", f"127.0.0.1:{port}"))
     log = tmp_path / "serve.log"
     proc = spawn(kube_extender(*argv[1:]), log, cwd=REPO)
