@@ -141,6 +141,8 @@ class ControlPlane:
         self.state = self._load_state() or State(str(self.directory))
         self.certs: certs.CertFiles | None = None
         self._children: dict[str, subprocess.Popen] = {}
+        # The command line each component was started with in this process, by name.
+        self.commands: dict[str, list[str]] = {}
 
     # -- state --------------------------------------------------------------------------------
 
@@ -184,6 +186,7 @@ class ControlPlane:
         finally:
             log.close()
         self._children[name] = proc
+        self.commands[name] = argv
         self.state.pids[name] = proc.pid
         self._save_state()
         return proc
@@ -292,19 +295,21 @@ class ControlPlane:
     ) -> Path:
         """Start the real kube-scheduler with a KubeSchedulerConfiguration.
 
-        ``clientConnection.kubeconfig`` is pointed at this cluster (the ``--kubeconfig`` flag is
-        ignored when ``--config`` is given), with ``kubeconfig``'s credentials if given (for
-        the API and the delegated authentication/authorization of its secure port), else the
-        admin's. Returns the config file actually used.
+        kube-scheduler ignores its ``--kubeconfig`` flag when ``--config`` is given: the API
+        server comes from ``clientConnection.kubeconfig``. It is set to ``kubeconfig`` if given,
+        else kept if the config sets one, else this cluster's admin kubeconfig, in a copy of
+        the config (the returned path, in the cluster directory); the caller's file is never
+        written. The delegated authentication/authorization of its secure port use
+        ``kubeconfig``, else the admin's.
         """
         if not isinstance(config, dict):
             config = yaml.safe_load(Path(config).read_text())
         config = dict(config)
+        connection = dict(config.get("clientConnection") or {})
+        if kubeconfig is not None or not connection.get("kubeconfig"):
+            connection["kubeconfig"] = str(kubeconfig or self.kubeconfig)
+        config["clientConnection"] = connection
         kubeconfig = kubeconfig or self.kubeconfig
-        config["clientConnection"] = {
-            **(config.get("clientConnection") or {}),
-            "kubeconfig": str(kubeconfig),
-        }
         path = self.directory / f"{name}-config.yaml"
         path.write_text(yaml.safe_dump(config, sort_keys=False))
         self._start_component(name, "kube-scheduler", [f"--config={path}"], kubeconfig, wait)
