@@ -104,9 +104,13 @@ class UnknownPaths:
         self.warned: set[str] = set()
         self._lock = threading.Lock()
 
-    def record(self, method: str, path: str) -> None:
-        self.metrics.unknown_paths.labels(method if method in METHODS else "other").inc()
-        shown = path if len(path) <= 200 else path[:200] + "..."
+    def record(self, method: str, path: str, where: str = "") -> None:
+        """``where``: the listener, when not the verbs' (``"health port"``)."""
+        method = method if method in METHODS else "other"
+        self.metrics.unknown_paths.labels(method).inc()
+        shown = repr(path if len(path) <= 200 else path[:200] + "...")
+        if where:
+            shown += f" on the {where}"
         with self._lock:
             first = len(self.warned) < self.remember and shown not in self.warned
             if first:
@@ -115,10 +119,10 @@ class UnknownPaths:
         # drops a failed prioritize call, and ignores filter errors of an ignorable extender.
         log.log(
             logging.WARNING if first else logging.DEBUG,
-            "%s %r: no such path (404); the verbs are at %s: check urlPrefix and the "
+            "%s %s: no such path (404); the verbs are at %s: check urlPrefix and the "
             "filterVerb, prioritizeVerb, preemptVerb and bindVerb of the scheduler's "
             "extender config",
-            method if method in METHODS else "other",
+            method,
             shown,
             ", ".join(self.verb_paths),
         )
@@ -300,6 +304,7 @@ def create_app(
         )
     verb_paths = [f"{prefix}/{name}" for name in routes]
     unknown_paths = UnknownPaths(metrics, verb_paths)
+    app.extensions["kube-extender"]["unknown_paths"] = unknown_paths
 
     def _health(status: int, body: bytes) -> Response:
         return Response(body, status=status, headers=health.HEADERS)

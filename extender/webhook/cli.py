@@ -175,8 +175,6 @@ def build_app(
         settings.url_prefix,
         "yes" if connected else "no",
     )
-    if health is not None:
-        health.start(service.ready)
     budget = max_inflight_bytes or settings.max_request_bytes
     allowed = allowed_clients(settings, allowed_flags)
     app = create_app(
@@ -193,6 +191,8 @@ def build_app(
     app.extensions["kube-extender"]["body_budget"] = BytesInFlight(
         max(budget, settings.max_request_bytes)
     )
+    if health is not None:
+        health.start(service.ready, app.extensions["kube-extender"]["unknown_paths"].record)
     return app
 
 

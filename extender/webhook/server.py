@@ -170,15 +170,20 @@ class HealthListener:
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
         self.sock = socket.create_server((host, port), family=family, backlog=128)
         self.ready: Callable[[], bool] = lambda: False
+        self.unknown: Callable[[str, str, str], None] | None = None
         self._slots = threading.BoundedSemaphore(self.MAX_CONNECTIONS)
 
     @property
     def port(self) -> int:
         return int(self.sock.getsockname()[1])
 
-    def start(self, ready: Callable[[], bool]) -> None:
-        """In the worker, once its app is built."""
+    def start(
+        self, ready: Callable[[], bool], unknown: Callable[[str, str, str], None] | None = None
+    ) -> None:
+        """In the worker, once its app is built. ``unknown(method, path, where)`` records a
+        request to another path (a scheduler pointed at this port instead of the verbs')."""
         self.ready = ready
+        self.unknown = unknown
         threading.Thread(target=self._accept, daemon=True, name="health").start()
 
     def _accept(self) -> None:
@@ -209,17 +214,19 @@ class HealthListener:
             path = rest.split(b" ", 1)[0].split(b"?", 1)[0]
             # The probes' answers as the app's (extender.health); errors in JSON, as the app's.
             headers = "".join(f"{name}: {value}\r\n" for name, value in health.HEADERS)
-            if method not in (b"GET", b"HEAD"):
+            if path not in (b"/healthz", b"/readyz"):
+                message = "not found: the health port serves /healthz, /readyz (verbs: --bind)"
+                code, data = 404, orjson.dumps({"error": message})
+                headers = "Content-Type: application/json\r\n"
+                if self.unknown is not None:
+                    self.unknown(method.decode("latin1"), path.decode("latin1"), "health port")
+            elif method not in (b"GET", b"HEAD"):
                 code, data = 405, orjson.dumps({"error": "method not allowed"})
                 headers = "Content-Type: application/json\r\n"
             elif path == b"/healthz":
                 code, data = health.healthz()
-            elif path == b"/readyz":
-                code, data = health.readyz(self.ready())
             else:
-                message = "not found: the health port serves /healthz, /readyz"
-                code, data = 404, orjson.dumps({"error": message})
-                headers = "Content-Type: application/json\r\n"
+                code, data = health.readyz(self.ready())
             reply = (
                 f"HTTP/1.1 {code} {HTTPStatus(code).phrase}\r\n"
                 f"{headers}Content-Length: {len(data)}\r\n"

@@ -339,3 +339,22 @@ def test_unknown_verb_path_through_the_front_is_counted_and_warned(server: Serve
             break
         time.sleep(0.1)
     assert len(warned) == 1 and "/prioritize" in warned[0]["msg"], lines[-5:]
+
+
+def test_a_verb_sent_to_the_health_port_is_counted_and_warned(server: Server) -> None:
+    # urlPrefix pointed at the health port (the next port) by mistake: 404s, not silent.
+    before = _unknown_path_count(server)
+    status, body, _ = server.request("POST", "/filter", b"{}", port=server.health)
+    assert status == 404 and "--bind" in json.loads(body)["error"]
+    assert _unknown_path_count(server) == before + 1
+    deadline = time.monotonic() + 5
+    while True:
+        warned = [
+            line
+            for line in server.log.read_text().splitlines()
+            if '"warning"' in line and "'/filter' on the health port" in line
+        ]
+        if warned or time.monotonic() > deadline:
+            break
+        time.sleep(0.1)
+    assert len(warned) == 1
