@@ -168,7 +168,12 @@ class HealthListener:
     def __init__(self, bind: str) -> None:
         host, port = parse_bind(bind, "--health-bind")
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
-        self.sock = socket.create_server((host, port), family=family, backlog=128)
+        # "::" is every address, IPv4 too, as gunicorn's listener on "[::]" (the default
+        # health address of --bind [::]:PORT): a kubelet may probe the pod's IPv4 address.
+        dualstack = host == "::" and socket.has_dualstack_ipv6()
+        self.sock = socket.create_server(
+            (host, port), family=family, backlog=128, dualstack_ipv6=dualstack
+        )
         self.ready: Callable[[], bool] = lambda: False
         self.unknown: Callable[[str, str, str], None] | None = None
         self._slots = threading.BoundedSemaphore(self.MAX_CONNECTIONS)

@@ -93,3 +93,15 @@ def test_ipv6_bind_opens_its_health_port_on_the_same_ipv6_host(tmp_path: Path) -
         assert _listening(port + 1, "tcp6") == {"00000000000000000000000001000000"}  # ::1
     finally:
         stop_pid(proc.pid)
+
+
+@pytest.mark.skipif(not _has_ipv6_loopback(), reason="no IPv6 loopback")
+def test_bind_on_every_ipv6_address_serves_health_on_ipv4_too(tmp_path: Path) -> None:
+    # --bind [::]:P: gunicorn's listener takes IPv4 as well; so does the health port (P + 1).
+    port = free_port_pair("::")
+    proc = _serve(tmp_path, f"[::]:{port}", f"http://127.0.0.1:{port}/healthz")
+    try:
+        wait_http_ok(f"http://127.0.0.1:{port + 1}/healthz", proc, tmp_path / "serve.log", 10)
+        wait_http_ok(f"http://[::1]:{port + 1}/healthz", proc, tmp_path / "serve.log", 10)
+    finally:
+        stop_pid(proc.pid)
