@@ -5,8 +5,10 @@ runs as printed; both place a pod through the extender."""
 from __future__ import annotations
 
 import re
+import shlex
 import shutil
 import subprocess
+import urllib.request
 from pathlib import Path
 
 import yaml
@@ -15,10 +17,12 @@ from extender.controlplane import (
     ControlPlane,
     binary,
     free_port,
+    free_port_pair,
     kube_extender,
     pid_alive,
     spawn,
     stop_pid,
+    wait_http_ok,
 )
 
 from .harness import Extender, scheduler_config, wait_until
@@ -112,37 +116,73 @@ def _doc_blocks() -> list[str]:
 
 
 def test_the_documented_command_lines(kube, control_plane, processes, tmp_path):
+    """docs/extender.md's two blocks as printed: serve and `cluster scheduler`, then
+    kube-scheduler by hand; each places a pod through the extender."""
     add, by_hand = _doc_blocks()
-    assert add.strip() == (
-        "kube-extender cluster scheduler --config scheduler-config/extender-node-cache.yaml"
-    )  # run by the test above, with its own config
-    ext = Extender(control_plane, EXTENDER_CONFIG, name="extender-doc-scheduler")
-    processes.append(ext)
-    ext.wait_ready()
-    # The shipped file, with the extender's port (it says 8888).
-    shutil.copytree(REPO / "scheduler-config", tmp_path / "scheduler-config")
-    shipped = tmp_path / "scheduler-config" / "extender-node-cache.yaml"
-    shipped.write_text(shipped.read_text().replace("127.0.0.1:8888", f"127.0.0.1:{ext.port}"))
-    script = (
-        by_hand.replace(
+    port = free_port_pair()  # the extender's, and its health port
+
+    def ported(text: str) -> str:
+        text = text.replace(
             "$HOME/.cache/kube-extender/cluster/kubeconfig", str(control_plane.kubeconfig)
         )
-        .replace("$HOME/.cache/kube-extender/bin/kube-scheduler", str(binary("kube-scheduler")))
-        .replace("10269", str(free_port()))
-    )
-    log = tmp_path / "kube-scheduler.log"
-    scheduler = spawn(["bash", "-euc", script], log, cwd=tmp_path)
+        return text.replace("127.0.0.1:8888", f"127.0.0.1:{port}")  # fmt: skip
+
+    (tmp_path / "deploy").symlink_to(REPO / "deploy")
+    shutil.copytree(REPO / "scheduler-config", tmp_path / "scheduler-config")
+    shipped = tmp_path / "scheduler-config" / "extender-node-cache.yaml"
+    shipped.write_text(ported(shipped.read_text()))
+
+    serve_line, cluster_line = [line for line in add.splitlines() if line.strip()]
+    serve = shlex.split(ported(serve_line.removesuffix("&").strip()))
+    assert serve[:2] == ["kube-extender", "serve"]
+    log = tmp_path / "serve.log"
+    extender = spawn(kube_extender(*serve[1:]), log, cwd=tmp_path)
     try:
-        nodes = make_nodes(kube, allowed={1}, count=2)
-        kube.create_pod("doc-1", cpu="100m")  # default-scheduler: the shipped file's profile
-        try:
-            assert kube.wait_bound("doc-1", timeout=60) == nodes[0]
-        except Exception:
-            raise AssertionError(log.read_text()[-3000:]) from None
-        wait_until(
-            lambda: ext.metric("extender_requests_total", verb="filter", outcome="ok") >= 1,
-            10,
-            "a filter call",
+        wait_http_ok(f"http://127.0.0.1:{port + 1}/readyz", extender, log, timeout=30)
+        cluster = shlex.split(cluster_line)
+        assert cluster[:3] == ["kube-extender", "cluster", "scheduler"]
+        proc = subprocess.run(
+            kube_extender("cluster", "--dir", str(control_plane.directory), *cluster[2:]),
+            capture_output=True,
+            text=True,
+            timeout=120,
+            cwd=tmp_path,
         )
+        try:
+            assert proc.returncode == 0, proc.stderr
+            nodes = make_nodes(kube, allowed=set(), count=2)
+            kube.create_pod("doc-1", cpu="100m")  # default-scheduler: the shipped file's profile
+            assert kube.wait_bound("doc-1", timeout=60) in nodes
+        finally:
+            pid = _pid(control_plane, "kube-scheduler")
+            if pid is not None:
+                stop_pid(pid)
+        filtered = _filter_calls(port)
+        assert filtered >= 1
+
+        script = by_hand.replace(
+            "$HOME/.cache/kube-extender/bin/kube-scheduler", str(binary("kube-scheduler"))
+        )
+        script = ported(script).replace("10269", str(free_port()))
+        scheduler_log = tmp_path / "kube-scheduler.log"
+        scheduler = spawn(["bash", "-euc", script], scheduler_log, cwd=tmp_path)
+        try:
+            kube.create_pod("doc-2", cpu="100m")
+            try:
+                assert kube.wait_bound("doc-2", timeout=60) in nodes
+            except Exception:
+                raise AssertionError(scheduler_log.read_text()[-3000:]) from None
+            wait_until(lambda: _filter_calls(port) > filtered, 10, "a filter call")
+        finally:
+            stop_pid(scheduler.pid)
     finally:
-        stop_pid(scheduler.pid)
+        stop_pid(extender.pid)
+
+
+def _filter_calls(port: int) -> float:
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as response:
+        metrics = response.read().decode()
+    found = re.search(
+        r'^extender_requests_total\{outcome="ok",verb="filter"\} (\S+)$', metrics, re.M
+    )
+    return float(found.group(1)) if found else 0.0
