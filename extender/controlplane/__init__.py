@@ -68,6 +68,25 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+def free_port_pair(host: str = "127.0.0.1") -> int:
+    """A free port P of ``host`` with P + 1 free too: ``serve --bind HOST:P`` without
+    ``--health-bind`` opens its health port on P + 1."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    for _ in range(100):
+        with socket.socket(family) as first:
+            first.bind((host, 0))
+            port = int(first.getsockname()[1])
+            if port == 65535:
+                continue
+            with socket.socket(family) as second:
+                try:
+                    second.bind((host, port + 1))
+                except OSError:
+                    continue
+            return port
+    raise ControlPlaneError(f"no two consecutive free ports on {host}")
+
+
 def pid_alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -122,6 +141,8 @@ class ControlPlane:
         self.state = self._load_state() or State(str(self.directory))
         self.certs: certs.CertFiles | None = None
         self._children: dict[str, subprocess.Popen] = {}
+        # The command line each component was started with in this process, by name.
+        self.commands: dict[str, list[str]] = {}
 
     # -- state --------------------------------------------------------------------------------
 
@@ -165,6 +186,7 @@ class ControlPlane:
         finally:
             log.close()
         self._children[name] = proc
+        self.commands[name] = argv
         self.state.pids[name] = proc.pid
         self._save_state()
         return proc
@@ -273,19 +295,21 @@ class ControlPlane:
     ) -> Path:
         """Start the real kube-scheduler with a KubeSchedulerConfiguration.
 
-        ``clientConnection.kubeconfig`` is pointed at this cluster (the ``--kubeconfig`` flag is
-        ignored when ``--config`` is given), with ``kubeconfig``'s credentials if given (for
-        the API and the delegated authentication/authorization of its secure port), else the
-        admin's. Returns the config file actually used.
+        kube-scheduler ignores its ``--kubeconfig`` flag when ``--config`` is given: the API
+        server comes from ``clientConnection.kubeconfig``. It is set to ``kubeconfig`` if given,
+        else kept if the config sets one, else this cluster's admin kubeconfig, in a copy of
+        the config (the returned path, in the cluster directory); the caller's file is never
+        written. The delegated authentication/authorization of its secure port use
+        ``kubeconfig``, else the admin's.
         """
         if not isinstance(config, dict):
             config = yaml.safe_load(Path(config).read_text())
         config = dict(config)
+        connection = dict(config.get("clientConnection") or {})
+        if kubeconfig is not None or not connection.get("kubeconfig"):
+            connection["kubeconfig"] = str(kubeconfig or self.kubeconfig)
+        config["clientConnection"] = connection
         kubeconfig = kubeconfig or self.kubeconfig
-        config["clientConnection"] = {
-            **(config.get("clientConnection") or {}),
-            "kubeconfig": str(kubeconfig),
-        }
         path = self.directory / f"{name}-config.yaml"
         path.write_text(yaml.safe_dump(config, sort_keys=False))
         self._start_component(name, "kube-scheduler", [f"--config={path}"], kubeconfig, wait)

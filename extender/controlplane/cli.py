@@ -1,12 +1,65 @@
-"""``kube-extender cluster up|down|status``: a local control plane for trying things out."""
+"""``kube-extender cluster up|scheduler|down|status``: a local control plane for trying things
+out."""
 
 from __future__ import annotations
 
 import argparse
+import re
+import shlex
 import sys
 from pathlib import Path
+from typing import Any
+
+import yaml
 
 from . import DEFAULT_CACHE, ControlPlane, ControlPlaneError, binary
+
+# Components `up` starts under these names: `scheduler --name` may not take them.
+RESERVED = frozenset({"etcd", "kube-apiserver", "kube-controller-manager"})
+
+
+def scheduler_config(parser: argparse.ArgumentParser, path: Path) -> dict[str, Any]:
+    """The KubeSchedulerConfiguration in ``path``, or exit 2 naming the problem. A relative
+    ``clientConnection.kubeconfig`` is made absolute (kube-scheduler runs in the cluster
+    directory)."""
+    if not path.is_file():
+        parser.error(f"--config: no such file: {path}")
+    try:
+        config = yaml.safe_load(path.read_text())
+    except (OSError, yaml.YAMLError) as exc:
+        parser.error(f"--config {path}: {' '.join(str(exc).split())}")
+    if not isinstance(config, dict) or config.get("kind") != "KubeSchedulerConfiguration":
+        parser.error(f"--config {path}: not a KubeSchedulerConfiguration (kind)")
+    connection = config.get("clientConnection") or {}
+    if not isinstance(connection, dict):
+        parser.error(f"--config {path}: clientConnection: not a mapping")
+    if connection.get("kubeconfig"):
+        config["clientConnection"] = {
+            **connection,
+            "kubeconfig": str(Path(connection["kubeconfig"]).expanduser().resolve()),
+        }
+    return config
+
+
+def add_scheduler(cp: ControlPlane, config: dict[str, Any], name: str) -> None:
+    """Start kube-scheduler ``name`` with ``config`` on the running cluster (replacing one of
+    that name) and print what ran, the command line included."""
+    if not cp.running().get("kube-apiserver"):
+        raise ControlPlaneError(
+            f"no control plane running in {cp.directory}: start one with `kube-extender "
+            "cluster up` (with --dir if it is elsewhere)"
+        )
+    cp.attach()
+    replaced = name in cp.state.pids
+    if replaced:
+        cp.stop_component(name)
+    own = (config.get("clientConnection") or {}).get("kubeconfig")
+    path = cp.start_scheduler(config, name=name)
+    print(f"{'replaced' if replaced else 'started'} {name}: pid {cp.state.pids[name]}")
+    print(f"config:         {path}")
+    print(f"kubeconfig:     {own or cp.kubeconfig}{'' if own else ' (the cluster admin)'}")
+    print(f"log:            {cp.logs / f'{name}.log'}")
+    print(f"command:        {shlex.join(cp.commands[name])}")
 
 
 def main(argv: list[str]) -> int:
@@ -34,15 +87,47 @@ def main(argv: list[str]) -> int:
         help="also start the real kube-controller-manager with its PV binder and "
         "resource-claim controller (claims from ResourceClaimTemplates, for DRA)",
     )
-    sub.add_parser("down", help="stop everything `up` started")
+    scheduler = sub.add_parser(
+        "scheduler",
+        help="start the real kube-scheduler on the running cluster with a "
+        "KubeSchedulerConfiguration (replacing one of the same --name)",
+        description="Start the real kube-scheduler on the running cluster. Its config's "
+        "clientConnection.kubeconfig, if empty, is set to the cluster's kubeconfig in a copy "
+        "written to the cluster directory; the command line run is printed.",
+    )
+    scheduler.add_argument(
+        "--config", type=Path, required=True, help="KubeSchedulerConfiguration file"
+    )
+    scheduler.add_argument(
+        "--name",
+        default="kube-scheduler",
+        help="its name in `status`, its log file and `down` (default %(default)s: the one "
+        "`up --scheduler-config` starts, replaced); another name adds a scheduler",
+    )
+    sub.add_parser("down", help="stop everything `up` and `scheduler` started")
     sub.add_parser("status", help="show what runs and where")
     args = parser.parse_args(argv)
 
     cp = ControlPlane(args.dir)
     try:
-        if args.command == "up":
+        if args.command == "scheduler":
+            if not re.fullmatch(r"[a-z0-9][a-z0-9.-]*", args.name) or args.name in RESERVED:
+                parser.error(
+                    f"--name {args.name!r}: lower-case letters, digits, '.' and '-', and not "
+                    f"one of {', '.join(sorted(RESERVED))}"
+                )
+            config = scheduler_config(parser, args.config)
+            binary("kube-scheduler")
+            add_scheduler(cp, config, args.name)
+        elif args.command == "up":
             if args.scheduler_config is not None and not args.scheduler_config.is_file():
                 parser.error(f"--scheduler-config: no such file: {args.scheduler_config}")
+            if args.scheduler_config is not None and any(cp.running().values()):
+                raise ControlPlaneError(
+                    f"a control plane is already running in {cp.directory}; add the scheduler "
+                    "to it with `kube-extender cluster scheduler --config "
+                    f"{args.scheduler_config}`"
+                )
             # A missing binary is reported before anything starts, not with half a cluster up.
             if args.scheduler_config is not None:
                 binary("kube-scheduler")
@@ -57,6 +142,8 @@ def main(argv: list[str]) -> int:
             except BaseException:
                 cp.down()
                 raise
+            if args.scheduler_config is not None:
+                print(f"kube-scheduler: {shlex.join(cp.commands['kube-scheduler'])}")
             print(f"running:        {', '.join(cp.state.pids)}")
             print(f"kube-apiserver: {cp.server}")
             print(f"kubeconfig:     {cp.kubeconfig}")

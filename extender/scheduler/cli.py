@@ -20,7 +20,7 @@ from typing import Any
 
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from extender import logs
+from extender import health, logs
 from extender.cliutil import add_log_flags, bind_type, check_kubeconfig, connect, parse_bind
 from extender.composition import StandaloneScheduler
 from extender.config import ConfigError, load
@@ -42,16 +42,17 @@ def serve_http(runtime: StandaloneScheduler, bind: str) -> ThreadingHTTPServer:
                 body = json.dumps(runtime.cache.dump(), sort_keys=True).encode()
                 self._reply(200, body, "application/json")
             elif self.path == "/healthz":
-                self._reply(200, b"ok")
+                self._reply(*health.healthz())
             elif self.path == "/readyz":
-                ok = runtime.synced()
-                self._reply(200 if ok else 503, b"ok" if ok else b"informers not synced")
+                self._reply(*health.readyz(runtime.synced()))
             else:
                 self._reply(404, b"not found")
 
-        def _reply(self, code: int, body: bytes, content_type: str = "text/plain") -> None:
+        def _reply(self, code: int, body: bytes, content_type: str = health.CONTENT_TYPE) -> None:
             self.send_response(code)
             self.send_header("Content-Type", content_type)
+            if content_type == health.CONTENT_TYPE:
+                self.send_header("X-Content-Type-Options", "nosniff")
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()
             self.wfile.write(body)

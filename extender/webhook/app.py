@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import threading
 import time
 from collections.abc import Callable, Collection
 from importlib.metadata import PackageNotFoundError, version
@@ -24,9 +25,9 @@ from prometheus_client import (
     Histogram,
     generate_latest,
 )
-from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
+from werkzeug.exceptions import HTTPException, NotFound, RequestEntityTooLarge
 
-from extender import wire
+from extender import health, wire
 from extender.framework.schedule import SchedulingError
 from extender.metrics import PluginMetrics
 
@@ -37,6 +38,9 @@ from .service import ExtenderService, Scores, ServiceUnavailable
 log = logging.getLogger(__name__)
 
 DEFAULT_MAX_REQUEST_BYTES = 32 * 1024 * 1024  # docs/extender.md#memory
+# extender_requests_total's outcome label, every value a verb handler sets (docs/extender.md
+# #metrics lists them all; tests/unit/test_extender_doc.py checks both).
+OUTCOMES = ("ok", "error", "bad_request", "unavailable", "too_large", "refused", "forbidden")
 LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5)
 NODE_BUCKETS = (1, 5, 10, 50, 100, 250, 500, 1000, 2500, 5000, 15000)
 
@@ -73,6 +77,54 @@ class Metrics(PluginMetrics):
             ["verb"],
             buckets=NODE_BUCKETS,
             registry=self.registry,
+        )
+        # Not a verb label: a 404 is no verb, and the path is the caller's (unbounded).
+        self.unknown_paths = Counter(
+            "extender_unknown_path_requests_total",
+            "Requests to a path the extender does not serve (404), such as a misspelt verb "
+            "in the scheduler's extender config, by HTTP method.",
+            ["method"],
+            registry=self.registry,
+        )
+
+
+# The method label's values: a client can send any token as its method.
+METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
+
+
+class UnknownPaths:
+    """Counts requests to unknown paths and warns once for each distinct path, for the first
+    ``remember`` distinct paths; the others, and repeats, go to the debug log, so that a flood
+    of made-up paths cannot fill the log or the memory."""
+
+    def __init__(self, metrics: Metrics, verb_paths: list[str], remember: int = 64) -> None:
+        self.metrics = metrics
+        self.verb_paths = verb_paths
+        self.remember = remember
+        self.warned: set[str] = set()
+        self._lock = threading.Lock()
+
+    def record(self, method: str, path: str, where: str = "") -> None:
+        """``where``: the listener, when not the verbs' (``"health port"``)."""
+        method = method if method in METHODS else "other"
+        self.metrics.unknown_paths.labels(method).inc()
+        shown = repr(path if len(path) <= 200 else path[:200] + "...")
+        if where:
+            shown += f" on the {where}"
+        with self._lock:
+            first = len(self.warned) < self.remember and shown not in self.warned
+            if first:
+                self.warned.add(shown)
+        # A scheduler-side typo (prioritizeVerb: prioritise) is otherwise silent: kube-scheduler
+        # drops a failed prioritize call, and ignores filter errors of an ignorable extender.
+        log.log(
+            logging.WARNING if first else logging.DEBUG,
+            "%s %s: no such path (404); the verbs are at %s: check urlPrefix and the "
+            "filterVerb, prioritizeVerb, preemptVerb and bindVerb of the scheduler's "
+            "extender config",
+            method,
+            shown,
+            ", ".join(self.verb_paths),
         )
 
 
@@ -254,16 +306,20 @@ def create_app(
         app.add_url_rule(
             f"{prefix}/{name}", view_func=verb(name, load, run, count), methods=["POST"]
         )
+    verb_paths = [f"{prefix}/{name}" for name in routes]
+    unknown_paths = UnknownPaths(metrics, verb_paths)
+    app.extensions["kube-extender"]["unknown_paths"] = unknown_paths
+
+    def _health(status: int, body: bytes) -> Response:
+        return Response(body, status=status, headers=health.HEADERS)
 
     @app.get("/healthz")
     def healthz() -> Response:
-        return _json({"status": "ok"})
+        return _health(*health.healthz())
 
     @app.get("/readyz")
     def readyz() -> Response:
-        if service.ready():
-            return _json({"status": "ready"})
-        return _json({"status": "not ready", "reason": "caches not synced"}, 503)
+        return _health(*health.readyz(service.ready()))
 
     @app.get("/metrics")
     def prometheus() -> Response:
@@ -275,6 +331,9 @@ def create_app(
 
     @app.errorhandler(HTTPException)
     def http_error(exc: HTTPException) -> Response:
+        if isinstance(exc, NotFound) and request.url_rule is None:
+            unknown_paths.record(request.method, request.path)
+            return _problem(404, f"no such path: {request.path}", verbs=verb_paths)
         message = exc.description or exc.name
         if isinstance(exc, RequestEntityTooLarge):
             message = f"the request body is larger than the limit of {max_request_bytes} bytes"

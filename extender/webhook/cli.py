@@ -175,8 +175,6 @@ def build_app(
         settings.url_prefix,
         "yes" if connected else "no",
     )
-    if health is not None:
-        health.start(service.ready)
     budget = max_inflight_bytes or settings.max_request_bytes
     allowed = allowed_clients(settings, allowed_flags)
     app = create_app(
@@ -193,6 +191,8 @@ def build_app(
     app.extensions["kube-extender"]["body_budget"] = BytesInFlight(
         max(budget, settings.max_request_bytes)
     )
+    if health is not None:
+        health.start(service.ready, app.extensions["kube-extender"]["unknown_paths"].record)
     return app
 
 
@@ -247,6 +247,19 @@ class _Server(BaseApplication):
             sys.exit(APP_LOAD_ERROR)
 
 
+def default_health_bind(bind: str) -> str:
+    """The health listener's default: the host of ``--bind`` (an extender bound to loopback
+    opens no port on other interfaces), on the next port (a second extender on another
+    port does not collide with the first one's health port)."""
+    host, port = parse_bind(bind, "--bind")
+    if port == 65535:
+        raise ValueError(
+            "--health-bind: the default is the port after --bind's, and 65535 has none: "
+            "give --health-bind HOST:PORT (or off)"
+        )
+    return f"[{host}]:{port + 1}" if ":" in host else f"{host}:{port + 1}"
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(
         prog="kube-extender serve", description="Serve the scheduler extender verbs."
@@ -260,10 +273,9 @@ def main(argv: list[str]) -> int:
     )
     parser.add_argument(
         "--health-bind",
-        default="0.0.0.0:8889",
         help="HOST:PORT of /healthz and /readyz, plain HTTP, served by a dedicated thread in "
         "each worker so that busy verb threads do not fail probes; 'off' to disable "
-        "(default %(default)s)",
+        "(default: the host of --bind, its port + 1)",
     )
     parser.add_argument("--workers", type=int, default=1, help="processes (default %(default)s)")
     parser.add_argument(
@@ -348,11 +360,13 @@ def main(argv: list[str]) -> int:
             parser.error(f"--{flag.replace('_', '-')}: no such file: {value}")
     if not args.offline:
         check_kubeconfig(parser, args.kubeconfig)
-    if args.health_bind != "off":
-        try:
+    try:
+        if args.health_bind is None:
+            args.health_bind = default_health_bind(args.bind)
+        elif args.health_bind != "off":
             parse_bind(args.health_bind, "--health-bind")
-        except ValueError as exc:
-            parser.error(str(exc))
+    except ValueError as exc:
+        parser.error(str(exc))
 
     logs.setup(args.log_level, args.log_format)
     # Fail fast in the parent on a bad config, before gunicorn forks workers.
@@ -374,6 +388,7 @@ def main(argv: list[str]) -> int:
         except OSError as exc:
             print(f"kube-extender serve: --health-bind {args.health_bind}: {exc}", file=sys.stderr)
             return 2
+        log.info("/healthz and /readyz also on %s (--health-bind)", args.health_bind)
 
     max_connections = open_file_limit(args.max_connections)
     if max_connections < args.max_connections:

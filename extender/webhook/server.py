@@ -27,6 +27,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
+from http import HTTPStatus
 from typing import Any
 
 import orjson
@@ -34,7 +35,7 @@ from gunicorn import glogging
 from gunicorn import sock as gsock
 from gunicorn.workers import base
 
-from extender import logs
+from extender import health, logs
 from extender.cliutil import parse_bind
 
 from .front import Front, Limits
@@ -167,17 +168,27 @@ class HealthListener:
     def __init__(self, bind: str) -> None:
         host, port = parse_bind(bind, "--health-bind")
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
-        self.sock = socket.create_server((host, port), family=family, backlog=128)
+        # "::" is every address, IPv4 too, as gunicorn's listener on "[::]" (the default
+        # health address of --bind [::]:PORT): a kubelet may probe the pod's IPv4 address.
+        dualstack = host == "::" and socket.has_dualstack_ipv6()
+        self.sock = socket.create_server(
+            (host, port), family=family, backlog=128, dualstack_ipv6=dualstack
+        )
         self.ready: Callable[[], bool] = lambda: False
+        self.unknown: Callable[[str, str, str], None] | None = None
         self._slots = threading.BoundedSemaphore(self.MAX_CONNECTIONS)
 
     @property
     def port(self) -> int:
         return int(self.sock.getsockname()[1])
 
-    def start(self, ready: Callable[[], bool]) -> None:
-        """In the worker, once its app is built."""
+    def start(
+        self, ready: Callable[[], bool], unknown: Callable[[str, str, str], None] | None = None
+    ) -> None:
+        """In the worker, once its app is built. ``unknown(method, path, where)`` records a
+        request to another path (a scheduler pointed at this port instead of the verbs')."""
         self.ready = ready
+        self.unknown = unknown
         threading.Thread(target=self._accept, daemon=True, name="health").start()
 
     def _accept(self) -> None:
@@ -206,21 +217,24 @@ class HealthListener:
                 head += part
             method, _, rest = head.partition(b" ")
             path = rest.split(b" ", 1)[0].split(b"?", 1)[0]
-            if method not in (b"GET", b"HEAD"):
-                code, body = 405, {"error": "method not allowed"}
+            # The probes' answers as the app's (extender.health); errors in JSON, as the app's.
+            headers = "".join(f"{name}: {value}\r\n" for name, value in health.HEADERS)
+            if path not in (b"/healthz", b"/readyz"):
+                message = "not found: the health port serves /healthz, /readyz (verbs: --bind)"
+                code, data = 404, orjson.dumps({"error": message})
+                headers = "Content-Type: application/json\r\n"
+                if self.unknown is not None:
+                    self.unknown(method.decode("latin1"), path.decode("latin1"), "health port")
+            elif method not in (b"GET", b"HEAD"):
+                code, data = 405, orjson.dumps({"error": "method not allowed"})
+                headers = "Content-Type: application/json\r\n"
             elif path == b"/healthz":
-                code, body = 200, {"status": "ok"}
-            elif path == b"/readyz":
-                if self.ready():
-                    code, body = 200, {"status": "ready"}
-                else:
-                    code, body = 503, {"status": "not ready", "reason": "caches not synced"}
+                code, data = health.healthz()
             else:
-                code, body = 404, {"error": "not found: the health port serves /healthz, /readyz"}
-            data = orjson.dumps(body)
+                code, data = health.readyz(self.ready())
             reply = (
-                f"HTTP/1.1 {code} {'OK' if code == 200 else 'Error'}\r\n"
-                f"Content-Type: application/json\r\nContent-Length: {len(data)}\r\n"
+                f"HTTP/1.1 {code} {HTTPStatus(code).phrase}\r\n"
+                f"{headers}Content-Length: {len(data)}\r\n"
                 "Connection: close\r\n\r\n"
             ).encode() + (b"" if method == b"HEAD" else data)
             conn.settimeout(self.DEADLINE)

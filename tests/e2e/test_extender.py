@@ -253,6 +253,53 @@ def test_https_with_client_certificates(kube, control_plane, processes, kube_sch
     assert kube.wait_bound("secure-1") == nodes[1]
 
 
+def test_https_with_the_documented_certificates(
+    kube, control_plane, processes, kube_scheduler, tmp_path
+):
+    """docs/extender.md's openssl recipe, then its serve flags and tlsConfig with the real
+    kube-scheduler (Go's TLS client: SANs, CA, client certificate) and the allow-list."""
+    import ssl
+    import subprocess
+
+    from tests.webhook.test_tls_recipe import recipe_blocks
+
+    recipe, _ = recipe_blocks()
+    subprocess.run(["bash", "-euo", "pipefail", "-c", recipe], cwd=tmp_path, check=True,
+                   capture_output=True, timeout=120)  # fmt: skip
+    tls = tmp_path / "tls"
+    ext = Extender(
+        control_plane,
+        EXTENDER_CONFIG,
+        name="extender-recipe",
+        scheme="https",
+        extra=[
+            *("--certfile", str(tls / "server.crt"), "--keyfile", str(tls / "server.key")),
+            *("--ca-certs", str(tls / "ca.crt"), "--allowed-client", "kube-extender-scheduler"),
+        ],
+    )
+    processes.append(ext)
+    ext.context = ssl.create_default_context(cafile=str(tls / "ca.crt"))
+    ext.context.load_cert_chain(str(tls / "client.crt"), str(tls / "client.key"))
+    ext.wait_ready()
+    nodes = make_nodes(kube, allowed={2}, count=2)
+    kube_scheduler(
+        scheduler_config(
+            ext,
+            enableHTTPS=True,
+            tlsConfig={
+                "serverName": "kube-extender.kube-extender.svc",
+                "caFile": str(tls / "ca.crt"),
+                "certFile": str(tls / "client.crt"),
+                "keyFile": str(tls / "client.key"),
+            },
+        )
+    )
+    kube.create_pod("recipe-1")
+    assert kube.wait_bound("recipe-1") == nodes[1]
+    assert ext.metric("extender_requests_total", verb="filter", outcome="ok") >= 1
+    assert ext.metric("extender_requests_total", outcome="forbidden") == 0
+
+
 @pytest.mark.parametrize(
     "path", sorted((REPO / "scheduler-config").glob("*.yaml")), ids=lambda p: p.name
 )

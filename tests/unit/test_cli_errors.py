@@ -40,6 +40,9 @@ CASES = [
     (["scenario", "scenarios/seed.py", "--kubeconfig", MISSING], {}, "--kubeconfig"),
     (["cluster", "up", "--scheduler-config", "/nonexistent.yaml"], {}, "--scheduler-config"),
     (["cluster", "restart"], {}, "invalid choice"),
+    (["cluster", "scheduler", "--config", "/nonexistent.yaml"], {}, "--config"),
+    (["cluster", "scheduler", "--config", "deploy/kind-config.yaml"], {}, "--config"),
+    (["cluster", "scheduler", "--config", CONFIG, "--name", "etcd"], {}, "--name"),
 ]
 
 

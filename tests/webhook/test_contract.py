@@ -388,3 +388,43 @@ def test_filter_unresolvable_false_reports_every_rejection_in_failed_nodes() -> 
     )
     assert reply["FailedNodes"] == {"node2": "node(s) were unschedulable"}
     assert reply["FailedAndUnresolvableNodes"] == {}
+
+
+def test_unknown_verb_path_is_counted_warned_once_and_lists_the_verbs(caplog) -> None:
+    # A scheduler-side typo (prioritizeVerb: prioritise) used to be a silent 404 (issue 27).
+    client = client_for(ExtenderService(framework([])), url_prefix="/scheduler")
+    verbs = [f"/scheduler/{v}" for v in ("filter", "prioritize", "preempt", "bind", "explain")]
+    with caplog.at_level("DEBUG", logger="extender.webhook.app"):
+        for _ in range(3):
+            response = client.post("/scheduler/prioritise", data=b"{}")
+            assert response.status_code == 404 and response.is_json
+            assert response.json["verbs"] == verbs
+            assert "/scheduler/prioritise" in response.json["error"]
+        client.get("/favicon.ico")
+        client.open("/scheduler/x", method="BREW")
+    warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert len(warnings) == 3, warnings  # one for each distinct path; the repeats at debug
+    assert "'/scheduler/prioritise'" in warnings[0] and "/scheduler/prioritize" in warnings[0]
+    repeats = [
+        r for r in caplog.records if r.levelname == "DEBUG" and "prioritise" in r.getMessage()
+    ]
+    assert len(repeats) == 2
+    metrics = client.get("/metrics").data.decode()
+    assert 'extender_unknown_path_requests_total{method="POST"} 3.0' in metrics
+    assert 'extender_unknown_path_requests_total{method="GET"} 1.0' in metrics
+    assert 'extender_unknown_path_requests_total{method="other"} 1.0' in metrics
+    # Known paths are not unknown: a wrong method, the disabled bind verb.
+    assert client.get("/scheduler/filter").status_code == 405
+    assert client.post("/scheduler/bind", data=b"{}").status_code == 404
+    metrics = client.get("/metrics").data.decode()
+    assert 'extender_unknown_path_requests_total{method="POST"} 3.0' in metrics
+
+
+def test_unknown_path_warnings_are_bounded(caplog) -> None:
+    client = client_for(ExtenderService(framework([])))
+    with caplog.at_level("WARNING", logger="extender.webhook.app"):
+        for i in range(100):
+            assert client.post(f"/flood{i}", data=b"{}").status_code == 404
+    assert len(caplog.records) == 64
+    metrics = client.get("/metrics").data.decode()
+    assert 'extender_unknown_path_requests_total{method="POST"} 100.0' in metrics

@@ -156,7 +156,7 @@ def test_keepalive_pipelining_and_100_continue(capped) -> None:
         )
         replies = _read_all(s)
     assert replies.count(b"HTTP/1.1 200 OK") == 3
-    assert replies.rstrip().endswith(b'{"status":"ok"}')
+    assert replies.endswith(b"\r\n\r\nok")
     with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
         s.sendall(HEAD + f"Content-Length: {len(FILTER)}\r\nExpect: 100-continue\r\n\r\n".encode())
         assert s.recv(1024).startswith(b"HTTP/1.1 100 Continue\r\n\r\n")

@@ -122,7 +122,7 @@ def test_health_answers_within_a_second_under_slowloris_and_idle_connects(
             start = time.monotonic()
             status, body, _ = server.request("GET", "/healthz", port=server.health)
             took = time.monotonic() - start
-            assert status == 200 and json.loads(body) == {"status": "ok"}
+            assert status == 200 and body == b"ok"
             assert took < 1.0, f"/healthz took {took:.2f}s under slowloris"
             status, _, _ = server.request("GET", "/readyz", port=server.health)
             assert status == 200
@@ -302,3 +302,59 @@ def test_gunicorn_lines_and_access_log_are_json(server: Server) -> None:
     assert access[-1]["request_bytes"] == SAMPLE.stat().st_size
     assert access[-1]["response_bytes"] > 0 and access[-1]["duration_ms"] >= 0
     assert not any("Control socket" in e["msg"] for e in entries)
+
+
+def _unknown_path_count(server: Server) -> float:
+    _, metrics, _ = server.request("GET", "/metrics")
+    for line in metrics.decode().splitlines():
+        if line.startswith('extender_unknown_path_requests_total{method="POST"}'):
+            return float(line.split()[-1])
+    return 0.0
+
+
+def test_unknown_verb_path_through_the_front_is_counted_and_warned(server: Server) -> None:
+    before = _unknown_path_count(server)
+    status, body, _ = server.request(
+        "POST", "/prioritise", SAMPLE.read_bytes(), {"Content-Type": "application/json"}
+    )
+    assert status == 404
+    assert json.loads(body)["verbs"] == ["/filter", "/prioritize", "/preempt", "/bind", "/explain"]
+    # A body over the limit reaches the app unread: still a 404 on an unknown path, counted.
+    with socket.create_connection(("127.0.0.1", server.port), timeout=10) as s:
+        s.sendall(
+            b"POST /prioritise HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            + f"Content-Length: {LIMIT + 1}\r\n\r\n".encode()
+        )
+        assert s.recv(65536).split()[1] == b"404"
+    assert _unknown_path_count(server) == before + 2
+    deadline = time.monotonic() + 5
+    while True:
+        lines = [json.loads(line) for line in server.log.read_text().splitlines() if "{" in line]
+        warned = [
+            entry
+            for entry in lines
+            if entry.get("level") == "warning" and "'/prioritise'" in entry.get("msg", "")
+        ]
+        if warned or time.monotonic() > deadline:
+            break
+        time.sleep(0.1)
+    assert len(warned) == 1 and "/prioritize" in warned[0]["msg"], lines[-5:]
+
+
+def test_a_verb_sent_to_the_health_port_is_counted_and_warned(server: Server) -> None:
+    # urlPrefix pointed at the health port (the next port) by mistake: 404s, not silent.
+    before = _unknown_path_count(server)
+    status, body, _ = server.request("POST", "/filter", b"{}", port=server.health)
+    assert status == 404 and "--bind" in json.loads(body)["error"]
+    assert _unknown_path_count(server) == before + 1
+    deadline = time.monotonic() + 5
+    while True:
+        warned = [
+            line
+            for line in server.log.read_text().splitlines()
+            if '"warning"' in line and "'/filter' on the health port" in line
+        ]
+        if warned or time.monotonic() > deadline:
+            break
+        time.sleep(0.1)
+    assert len(warned) == 1
