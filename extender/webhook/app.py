@@ -40,7 +40,16 @@ log = logging.getLogger(__name__)
 DEFAULT_MAX_REQUEST_BYTES = 32 * 1024 * 1024  # docs/extender.md#memory
 # extender_requests_total's outcome label, every value a verb handler sets (docs/extender.md
 # #metrics lists them all; tests/unit/test_extender_doc.py checks both).
-OUTCOMES = ("ok", "error", "bad_request", "unavailable", "too_large", "refused", "forbidden")
+OUTCOMES = (
+    "ok",
+    "partial",
+    "error",
+    "bad_request",
+    "unavailable",
+    "too_large",
+    "refused",
+    "forbidden",
+)
 LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5)
 NODE_BUCKETS = (1, 5, 10, 50, 100, 250, 500, 1000, 2500, 5000, 15000)
 
