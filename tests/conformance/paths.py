@@ -53,12 +53,25 @@ from extender.webhook.service import extender_score
 from tests.e2e.harness import Extender
 
 from . import generator as gen
+from .dra import may_wait_for_binding
 from .generator import Case
-from .harness import ApiObjects, Conformance, registry
+from .harness import (
+    EXTENDED_CLAIM,
+    RESOURCE_CLAIMS,
+    ApiObjects,
+    Conformance,
+    _asks_extended,
+    allocation_summary,
+    namespaced_path,
+    our_allocations,
+    pod_claim_names,
+    registry,
+)
 
 SERVED_PROFILE = "path-differential"  # pods of this scheduler name are never bound
 PRIORITIZE_SCHEDULER = "kube-scheduler-paths"
 PRIORITIZE_PROFILE = "path-prioritize"
+KUBE_SCHEDULER_PATH = "kube-scheduler+prioritize+bind"
 EXTENDER_WEIGHT = 5  # scheduler-config/extender-node-cache.yaml
 SETTLE_SECONDS = 10.0
 MODES = ("NodeNames", "Nodes")
@@ -99,6 +112,7 @@ def prioritize_scheduler_config(extender_url: str, tls: dict) -> dict:
             {
                 "urlPrefix": extender_url,
                 "prioritizeVerb": "prioritize",
+                "bindVerb": "bind",
                 "weight": EXTENDER_WEIGHT,
                 "nodeCacheCapable": True,
                 "httpTimeout": "10s",
@@ -125,9 +139,9 @@ class Standalone:
     scores: dict[str, int] = field(default_factory=dict)  # node -> 0..10
     totals: dict[str, int] = field(default_factory=dict)  # node -> weighted total
     best: frozenset[str] = frozenset()
-    per_plugin: dict[str, dict[str, int]] = field(
-        default_factory=dict
-    )  # node -> plugin -> weighted
+    # node -> plugin -> weighted score
+    per_plugin: dict[str, dict[str, int]] = field(default_factory=dict)
+    state: CycleState | None = field(default=None, repr=False)  # after filtering every node
     # node -> ([victim UIDs], PDB violations, [victim pod dicts]); None: no preempt call
     candidates: dict[str, tuple[list[str], int, list[dict]]] | None = None
 
@@ -160,7 +174,7 @@ def standalone(fwk: Framework, nodes: list[dict], bound: list[dict], pod: dict) 
         )
     except SchedulingError as exc:
         return Standalone(error=exc.status.message, errors=_node_errors(fwk, snapshot, pod))
-    out = Standalone(feasible=[info.name for info in feasible])
+    out = Standalone(feasible=[info.name for info in feasible], state=state.clone())
     for info in snapshot.node_info_list:
         if info.name in out.feasible:
             continue
@@ -207,7 +221,7 @@ class Mismatch:
 
     case_id: str
     pod: str
-    path: str  # "extender/filter/NodeNames", "explain", "kube-scheduler+prioritize"...
+    path: str  # "extender/filter/NodeNames", "explain", KUBE_SCHEDULER_PATH...
     node: str
     ours: Any
     theirs: Any
@@ -594,45 +608,98 @@ class PathDifferential:
     def kube_scheduler_binds(
         self, case: Case, created: list[dict], limit: int, tally: PathTally
     ) -> None:
-        """Up to ``limit`` pods with several feasible nodes, bound in turn by kube-scheduler
-        with our extender prioritizing; each against our best nodes in the state it saw."""
+        """Up to ``limit`` pods bound in turn by kube-scheduler with our extender prioritizing
+        and binding, each against the standalone path in the state kube-scheduler saw: the node
+        among our best (ties as sets), our prioritize asked when two nodes or more were
+        feasible, our bind used, and (pods with claims) the devices kube-scheduler's PreBind
+        allocated the ones our allocator picks on that node."""
         assert self.extender is not None
         conf = self.conformance
         done = 0
         for pod in created:
             if done >= limit:
                 break
-            if _needs_pre_bind(pod):
+            if _needs_volume_binding(pod) or (case.dra and may_wait_for_binding(case, pod)):
                 continue
             nodes, bound, objects = conf.state(case)
             fwk = Framework(self.profile, registry(), objects.services())
             ours = standalone(fwk, nodes, bound, pod)
-            if len(ours.feasible) < 2:
+            if ours.error or not ours.feasible:
                 continue
-            calls = self.extender.metric("extender_requests_total", verb="prioritize")
+            prioritized = self.extender.metric("extender_requests_total", verb="prioritize")
+            binds = self.extender.metric("extender_requests_total", verb="bind", outcome="ok")
             original = next(
                 p for p in case.pending_pods if p["metadata"]["name"] == pod["metadata"]["name"]
             )
-            node = self._bind(original)
-            asked = self.extender.metric("extender_requests_total", verb="prioritize") > calls
-            found = compare_choice(
-                case.case_id, original["metadata"]["name"], "kube-scheduler+prioritize", ours, node
-            )
+            name = original["metadata"]["name"]
+            before = self._allocated_claims(pod["metadata"]["namespace"])
+            node, placed = self._bind(original)
+            found = compare_choice(case.case_id, name, KUBE_SCHEDULER_PATH, ours, node)
             for mismatch in found:
                 mismatch.ours = {"best": sorted(ours.best), "totals": ours.per_plugin}
-            if not asked:
+            asked = self.extender.metric("extender_requests_total", verb="prioritize")
+            if len(ours.feasible) > 1 and asked <= prioritized:
                 found.append(
                     Mismatch(
-                        case.case_id,
-                        original["metadata"]["name"],
-                        "kube-scheduler+prioritize",
-                        "",
-                        "our extender asked to prioritize",
-                        "kube-scheduler never called it",
+                        case.case_id, name, KUBE_SCHEDULER_PATH, "", "prioritize asked", "never"
                     )
                 )
-            tally.check("kube-scheduler+prioritize", found)
+            bound_by_us = self.extender.metric("extender_requests_total", verb="bind", outcome="ok")
+            if node in ours.best and bound_by_us <= binds:
+                found.append(
+                    Mismatch(
+                        case.case_id, name, KUBE_SCHEDULER_PATH, node, "our bind", "not called"
+                    )
+                )
+            tally.check(KUBE_SCHEDULER_PATH, found)
+            if node in ours.best and (pod["spec"].get("resourceClaims") or _asks_extended(pod)):
+                devices, claims = self._devices(case, pod, placed, node, ours, before)
+                if claims:
+                    tally.check(f"{KUBE_SCHEDULER_PATH}/devices", devices, claims)
             done += 1
+
+    def _allocated_claims(self, namespace: str) -> dict[str, dict]:
+        """The ResourceClaims of ``namespace`` now, by name."""
+        path = namespaced_path(RESOURCE_CLAIMS, namespace)
+        return {c["metadata"]["name"]: c for c in self.conformance._list(path)}
+
+    def _devices(
+        self,
+        case: Case,
+        pod: dict,
+        placed: dict,
+        node: str,
+        ours: Standalone,
+        before: dict[str, dict],
+    ) -> tuple[list[Mismatch], int]:
+        """The allocation of each claim kube-scheduler's PreBind wrote for ``placed`` (the
+        bound copy of ``pod``) against what our allocator picked for ``pod`` on ``node``;
+        claims allocated ``before`` the bind (shared ones) are not compared. Returns the
+        disagreements and how many claims were compared."""
+        mine = our_allocations(ours.state, node)
+        if isinstance(mine, str):
+            mine = {}  # nothing to allocate on our side: every claim must have been allocated
+        name = pod["metadata"]["name"]
+        path = f"{KUBE_SCHEDULER_PATH}/devices"
+        our_names = pod_claim_names(pod)
+        claims = self._allocated_claims(placed["metadata"]["namespace"])
+        out = []
+        compared = 0
+        for pod_claim, claim_name in pod_claim_names(placed).items():
+            if ((before.get(claim_name) or {}).get("status") or {}).get("allocation"):
+                continue  # a shared claim allocated earlier: nothing allocated now
+            compared += 1
+            ours_key = EXTENDED_CLAIM if pod_claim == EXTENDED_CLAIM else our_names.get(pod_claim)
+            theirs = allocation_summary(
+                ((claims.get(claim_name) or {}).get("status") or {}).get("allocation")
+            )
+            if theirs != mine.get(ours_key or ""):
+                out.append(
+                    Mismatch(
+                        case.case_id, name, path, node, mine.get(ours_key or ""), theirs, pod_claim
+                    )
+                )
+        return out, compared
 
     # -- the bind verb ---------------------------------------------------------------------
 
@@ -699,19 +766,30 @@ class PathDifferential:
         obj = self.kube.get(f"/api/v1/namespaces/{meta['namespace']}/pods/{meta['name']}") or {}
         return (obj.get("spec") or {}).get("nodeName") or ""
 
-    def _bind(self, pod: dict) -> str:
+    def _bind(self, pod: dict) -> tuple[str, dict]:
+        """A copy of ``pod`` (name ``-ks``) for kube-scheduler: the node it was bound to (or
+        "(not bound)") and the pod as the apiserver serves it then."""
         body = copy.deepcopy(pod)
         body["metadata"]["name"] += "-ks"
         created = self.conformance.submit([body], PRIORITIZE_PROFILE)[0]
         ns, name = created["metadata"]["namespace"], created["metadata"]["name"]
         deadline = time.monotonic() + 30
+        obj: dict = created
         while time.monotonic() < deadline:
             obj = self.kube.get(f"/api/v1/namespaces/{ns}/pods/{name}") or {}
             node = (obj.get("spec") or {}).get("nodeName")
             if node:
-                return node
+                return node, obj
             time.sleep(0.2)
-        return "(not bound)"
+        return "(not bound)", obj
+
+
+def _needs_volume_binding(pod: dict) -> bool:
+    """Binding waits for a PV controller that does not run here (VolumeBinding's PreBind)."""
+    return any(
+        v.get("persistentVolumeClaim") or v.get("ephemeral")
+        for v in pod["spec"].get("volumes") or ()
+    )
 
 
 def _needs_pre_bind(pod: dict) -> bool:
