@@ -9,17 +9,21 @@ code ``kube-extender run`` schedules with) against
   profile) over HTTP, in both node modes (``NodeNames`` with its cache, full ``Nodes``):
   ``filter`` (feasible set and every rejected node's reason, resolvable or not), ``prioritize``
   (every feasible node's score: the standalone weighted total mapped to 0..10), ``preempt``
-  (the candidates of the standalone preemption dry run, with their victims, all kept) and
-  ``/explain`` (the node or tied nodes it would choose);
+  (the candidates of the standalone preemption dry run, with their victims, all kept),
+  ``/explain`` (the node or tied nodes it would choose) and ``bind`` (refused onto a node the
+  standalone path rejects, the Binding written onto its pick; served with mTLS and an
+  allow-list, as bind must be);
 * **explain** and **simulate** on the cluster as ``kube-extender explain`` reads it (one
   read-only LIST per kind): the node explain would choose, simulate's placement;
-* a **real kube-scheduler with the served extender registered for prioritize** (weight as in
-  ``scheduler-config/extender-node-cache.yaml``): per case, up to ``binds`` pods bound by it
-  must land on a node our standalone path picks (ties compared as sets), and our extender must
-  have been asked. Our answer is a non-decreasing function of the standalone totals, so when
-  kube-scheduler's in-tree totals are ours the sum has our best nodes: a miss is either a path
-  or a core score that differs from kube-scheduler's (one such, NodeResourcesFit reading
-  pod-level requests, was found this way).
+* a **real kube-scheduler with the served extender registered for prioritize and bind**
+  (weight as in ``scheduler-config/extender-node-cache.yaml``): per case, up to ``binds`` pods
+  bound by it must land on a node our standalone path picks (ties compared as sets), through
+  our prioritize and our bind; for pods with ResourceClaims, the devices its DynamicResources
+  PreBind allocated (kube-scheduler runs PreBind before an extender's bind) must be the ones
+  our allocator picks on that node. Our answer is a non-decreasing function of the standalone
+  totals, so when kube-scheduler's in-tree totals are ours the sum has our best nodes: a miss
+  is either a path or a core score that differs from kube-scheduler's (one such,
+  NodeResourcesFit reading pod-level requests, was found this way).
 
 Pending pods are created for a scheduler name no scheduler serves, so nothing binds them while
 they are compared. The served extender's cache is a watch behind the apiserver: an HTTP answer
@@ -58,7 +62,6 @@ from .generator import Case
 from .harness import (
     EXTENDED_CLAIM,
     RESOURCE_CLAIMS,
-    ApiObjects,
     Conformance,
     _asks_extended,
     allocation_summary,
@@ -75,8 +78,6 @@ KUBE_SCHEDULER_PATH = "kube-scheduler+prioritize+bind"
 EXTENDER_WEIGHT = 5  # scheduler-config/extender-node-cache.yaml
 SETTLE_SECONDS = 10.0
 MODES = ("NodeNames", "Nodes")
-VERBS = ("filter", "prioritize", "preempt", "explain")
-LOCAL_PATHS = ("explain", "simulate")
 
 CLIENT_NAME = "kube-scheduler-paths"  # the client certificate allowed to call every verb
 SERVE_CONFIG = f"""\
@@ -466,7 +467,7 @@ class PathDifferential:
                 created = self._with_claims(created)
             nodes, bound, objects = conf.state(case)
             fwk = Framework(self.profile, registry(), objects.services())
-            local = self._local_paths(case)
+            local = self._local_paths()
             for pod in created:
                 tally.pods += 1
                 ours = standalone(fwk, nodes, bound, pod)
@@ -565,7 +566,7 @@ class PathDifferential:
 
     # -- explain and simulate, on the cluster as `kube-extender explain` reads it --------------
 
-    def _local_paths(self, case: Case) -> tuple[Any, Any, Any]:
+    def _local_paths(self) -> tuple[Any, Any, Any]:
         from extender.kube import KubeClient, api_client
 
         config = default_config()
@@ -923,4 +924,4 @@ def case_families(seeds: Iterable[int], pods: int, max_nodes: int = 8) -> list[C
     return cases
 
 
-__all__ = ["ApiObjects", "PathDifferential", "PathTally", "case_families", "run_paths"]
+__all__ = ["PathDifferential", "PathTally", "case_families", "run_paths"]
