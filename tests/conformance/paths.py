@@ -340,7 +340,10 @@ def compare_prioritize(
     out = []
     for node in sorted(set(ours.scores) | set(theirs)):
         if ours.scores.get(node) != theirs.get(node):
-            mine = f"{ours.scores.get(node)} (weighted total {ours.totals.get(node)})"
+            mine = (
+                f"{ours.scores.get(node)} (weighted total {ours.totals.get(node)}: "
+                f"{ours.per_plugin.get(node)})"
+            )
             out.append(Mismatch(case_id, pod, path, node, mine, theirs.get(node)))
     return out
 
