@@ -181,6 +181,8 @@ def build_app(
         "yes" if connected else "no",
         f"; bind assumes pods for up to {settings.bind_assume_ttl:g} s" if assume else "",
     )
+    if parts.cache is not None:
+        _cache_size_gauge(metrics, parts.cache)
     if health is not None:
         health.start(service.ready)
     budget = max_inflight_bytes or settings.max_request_bytes
@@ -200,6 +202,22 @@ def build_app(
         max(budget, settings.max_request_bytes)
     )
     return app
+
+
+def _cache_size_gauge(metrics: Any, cache: Any) -> None:
+    """``extender_cache_size{type}``: nodes, pods and assumed pods in this worker's cache, read
+    at each scrape (upstream's ``scheduler_cache_size``)."""
+    from prometheus_client import Gauge
+
+    gauge = Gauge(
+        "extender_cache_size",
+        "Nodes, pods and assumed pods in this worker's cache.",
+        ["type"],
+        registry=metrics.registry,
+    )
+    gauge.labels("nodes").set_function(cache.node_count)
+    gauge.labels("pods").set_function(cache.pod_count)
+    gauge.labels("assumed_pods").set_function(lambda: len(cache.assumed_pods()))
 
 
 def _freeze_after_sync(informers: list[Any]) -> None:
