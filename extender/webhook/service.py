@@ -340,29 +340,26 @@ class ExtenderService:
     def _assume(self, pod: dict, node_name: str) -> None:
         """Count the pod just bound on its node in this process's cache, as kube-scheduler's
         cache assumes a pod before binding it (upstream ``pkg/scheduler/schedule_one.go``,
-        ``assume``). Our cache learns of the binding from its pod watch, later: without this,
-        the filter and prioritize calls for the next pods of a burst do not count it, and a
-        spreading score keeps picking the same nodes. The watch's add of the same UID
-        confirms the assumption (replacing it, so nothing is counted twice); one it never
-        confirms expires after the cache's ``assumed_pod_ttl``.
+        ``assume``). Our cache learns of the binding from its pod watch, later: until then,
+        the filter and prioritize calls for the next pods would not count it. The watch's
+        add of the same UID confirms the assumption (replacing it, so nothing is counted
+        twice); one it never confirms expires after the cache's ``assumed_pod_ttl``.
 
         ``pod`` is the pod read back from the apiserver before binding, so ``nodeName`` is
         set on a copy. Only this process knows: other workers and replicas wait for their
-        watch."""
+        watch. The binding is done whatever happens here, so nothing here fails the verb."""
         cache = cast(AssumingCache, self.cache)
         assumed = {**pod, "spec": {**(pod.get("spec") or {}), "nodeName": node_name}}
+        meta = pod.get("metadata") or {}
+        key = f"{meta.get('namespace')}/{meta.get('name')}"
         try:
             cache.assume_pod(assumed)
+            cache.finish_binding(assumed)
         except CacheError:
             # The watch delivered the bound pod first: it is in the cache already.
-            meta = pod.get("metadata") or {}
-            log.debug(
-                "pod %s/%s: the watch saw it bound before it was assumed",
-                meta.get("namespace"),
-                meta.get("name"),
-            )
-            return
-        cache.finish_binding(assumed)
+            log.debug("pod %s: the watch saw it bound before it was assumed", key)
+        except Exception as exc:  # the watch will add it; the binding stands
+            log.warning("pod %s was bound but could not be assumed: %s", key, exc)
 
     def _bind_refusal(self, pod: dict | None, uid: str, node_name: str) -> str:
         if pod is None:

@@ -179,6 +179,18 @@ def test_nothing_is_assumed_unless_bound_with_assume_on(assume, error, pods) -> 
     assert cache.pod_count() == 0 and pods_on(cache, "n1") == []
 
 
+def test_a_failing_assumption_does_not_fail_the_binding(monkeypatch) -> None:
+    first = burst_pod("web-1", "u1")
+    client, cache, binder, _ = setup([first])
+
+    def broken(pod: dict) -> None:
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(cache, "assume_pod", broken)
+    assert bind(client, first, "n1") == {"Error": ""}  # the pod is bound: say so
+    assert binder.calls[0][1] == "n1" and cache.pod_count() == 0
+
+
 def test_assume_on_bind_needs_a_cache_that_can_assume() -> None:
     with pytest.raises(ValueError, match="assume"):
         ExtenderService(spreading_framework(), cache=None, assume_on_bind=True)
