@@ -62,6 +62,7 @@ bench-cluster: setup test-binaries
 	$(BIN)/python bench/webhook.py
 	$(BIN)/python bench/extender_overhead.py
 	$(BIN)/python bench/throughput.py
+	$(BIN)/python bench/burst_skew.py
 
 ## Differential tests against the real kube-scheduler: make conformance SEEDS=50
 SEEDS ?= 20

@@ -178,6 +178,8 @@ class ExtenderParts:
     client: Any
     informers: list[Informer]
     kinds: set[Kind]
+    # The cache is fed assigned pods by a watch (not only nodes).
+    pods_watched: bool = False
 
     def reads(self, plugin: str) -> tuple[Kind, ...]:
         return self.registry.reads(plugin)
@@ -197,21 +199,24 @@ def build_extender(
     registry: Registry | None = None,
     watch_pods: bool | None = None,
     metrics: HandleMetrics | None = None,
+    assumed_pod_ttl: float = 0.0,
 ) -> ExtenderParts:
     """The framework of ``profile`` and, with a ``client``, the watch-fed cache behind it
-    (informers unstarted). Without a client the handle has empty listers and no pods."""
+    (informers unstarted). Without a client the handle has empty listers and no pods.
+    ``assumed_pod_ttl``: the cache's bound on a pod the bind verb assumed (``Cache``)."""
     registry = registry or in_tree_registry()
     kinds = kinds_read([profile], registry)
     cache: Cache | None = None
     informers: list[Informer] = []
     listers = Listers()
+    pods = (PODS in kinds) if watch_pods is None else watch_pods
     if client is not None:
-        cache = Cache()
+        cache = Cache(assumed_pod_ttl=assumed_pod_ttl)
         listers = Listers.watching(client, kinds - CACHE_KINDS)
         informers = cache_informers(
             client,
             cache,
-            pods=(PODS in kinds) if watch_pods is None else watch_pods,
+            pods=pods,
             namespaces=NAMESPACES in kinds,
         )
         informers += listers.informers.values()
@@ -222,7 +227,9 @@ def build_extender(
         namespace_labels=cache.namespace_labels if cache is not None else _no_labels,
     )
     fwk = Framework(profile, registry, services)
-    return ExtenderParts(fwk, registry, cache, client, informers, kinds)
+    return ExtenderParts(
+        fwk, registry, cache, client, informers, kinds, pods_watched=cache is not None and pods
+    )
 
 
 def _no_labels(namespace: str) -> dict | None:

@@ -10,10 +10,20 @@ Pod state machine (upstream ``pkg/scheduler/backend/cache/cache.go``), keyed by 
     assume_pod ──▶ Assumed ── add_pod (the watch confirms it) ──▶ Added ── remove_pod ──▶ gone
                      └── forget_pod (binding failed) ──▶ gone
 
-Assumed pods never expire, as upstream (``durationToExpireAssumedPod`` is 0 in
-``pkg/scheduler/scheduler.go``): expiring one before the watch confirms it frees its resources
-in the cache too early and lets another pod be placed on top (kubernetes#106361). A lost
-confirmation is not a risk either: the pod informer re-lists after any watch gap.
+By default (``assumed_pod_ttl`` 0, the standalone scheduler) assumed pods never expire, as
+upstream v1.36 whose cache has no expiry any more: expiring one before the watch confirms it
+frees its resources in the cache too early and lets another pod be placed on top
+(kubernetes#106361). The scheduler forgets a pod whose binding failed, and sees the deletion of
+a pod it assumed (it watches unassigned pods too), so nothing is left behind.
+
+With a ttl (the extender service, which assumes a pod after its own bind verb created the
+Binding), an assumption whose binding finished (``finish_binding``) and that the watch has not
+confirmed ``assumed_pod_ttl`` seconds later expires, as upstream's cache did while it had a ttl
+(``finishBinding`` set the deadline, ``cleanupAssumedPods`` removed the pods past it). The
+extender needs that bound: its pod watch sees assigned pods only, so a pod deleted before the
+watch saw it bound, across a re-list, would otherwise stay assumed for good. Expiry is checked
+lazily, on each read of the pods (``snapshot`` and the queries below), so a pod past its
+deadline is never in a snapshot.
 
 Where upstream returns an error for an impossible informer transition (adding a pod twice,
 updating or removing an unknown pod; it even exits when a pod's node changes) this cache
@@ -39,6 +49,8 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from extender.framework.types import (
@@ -66,6 +78,8 @@ class _PodState:
     node: str
     assumed: bool = False
     binding_finished: bool = False
+    # When an unconfirmed assumption expires (finish_binding + ttl); None: never.
+    deadline: float | None = None
 
 
 def _node_name(pod: dict) -> str:
@@ -77,8 +91,19 @@ def _name(obj: dict) -> str:
 
 
 class Cache:
-    def __init__(self) -> None:
+    def __init__(
+        self, assumed_pod_ttl: float = 0.0, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        """``assumed_pod_ttl``: seconds after ``finish_binding`` an assumed pod that the watch
+        has not confirmed expires; 0 (the default): never (see the module docstring)."""
+        if assumed_pod_ttl < 0:
+            raise ValueError(f"assumed_pod_ttl must not be negative, got {assumed_pod_ttl}")
         self._lock = threading.RLock()
+        self._ttl = assumed_pod_ttl
+        self._clock = clock
+        # The earliest deadline of an assumed pod (a bound on it: may be one already gone),
+        # so that reads skip the expiry walk until then.
+        self._next_deadline: float | None = None
         # Insertion order = node arrival order, which the snapshot's zone interleaving keeps.
         self._nodes: dict[str, NodeInfo] = {}
         self._pods: dict[str, _PodState] = {}
@@ -155,6 +180,7 @@ class Cache:
     def pod_count(self) -> int:
         """Pods in the cache, assumed ones included."""
         with self._lock:
+            self._expire_due()
             return len(self._pods)
 
     # -- pods -----------------------------------------------------------------------------------
@@ -188,17 +214,54 @@ class Cache:
         if not node:
             raise CacheError(f"pod {key} has no spec.nodeName, so it can't be assumed")
         with self._lock:
+            self._expire_due()
             if key in self._pods:
                 raise CacheError(f"pod {key} is in the cache, so it can't be assumed")
             self._pods[key] = _PodState(self._place(pod, node), node, assumed=True)
 
     def finish_binding(self, pod: dict) -> None:
-        """The bind request was sent; the pod stays assumed until the watch confirms it."""
+        """The bind request was sent; the pod stays assumed until the watch confirms it, or
+        with a ttl until ``assumed_pod_ttl`` seconds from now."""
         with self._lock:
             state = self._pods.get(pod_key(pod))
             if state is None or not state.assumed:
                 return  # already confirmed by the watch (or forgotten)
             state.binding_finished = True
+            if self._ttl > 0:
+                state.deadline = self._clock() + self._ttl
+                if self._next_deadline is None or state.deadline < self._next_deadline:
+                    self._next_deadline = state.deadline
+
+    def cleanup_assumed_pods(self, now: float | None = None) -> list[str]:
+        """Remove the assumed pods whose deadline passed (binding finished, no confirmation
+        from the watch); return their keys. Reads call this themselves."""
+        with self._lock:
+            return self._expire(self._clock() if now is None else now)
+
+    def _expire_due(self) -> None:
+        if self._next_deadline is not None and self._clock() > self._next_deadline:
+            self._expire(self._clock())
+
+    def _expire(self, now: float) -> list[str]:
+        expired: list[str] = []
+        upcoming: float | None = None
+        for key, state in list(self._pods.items()):
+            if not state.assumed or state.deadline is None:
+                continue  # confirmed, or still binding (upstream never expires those either)
+            if now > state.deadline:
+                log.info(
+                    "assumed pod %s on node %s expired: the watch did not confirm it within %g s",
+                    state.info.key,
+                    state.node,
+                    self._ttl,
+                )
+                self._unplace(key, state.node)
+                del self._pods[key]
+                expired.append(key)
+            elif upcoming is None or state.deadline < upcoming:
+                upcoming = state.deadline
+        self._next_deadline = upcoming
+        return expired
 
     def forget_pod(self, pod: dict) -> None:
         """Undo ``assume_pod`` (binding failed). Unknown pods are ignored."""
@@ -217,16 +280,19 @@ class Cache:
 
     def is_assumed(self, uid: str) -> bool:
         with self._lock:
+            self._expire_due()
             state = self._pods.get(uid) if uid else None
             return state is not None and state.assumed
 
     def assumed_pods(self) -> list[str]:
         with self._lock:
+            self._expire_due()
             return [key for key, state in self._pods.items() if state.assumed]
 
     def get_pod(self, key: str) -> dict | None:
         """The cached pod (assumed or added) with this UID, else ``None``."""
         with self._lock:
+            self._expire_due()
             state = self._pods.get(key)
             return state.info.pod if state is not None else None
 
@@ -298,6 +364,7 @@ class Cache:
         generation moved are cloned again; the others are the previous snapshot's objects.
         """
         with self._lock:
+            self._expire_due()
             if not self._dirty and self._snapshot is not None:
                 return self._snapshot
             if self._nodes_changed or self._snapshot is None:
@@ -348,6 +415,8 @@ class Cache:
     def dump(self) -> dict:
         """The cache's content for debugging (JSON-able)."""
         with self._lock:
+            self._expire_due()
+            now = self._clock()
             return {
                 "nodes": {
                     name: {
@@ -367,6 +436,7 @@ class Cache:
                 },
                 "assumed": {
                     key: {"node": s.node, "bindingFinished": s.binding_finished}
+                    | ({} if s.deadline is None else {"expiresIn": round(s.deadline - now, 3)})
                     for key, s in self._pods.items()
                     if s.assumed
                 },

@@ -70,6 +70,10 @@ class ExtenderSettings:
     allowed_clients: list[str] = field(default_factory=list)
     # The bind verb: off unless enabled (then it also needs allowed_clients).
     bind_enabled: bool = False
+    # The bind verb assumes the pod it bound in the cache (bind.assume), for this long at
+    # most without the watch's confirmation (bind.assumeTTL, seconds).
+    bind_assume: bool = True
+    bind_assume_ttl: float = 30.0
 
 
 @dataclass
@@ -160,6 +164,8 @@ def _extender_settings(documents: list[Any], source: str) -> ExtenderSettings:
         plugin_timeouts=data["pluginTimeouts"],
         allowed_clients=data["allowedClients"],
         bind_enabled=data["bind"]["enabled"],
+        bind_assume=data["bind"]["assume"],
+        bind_assume_ttl=data["bind"]["assumeTTL"],
     )
 
 

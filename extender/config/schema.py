@@ -243,9 +243,19 @@ class KubeSchedulerConfigurationSchema(Strict):
             )
 
 
+DEFAULT_BIND = {"enabled": False, "assume": True, "assumeTTL": 30.0}
+
+
 class BindSchema(Strict):
     # Off unless asked for: a binding skips kube-scheduler's own filters.
     enabled = Bool(load_default=False)
+    # Count a pod this process bound in its cache at once, before its watch reports it.
+    assume = Bool(load_default=DEFAULT_BIND["assume"])
+    # How long such an assumption the watch never confirms lasts.
+    assumeTTL = Duration(
+        load_default=DEFAULT_BIND["assumeTTL"],
+        validate=validate.Range(min=0, min_inclusive=False, error="must be a positive duration"),
+    )
 
 
 class ExtenderConfigurationSchema(Strict):
@@ -267,7 +277,7 @@ class ExtenderConfigurationSchema(Strict):
         fields.String(validate=validate.Length(min=1, error="must not be empty")),
         load_default=list,
     )
-    bind = fields.Nested(BindSchema, load_default=lambda: {"enabled": False})
+    bind = fields.Nested(BindSchema, load_default=lambda: dict(DEFAULT_BIND))
     # Out-of-tree plugins that are not installed packages: "module:Class" or "file.py:Class".
     pluginModules = fields.List(fields.String(), load_default=list)
     # Plugin name -> extension point -> Go duration: a call that takes longer is an Error.

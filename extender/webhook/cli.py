@@ -154,6 +154,7 @@ def build_app(
         registry=config.registry,
         watch_pods=settings.watch_pods,
         metrics=metrics,
+        assumed_pod_ttl=settings.bind_assume_ttl,
     )
     problem = None if connected else offline_pods_problem(profile, config.registry)
     if problem:
@@ -161,20 +162,27 @@ def build_app(
     parts.start()
     if parts.informers:
         threading.Thread(target=_freeze_after_sync, args=(parts.informers,), daemon=True).start()
+    # A pod the bind verb bound counts at once in this worker's cache; only with a pod watch,
+    # which confirms it (without one the cache holds no pods, so there is nothing to count).
+    assume = settings.bind_enabled and settings.bind_assume and parts.pods_watched
     service = ExtenderService(
         parts.framework,
         cache=parts.cache,
         client=client,
         ready=parts.synced,
         filter_unresolvable=settings.filter_unresolvable,
+        assume_on_bind=assume,
     )
     log.info(
-        "serving profile %r (%s) at %s; cluster connection: %s",
+        "serving profile %r (%s) at %s; cluster connection: %s%s",
         profile.scheduler_name,
         ", ".join(sorted(profile.plugin_names())),
         settings.url_prefix,
         "yes" if connected else "no",
+        f"; bind assumes pods for up to {settings.bind_assume_ttl:g} s" if assume else "",
     )
+    if parts.cache is not None:
+        _cache_size_gauge(metrics, parts.cache)
     budget = max_inflight_bytes or settings.max_request_bytes
     allowed = allowed_clients(settings, allowed_flags)
     app = create_app(
@@ -194,6 +202,22 @@ def build_app(
     if health is not None:
         health.start(service.ready, app.extensions["kube-extender"]["unknown_paths"].record)
     return app
+
+
+def _cache_size_gauge(metrics: Any, cache: Any) -> None:
+    """``extender_cache_size{type}``: nodes, pods and assumed pods in this worker's cache, read
+    at each scrape (upstream's ``scheduler_cache_size``)."""
+    from prometheus_client import Gauge
+
+    gauge = Gauge(
+        "extender_cache_size",
+        "Nodes, pods and assumed pods in this worker's cache.",
+        ["type"],
+        registry=metrics.registry,
+    )
+    gauge.labels("nodes").set_function(cache.node_count)
+    gauge.labels("pods").set_function(cache.pod_count)
+    gauge.labels("assumed_pods").set_function(lambda: len(cache.assumed_pods()))
 
 
 def _freeze_after_sync(informers: list[Any]) -> None:

@@ -17,8 +17,9 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
+from extender.cache import CacheError
 from extender.framework.cycle_state import CycleState
 from extender.framework.handle import MAX_EXTENDER_PRIORITY
 from extender.framework.preemption import fits_without_victims
@@ -62,6 +63,14 @@ class NodeCache(Protocol):
     def snapshot(self) -> Snapshot: ...
 
 
+class AssumingCache(NodeCache, Protocol):
+    """A cache the bind verb can assume pods in (``extender.cache.Cache``)."""
+
+    def assume_pod(self, pod: dict) -> None: ...
+
+    def finish_binding(self, pod: dict) -> None: ...
+
+
 class Binder(Protocol):
     def get_pod(self, namespace: str, name: str) -> dict | None: ...
 
@@ -82,7 +91,10 @@ class ExtenderService:
         algorithm: SchedulingAlgorithm | None = None,
         ready: Any = None,
         filter_unresolvable: bool = True,
+        assume_on_bind: bool = False,
     ) -> None:
+        if assume_on_bind and not hasattr(cache, "assume_pod"):
+            raise ValueError("assume_on_bind needs a cache that can assume pods")
         self.fwk = fwk
         self.cache = cache
         self.client = client
@@ -91,6 +103,8 @@ class ExtenderService:
         # False: report UnschedulableAndUnresolvable nodes in FailedNodes too, so that the
         # scheduler's preemption still considers them.
         self.filter_unresolvable = filter_unresolvable
+        # True: a pod this process bound is in its cache at once (see _assume).
+        self.assume_on_bind = assume_on_bind
 
     def ready(self) -> bool:
         return bool(self._ready())
@@ -320,6 +334,9 @@ class ExtenderService:
         a node is refused, and PreFilter + Filter run for the pod on that one node as in a
         filter call, so a bind cannot place a pod where a filter call would have refused it
         (a NoSchedule taint included). The binding carries the UID as a precondition.
+
+        With ``assume_on_bind``, a pod bound here is assumed in the cache at once (see
+        :meth:`_assume`); a failed bind assumes nothing.
         """
         namespace, name, node_name = args["pod_namespace"], args["pod_name"], args["node"]
         if self.client is None:
@@ -340,7 +357,33 @@ class ExtenderService:
         except Exception as exc:  # the cause goes back to the scheduler in band
             log.info("%s failed: %s", where, exc)
             return binding_result(f"{where}: {exc}")
+        if self.assume_on_bind:
+            self._assume(pod, node_name)
         return binding_result("")
+
+    def _assume(self, pod: dict, node_name: str) -> None:
+        """Count the pod just bound on its node in this process's cache, as kube-scheduler's
+        cache assumes a pod before binding it (upstream ``pkg/scheduler/schedule_one.go``,
+        ``assume``). Our cache learns of the binding from its pod watch, later: until then,
+        the filter and prioritize calls for the next pods would not count it. The watch's
+        add of the same UID confirms the assumption (replacing it, so nothing is counted
+        twice); one it never confirms expires after the cache's ``assumed_pod_ttl``.
+
+        ``pod`` is the pod read back from the apiserver before binding, so ``nodeName`` is
+        set on a copy. Only this process knows: other workers and replicas wait for their
+        watch. The binding is done whatever happens here, so nothing here fails the verb."""
+        cache = cast(AssumingCache, self.cache)
+        assumed = {**pod, "spec": {**(pod.get("spec") or {}), "nodeName": node_name}}
+        meta = pod.get("metadata") or {}
+        key = f"{meta.get('namespace')}/{meta.get('name')}"
+        try:
+            cache.assume_pod(assumed)
+            cache.finish_binding(assumed)
+        except CacheError:
+            # The watch delivered the bound pod first: it is in the cache already.
+            log.debug("pod %s: the watch saw it bound before it was assumed", key)
+        except Exception as exc:  # the watch will add it; the binding stands
+            log.warning("pod %s was bound but could not be assumed: %s", key, exc)
 
     def _bind_refusal(self, pod: dict | None, uid: str, node_name: str) -> str:
         if pod is None:

@@ -3,6 +3,7 @@ real kube-scheduler and our standalone scheduler against the real control plane.
 
 from __future__ import annotations
 
+import ssl
 import subprocess
 import time
 import urllib.error
@@ -13,6 +14,7 @@ import orjson
 import yaml
 
 from extender.controlplane import ControlPlane, free_port, kube_extender, spawn, stop_pid
+from extender.controlplane.certs import generate, issue_serving_cert
 
 
 def wait_until(predicate, timeout: float, what: str, interval: float = 0.2):
@@ -133,6 +135,47 @@ class Extender(Served):
                 return r.status, orjson.loads(r.read())
         except urllib.error.HTTPError as exc:
             return exc.code, orjson.loads(exc.read() or b"null")
+
+
+BIND_CLIENT = "kube-scheduler-e2e"
+
+
+def start_binding_extender(
+    cp: ControlPlane,
+    processes: list,
+    config_text: str,
+    name: str,
+    kubeconfig: Path | None = None,
+):
+    """An Extender serving ``config_text`` (bind enabled, ``allowedClients:
+    [kube-scheduler-e2e]``) over mTLS, watching the cluster through ``kubeconfig`` (default:
+    the admin's); only the certificate named kube-scheduler-e2e may call.
+    Returns the extender, the ``tlsConfig`` kube-scheduler calls it with, and SSL contexts for
+    that allowed client and for an intruder of the same CA."""
+    pki_dir = cp.directory / "pki"
+    pki = generate(pki_dir)
+    cert, key = issue_serving_cert(pki, pki_dir, "extender", ["127.0.0.1"])
+    client = issue_serving_cert(pki, pki_dir, BIND_CLIENT, [BIND_CLIENT])
+    intruder = issue_serving_cert(pki, pki_dir, "intruder", ["intruder"])
+    ext = Extender(
+        cp,
+        config_text,
+        name=name,
+        scheme="https",
+        extra=["--certfile", str(cert), "--keyfile", str(key), "--ca-certs", str(pki.ca_cert)],
+        kubeconfig=kubeconfig,
+    )
+    processes.append(ext)
+
+    def context(pair):
+        ctx = ssl.create_default_context(cafile=str(pki.ca_cert))
+        ctx.load_cert_chain(*map(str, pair))
+        return ctx
+
+    ext.context = context(client)
+    ext.wait_ready()
+    tls = {"caFile": str(pki.ca_cert), "certFile": str(client[0]), "keyFile": str(client[1])}
+    return ext, tls, context(client), context(intruder)
 
 
 def scheduler_config(extender: Extender | None, **extender_fields: object) -> dict:

@@ -11,7 +11,7 @@ from extender.controlplane import free_port
 from extender.controlplane.certs import generate, issue_serving_cert
 from extender.scenario.kube import Kube, ScenarioError
 
-from .harness import Extender, scheduler_config, wait_until
+from .harness import Extender, scheduler_config, start_binding_extender, wait_until
 
 ALLOWED = "e2e.kube-extender.io/allowed"
 REPO = Path(__file__).resolve().parents[2]
@@ -107,31 +107,7 @@ BIND_CONFIG = (
 @pytest.fixture
 def binding_extender(control_plane, processes):
     """bind enabled, mTLS; only the certificate named kube-scheduler-e2e may call."""
-    import ssl
-
-    pki_dir = control_plane.directory / "pki"
-    pki = generate(pki_dir)
-    cert, key = issue_serving_cert(pki, pki_dir, "extender", ["127.0.0.1"])
-    client = issue_serving_cert(pki, pki_dir, "kube-scheduler-e2e", ["kube-scheduler-e2e"])
-    intruder = issue_serving_cert(pki, pki_dir, "intruder", ["intruder"])
-    ext = Extender(
-        control_plane,
-        BIND_CONFIG,
-        name="extender-bind",
-        scheme="https",
-        extra=["--certfile", str(cert), "--keyfile", str(key), "--ca-certs", str(pki.ca_cert)],
-    )
-    processes.append(ext)
-
-    def context(pair):
-        ctx = ssl.create_default_context(cafile=str(pki.ca_cert))
-        ctx.load_cert_chain(*map(str, pair))
-        return ctx
-
-    ext.context = context(client)
-    ext.wait_ready()
-    tls = {"caFile": str(pki.ca_cert), "certFile": str(client[0]), "keyFile": str(client[1])}
-    return ext, tls, context(client), context(intruder)
+    return start_binding_extender(control_plane, processes, BIND_CONFIG, "extender-bind")
 
 
 def test_bind_verb(kube, binding_extender, kube_scheduler):

@@ -131,16 +131,94 @@ def test_finish_binding_of_a_confirmed_pod_is_a_noop(cache: Cache) -> None:
     assert not cache.is_assumed(pod["metadata"]["uid"])
 
 
-# -- no expiry -----------------------------------------------------------------------------------
+# -- expiry: never by default, after finish_binding + ttl with one ------------------------------
 
 
-def test_assumed_pods_never_expire(cache: Cache) -> None:
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_assumed_pods_never_expire_by_default() -> None:
+    clock = Clock()
+    cache = Cache(clock=clock)
+    cache.add_node(make_node("a"))
     pod = on(make_pod("p"), "a")
     cache.assume_pod(pod)
     cache.finish_binding(pod)
+    clock.now += 10**9
     assert cache.is_assumed(pod["metadata"]["uid"])
+    assert cache.cleanup_assumed_pods() == []
     uid = pod["metadata"]["uid"]
     assert cache.dump()["assumed"] == {uid: {"node": "a", "bindingFinished": True}}
+
+
+@pytest.fixture
+def ttl_cache() -> tuple[Cache, Clock]:
+    clock = Clock()
+    c = Cache(assumed_pod_ttl=30, clock=clock)
+    c.add_node(make_node("a"))
+    c.add_node(make_node("b"))
+    return c, clock
+
+
+def test_an_assumed_pod_expires_ttl_after_finish_binding(ttl_cache) -> None:
+    cache, clock = ttl_cache
+    pod = on(make_pod("p", cpu="1"), "a")
+    uid = pod["metadata"]["uid"]
+    cache.assume_pod(pod)
+    clock.now += 100  # still binding: never expires (upstream's bindingFinished)
+    assert cache.is_assumed(uid) and cpu_on(cache, "a") == 1000
+    cache.finish_binding(pod)
+    assert cache.dump()["assumed"][uid] == {"node": "a", "bindingFinished": True, "expiresIn": 30}
+    clock.now += 30
+    assert cache.is_assumed(uid)  # the deadline itself is not past it
+    clock.now += 0.5
+    # Each read expires what is due, the snapshot included.
+    assert pods_on(cache, "a") == [] and cpu_on(cache, "a") == 0
+    assert not cache.is_assumed(uid) and cache.pod_count() == 0 and cache.get_pod(uid) is None
+    # The watch reporting it after all adds it back, as a confirmed pod.
+    cache.add_pod(pod)
+    clock.now += 100
+    assert pods_on(cache, "a") == ["p"] and not cache.is_assumed(uid)
+
+
+def test_cleanup_removes_only_the_pods_past_their_deadline(ttl_cache) -> None:
+    cache, clock = ttl_cache
+    early, late, confirmed = (on(make_pod(n), "a") for n in ("early", "late", "confirmed"))
+    for pod in (early, confirmed):
+        cache.assume_pod(pod)
+        cache.finish_binding(pod)
+    cache.add_pod(confirmed)
+    clock.now += 20
+    cache.assume_pod(late)
+    cache.finish_binding(late)
+    clock.now += 15
+    assert cache.cleanup_assumed_pods() == [early["metadata"]["uid"]]
+    assert pods_on(cache, "a") == ["confirmed", "late"]
+    assert cache.cleanup_assumed_pods(clock.now + 16) == [late["metadata"]["uid"]]
+    assert pods_on(cache, "a") == ["confirmed"]
+
+
+def test_a_forgotten_or_removed_assumption_leaves_nothing_to_expire(ttl_cache) -> None:
+    cache, clock = ttl_cache
+    forgotten, deleted = on(make_pod("f"), "a"), on(make_pod("d"), "b")
+    for pod in (forgotten, deleted):
+        cache.assume_pod(pod)
+        cache.finish_binding(pod)
+    cache.forget_pod(forgotten)
+    cache.remove_pod(deleted)
+    clock.now += 31
+    assert cache.cleanup_assumed_pods() == []
+    assert cache.pod_count() == 0
+
+
+def test_a_negative_ttl_is_refused() -> None:
+    with pytest.raises(ValueError, match="assumed_pod_ttl"):
+        Cache(assumed_pod_ttl=-1)
 
 
 # -- update / remove -----------------------------------------------------------------------------

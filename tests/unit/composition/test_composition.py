@@ -125,6 +125,14 @@ def test_pod_topology_spread_alone_watches_pods_and_the_default_selector_kinds()
     assert parts.framework.lister(STATEFUL_SETS).list("a") == []
 
 
+def test_the_extender_cache_gets_the_assumed_pod_ttl_and_knows_if_pods_are_watched():
+    parts = build_extender(profile("PodTopologySpread"), DummyClient(), assumed_pod_ttl=5)
+    assert parts.pods_watched and parts.cache is not None and parts.cache._ttl == 5
+    assert not build_extender(profile("NodeAffinity"), DummyClient()).pods_watched
+    assert build_extender(profile("NodeAffinity"), DummyClient(), watch_pods=True).pods_watched
+    assert not build_extender(profile("PodTopologySpread"), None).pods_watched
+
+
 def test_without_a_client_nothing_is_watched():
     parts = build_extender(default_profile(), None)
     assert parts.informers == [] and parts.cache is None

@@ -555,6 +555,18 @@ def test_extender_configuration_document() -> None:
     )
 
 
+def test_extender_configuration_bind_assume() -> None:
+    config = parse("", EXTENDER_HEADER)
+    assert (config.extender.bind_assume, config.extender.bind_assume_ttl) == (True, 30.0)
+    config = parse("", EXTENDER_HEADER + "bind: {enabled: true, assume: false, assumeTTL: 2m}\n")
+    settings = config.extender
+    assert (settings.bind_enabled, settings.bind_assume, settings.bind_assume_ttl) == (
+        True,
+        False,
+        120.0,
+    )
+
+
 def test_extender_configuration_defaults_to_first_profile() -> None:
     config = parse("profiles:\n  - schedulerName: a\n  - schedulerName: b\n", EXTENDER_HEADER)
     assert config.extender.profile == "a"
@@ -966,6 +978,12 @@ def test_valid_extended_resource_names() -> None:
         ("urlPrefix: ext\n", 'ExtenderConfiguration.urlPrefix: must be a path starting with "/"'),
         ("watchPods: 1\n", "ExtenderConfiguration.watchPods: must be a boolean"),
         ("profile: nope\n", 'ExtenderConfiguration.profile: no profile named "nope"'),
+        (
+            "bind: {assumeTTL: 0s}\n",
+            "ExtenderConfiguration.bind.assumeTTL: must be a positive duration",
+        ),
+        ("bind: {assumeTTL: 30}\n", "ExtenderConfiguration.bind.assumeTTL: must be a duration"),
+        ("bind: {assume: 'on'}\n", "ExtenderConfiguration.bind.assume: must be a boolean"),
     ],
 )
 def test_error_extender_configuration(extra: str, message: str) -> None:
