@@ -37,6 +37,7 @@ from extender.wire import (
 log = logging.getLogger(__name__)
 
 MISSING_NODE_GRACE_SECONDS = 1.0
+DYNAMIC_RESOURCES = "DynamicResources"  # its Filter is not asked again at bind (after PreBind)
 ERR_NODE_NOT_IN_CACHE = "node(s) not found in the extender's node cache"
 ERR_NO_NODE_CACHE = (
     "this extender has no node cache (no cluster connection): register it with "
@@ -402,14 +403,33 @@ class ExtenderService:
         info = snapshot.get(node_name)
         if info is None:
             return ERR_NODE_NOT_IN_CACHE
+        state = CycleState()
+        dra = self.fwk.plugin(DYNAMIC_RESOURCES)
+        if dra is not None and _has_claims(pod):
+            # kube-scheduler calls bind after its PreBind: the claims are checked as PreBind
+            # left them, not filtered again (see DynamicResources.claims_bound_for). The
+            # informers may be a moment behind the allocation PreBind just wrote.
+            deadline = time.monotonic() + MISSING_NODE_GRACE_SECONDS
+            while refused := dra.claims_bound_for(pod, info):
+                if time.monotonic() >= deadline:
+                    return f"the pod's claims are not ready for this node: {refused}"
+                time.sleep(0.02)
+            state.skip_filter_plugins.add(DYNAMIC_RESOURCES)
         feasible, diagnosis = self.algorithm.find_nodes_that_fit(
-            self.fwk, CycleState(), pod, snapshot, [info], evaluate_all=True
+            self.fwk, state, pod, snapshot, [info], evaluate_all=True
         )
         if feasible:
             return ""
         status = diagnosis.node_to_status.get(node_name) or diagnosis.absent_status
         reason = status.message if status is not None else "node(s) were rejected"
         return f"the pod does not pass the filters on this node: {reason}"
+
+
+def _has_claims(pod: dict) -> bool:
+    """ResourceClaims, or an extended-resource claim PreBind made for the pod."""
+    return bool((pod.get("spec") or {}).get("resourceClaims")) or bool(
+        (pod.get("status") or {}).get("extendedResourceClaimStatus")
+    )
 
 
 def extender_score(total: int, scale: int) -> int:

@@ -291,6 +291,41 @@ class DynamicResources:
         self._foreach_pod_claim(pod, lambda _name, claim: claims.append(claim))
         return claims
 
+    # -- after PreBind: an extender's bind ------------------------------------------------------
+
+    def claims_bound_for(self, pod: dict, node_info: NodeInfo) -> str:
+        """Why ``pod`` cannot be bound to the node as its claims stand ("" when it can): what
+        PreBind guarantees before kube-scheduler calls an extender's bind. Every claim (the
+        extended-resource claim included) allocated, available on the node and reserved for
+        the pod. Filter cannot be asked instead: it takes the extended-resource claim PreBind
+        just wrote for one left by an earlier cycle and rejects it (upstream
+        ``filterExtendedResources``). Reads the informers; mutates nothing."""
+        try:
+            claims = self.pod_resource_claims(pod)
+        except ClaimError as exc:
+            return str(exc)
+        status = (pod.get("status") or {}).get("extendedResourceClaimStatus") or {}
+        if status.get("resourceClaimName"):
+            extended = find_extended_resource_claim(pod, self.tracker.list())
+            if extended is None:
+                return f"resource claim {status['resourceClaimName']} not found"
+            claims.append(extended)
+        for claim in claims:
+            alloc = allocation(claim)
+            if alloc is None:
+                return (
+                    f"resource claim {kobj(claim)} is not allocated (kube-scheduler's "
+                    "DynamicResources PreBind allocates it before it calls an extender's bind)"
+                )
+            selector = alloc.get("nodeSelector")
+            if selector is not None and not NodeSelector(selector).matches(
+                node_info.name, node_info.labels
+            ):
+                return f"resource claim {kobj(claim)} is allocated to other nodes"
+            if not is_reserved_for_pod(pod, claim):
+                return f"resource claim {kobj(claim)} is not reserved for the pod"
+        return ""
+
     # -- PreEnqueue --------------------------------------------------------------------------
 
     def pre_enqueue(self, pod: dict) -> Status | None:
