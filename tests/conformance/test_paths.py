@@ -21,6 +21,15 @@ PODS_PER_CASE = 10
 BINDS_PER_CASE = 2
 
 
+def regression_cases() -> list:  # noqa: ANN201
+    """Cases that once disagreed. DRA seed 1000: its first pod asks for an extended resource
+    a DeviceClass provides; bound through kube-scheduler and our bind verb, the verb filtered
+    the extended-resource claim PreBind had made again, and refused every such pod."""
+    from .dra import generate_dra_case
+
+    return [generate_dra_case(1000, pods=PODS_PER_CASE, max_nodes=6)]
+
+
 @pytest.fixture(scope="module")
 def paths(
     conformance: Conformance, tmp_path_factory: pytest.TempPathFactory
@@ -36,7 +45,7 @@ def paths(
 def path_tally(paths: PathDifferential) -> PathTally:
     tally = run_paths(
         paths,
-        case_families(PATH_SEEDS, PODS_PER_CASE),
+        [*case_families(PATH_SEEDS, PODS_PER_CASE), *regression_cases()],
         binds=BINDS_PER_CASE,
         out=lambda line: None,
     )
