@@ -225,11 +225,68 @@ def tolerates(tolerations: list[dict], taint: dict) -> bool:
     return False
 
 
+# From this many tolerations a check of several taints indexes them first: a pod with
+# thousands of tolerations against nodes with hundreds of taints must not cost their product.
+INDEX_TOLERATIONS_FROM = 16
+
+
+class TolerationIndex:
+    """A pod's tolerations indexed by what a taint is matched on, so that one taint costs a few
+    dict lookups whatever their number. Answers exactly as :func:`tolerates`: a toleration's
+    empty effect matches every effect, its empty key every key; ``Exists`` matches any value,
+    ``Equal`` the same value, any other operator nothing. Each entry: the effects tolerated
+    (``""``: all)."""
+
+    __slots__ = ("_any_key", "_any_key_value", "_key", "_key_value")
+
+    def __init__(self, tolerations: list[dict]) -> None:
+        self._any_key: set[str] = set()  # Exists, no key
+        self._any_key_value: dict[str, set[str]] = {}  # Equal, no key: by value
+        self._key: dict[str, set[str]] = {}  # Exists: by key
+        self._key_value: dict[tuple[str, str], set[str]] = {}  # Equal: by key and value
+        for toleration in tolerations:
+            effect = toleration.get("effect") or ""
+            key = toleration.get("key") or ""
+            op = toleration.get("operator") or "Equal"
+            value = toleration.get("value") or ""
+            if op == "Exists":
+                (self._key.setdefault(key, set()) if key else self._any_key).add(effect)
+            elif op == "Equal":
+                if key:
+                    self._key_value.setdefault((key, value), set()).add(effect)
+                else:
+                    self._any_key_value.setdefault(value, set()).add(effect)
+
+    def tolerates(self, taint: dict) -> bool:
+        effect, key = taint.get("effect"), taint.get("key") or ""
+        value = taint.get("value") or ""
+        for effects in (
+            self._any_key,
+            self._any_key_value.get(value),
+            self._key.get(key),
+            self._key_value.get((key, value)),
+        ):
+            if effects and ("" in effects or effect in effects):
+                return True
+        return False
+
+
+def toleration_matcher(tolerations: list[dict], taints: int) -> Callable[[dict], bool]:
+    """``taint -> tolerated`` for checking ``taints`` taints: an index of many tolerations,
+    else the plain scan (cheaper for the usual handful)."""
+    if len(tolerations) >= INDEX_TOLERATIONS_FROM and taints > 1:
+        return TolerationIndex(tolerations).tolerates
+    return lambda taint: tolerates(tolerations, taint)
+
+
 def find_untolerated_taint(
     taints: list[dict], tolerations: list[dict], effects: tuple[str, ...]
 ) -> dict | None:
     """The first taint with one of ``effects`` that no toleration matches, or ``None``."""
+    if not taints:
+        return None
+    tolerated = toleration_matcher(tolerations, len(taints))
     for taint in taints:
-        if taint.get("effect") in effects and not tolerates(tolerations, taint):
+        if taint.get("effect") in effects and not tolerated(taint):
             return taint
     return None

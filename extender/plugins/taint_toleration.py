@@ -33,7 +33,7 @@ from extender.framework.events import (
     QueueingHint,
     Resource,
 )
-from extender.framework.labels import find_untolerated_taint, tolerates
+from extender.framework.labels import find_untolerated_taint, toleration_matcher
 from extender.framework.runtime import MAX_NODE_SCORE
 from extender.framework.status import Status, unresolvable
 from extender.framework.types import NodeInfo, NodeScore
@@ -68,10 +68,11 @@ def prefer_no_schedule_tolerations(tolerations: list[dict]) -> list[dict]:
 
 
 def count_intolerable_prefer_no_schedule(taints: list[dict], tolerations: list[dict]) -> int:
+    if not taints:
+        return 0
+    tolerated = toleration_matcher(tolerations, len(taints))
     return sum(
-        1
-        for taint in taints
-        if taint.get("effect") == PREFER_NO_SCHEDULE and not tolerates(tolerations, taint)
+        1 for taint in taints if taint.get("effect") == PREFER_NO_SCHEDULE and not tolerated(taint)
     )
 
 
