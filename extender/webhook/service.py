@@ -255,8 +255,10 @@ class ExtenderService:
                 else:
                     totals = {entry.name: entry.total_score for entry in scores}
             for plugin, status in failures.items():
-                log.warning("prioritize: plugin %s left out of the scores: %s", plugin, status)
                 failed[plugin] = status.message
+                log.warning(
+                    "prioritize: plugin %s left out of the scores: %s", plugin, failed[plugin]
+                )
         scale = MAX_NODE_SCORE * (sum(self.fwk.score_weights.values()) or 1)
         return Scores(
             host_priority_list(
