@@ -514,13 +514,17 @@ class Soak:
     # -- the end ------------------------------------------------------------------------
 
     def settle(self) -> Snapshot:
-        """Wait until no pending pod fits a node (or the settle time is over)."""
+        """Wait until no pending pod fits a node and every pending pod has its scheduler's
+        verdict in its PodScheduled condition (or the settle time is over): a pod tried just
+        as the last fault took the apiserver away gets it on a retry, after its backoff."""
         deadline = time.monotonic() + self.opt.settle
         while True:
             snap = self.snapshot(self.kube)
             self.examine(snap)
-            fitting = [p for p in snap.pods.values() if not node_of(p) and fitting_node(p, snap)]
-            if not fitting or time.monotonic() > deadline:
+            pending = [p for p in snap.pods.values() if not node_of(p)]
+            fitting = [p for p in pending if fitting_node(p, snap)]
+            unexplained = [p for p in pending if not FAILED_RE.match(_condition(p))]
+            if (not fitting and not unexplained) or time.monotonic() > deadline:
                 return snap
             time.sleep(3)
 
