@@ -142,7 +142,8 @@ class Standalone:
     best: frozenset[str] = frozenset()
     # node -> plugin -> weighted score
     per_plugin: dict[str, dict[str, int]] = field(default_factory=dict)
-    state: CycleState | None = field(default=None, repr=False)  # after filtering every node
+    # the cycle's state (DynamicResources: the allocations its Filter made on each node)
+    state: CycleState | None = field(default=None, repr=False)
     # node -> ([victim UIDs], PDB violations, [victim pod dicts]); None: no preempt call
     candidates: dict[str, tuple[list[str], int, list[dict]]] | None = None
 
@@ -175,7 +176,7 @@ def standalone(fwk: Framework, nodes: list[dict], bound: list[dict], pod: dict) 
         )
     except SchedulingError as exc:
         return Standalone(error=exc.status.message, errors=_node_errors(fwk, snapshot, pod))
-    out = Standalone(feasible=[info.name for info in feasible], state=state.clone())
+    out = Standalone(feasible=[info.name for info in feasible], state=state)
     for info in snapshot.node_info_list:
         if info.name in out.feasible:
             continue
@@ -800,10 +801,7 @@ def _needs_pre_bind(pod: dict) -> bool:
     """Binding this pod needs a PreBind first: claims to allocate (DynamicResources) or volumes
     to bind (VolumeBinding, waiting for a PV controller that does not run here). kube-scheduler
     runs PreBind before it calls an extender's bind, so the bind verb alone cannot place it."""
-    spec = pod["spec"]
-    return bool(spec.get("resourceClaims")) or any(
-        v.get("persistentVolumeClaim") or v.get("ephemeral") for v in spec.get("volumes") or ()
-    )
+    return bool(pod["spec"].get("resourceClaims")) or _needs_volume_binding(pod)
 
 
 def _case_snapshot(cluster: Any, case: Case) -> Snapshot:
