@@ -18,6 +18,16 @@ class PluginMetrics:
             ["plugin", "extension_point"],
             registry=self.registry,
         )
+        self.budget_exceeded_total = Counter(
+            "kube_extender_pod_budget_exceeded_total",
+            "Scheduling attempts (or extender verb calls) that ran past the pod budget "
+            "(podBudget), by profile.",
+            ["profile"],
+            registry=self.registry,
+        )
+
+    def budget_exceeded(self, profile: str) -> None:
+        self.budget_exceeded_total.labels(profile=profile).inc()
 
     def plugin_error(self, plugin: str, point: str) -> None:
         self.plugin_errors.labels(plugin=plugin, extension_point=point).inc()

@@ -205,3 +205,6 @@ DEFAULT_CLIENT_CONNECTION: dict[str, Any] = {
 # A parsed full-Node body costs 6-8x its size in RSS: 32 MiB fits a 512 Mi container with
 # headroom (docs/extender.md#memory). Node-cache mode sends names and needs far less.
 DEFAULT_MAX_REQUEST_BYTES = 32 * 1024 * 1024
+# The pod budget (ExtenderConfiguration podBudget, extender.framework.budget), seconds: as long
+# as DynamicResources' filterTimeout, well inside kube-scheduler's extender httpTimeout (30s).
+DEFAULT_POD_BUDGET = 10.0

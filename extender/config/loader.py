@@ -40,6 +40,7 @@ from extender.plugins import in_tree_registry
 from . import schema
 from .defaults import (
     DEFAULT_MAX_REQUEST_BYTES,
+    DEFAULT_POD_BUDGET,
     OWN_SCHEDULER_NAME,
 )
 from .errors import ConfigError, fail, flatten
@@ -74,6 +75,8 @@ class ExtenderSettings:
     # most without the watch's confirmation (bind.assumeTTL, seconds).
     bind_assume: bool = True
     bind_assume_ttl: float = 30.0
+    # The pod budget (extender.framework.budget), seconds; 0: none (applied to every profile).
+    pod_budget: float = DEFAULT_POD_BUDGET
 
 
 @dataclass
@@ -166,6 +169,7 @@ def _extender_settings(documents: list[Any], source: str) -> ExtenderSettings:
         bind_enabled=data["bind"]["enabled"],
         bind_assume=data["bind"]["assume"],
         bind_assume_ttl=data["bind"]["assumeTTL"],
+        pod_budget=data["podBudget"],
     )
 
 
@@ -268,6 +272,8 @@ def loads(text: str, source: str = "<string>", *, plugins: Iterable[type] = ()) 
 
     errors = _check_common_queue_sort(profiles)
     errors += _apply_timeouts(settings.plugin_timeouts, profiles, registry)
+    for profile in profiles:
+        profile.pod_budget = settings.pod_budget or None
     extenders = data["extenders"] or []
     errors += _validate_extenders(extenders)
     if not settings.profile:

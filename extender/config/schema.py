@@ -16,7 +16,12 @@ from marshmallow import RAISE, Schema, ValidationError, fields, validate, valida
 from extender.framework.interfaces import EXTENSION_POINTS
 from extender.kube.duration import parse_duration
 
-from .defaults import DEFAULT_CLIENT_CONNECTION, DEFAULT_LEADER_ELECTION, DEFAULT_MAX_REQUEST_BYTES
+from .defaults import (
+    DEFAULT_CLIENT_CONNECTION,
+    DEFAULT_LEADER_ELECTION,
+    DEFAULT_MAX_REQUEST_BYTES,
+    DEFAULT_POD_BUDGET,
+)
 
 API_VERSION = "kubescheduler.config.k8s.io/v1"
 KIND = "KubeSchedulerConfiguration"
@@ -288,4 +293,9 @@ class ExtenderConfigurationSchema(Strict):
             values=Duration(validate=validate.Range(min=0, min_inclusive=False)),
         ),
         load_default=dict,
+    )
+    # The most time one scheduling attempt of one pod may take (extender.framework.budget).
+    podBudget = Duration(
+        load_default=DEFAULT_POD_BUDGET,
+        validate=validate.Range(min=0, error="must not be negative (0s: no budget)"),
     )

@@ -24,6 +24,8 @@ class CycleState:
         "pods_to_activate",
         "record_plugin_metrics",
         "snapshot",
+        "deadline",
+        "budget",
     )
 
     def __init__(self) -> None:
@@ -37,6 +39,10 @@ class CycleState:
         # The cluster snapshot of this cycle (set by the runtime before PreFilter). Kept here,
         # not on the framework, so concurrent webhook requests each see their own.
         self.snapshot: Any = None
+        # The pod budget (extender.framework.budget): when this attempt must end, as a
+        # time.monotonic() value, and its length in seconds; None: no budget.
+        self.deadline: float | None = None
+        self.budget: float | None = None
 
     def write(self, key: str, value: Any) -> None:
         with self._lock:
@@ -67,4 +73,6 @@ class CycleState:
         copy.pods_to_activate = dict(self.pods_to_activate)
         copy.record_plugin_metrics = self.record_plugin_metrics
         copy.snapshot = self.snapshot
+        copy.deadline = self.deadline
+        copy.budget = self.budget
         return copy

@@ -27,6 +27,9 @@ class Profile:
     percentage_of_nodes_to_score: int | None = None
     # plugin name -> extension point -> seconds: a call that takes longer is an Error status
     plugin_timeouts: dict[str, dict[str, float]] = field(default_factory=dict)
+    # The most time one scheduling attempt of one pod may take, seconds (None: no bound;
+    # extender.framework.budget). The config loader sets it from ``podBudget``.
+    pod_budget: float | None = None
 
     def plugin_names(self) -> set[str]:
         """Every plugin the profile enables, at any point."""

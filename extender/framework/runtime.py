@@ -22,6 +22,7 @@ from typing import Any, TypeGuard
 import numpy as np
 import orjson
 
+from . import budget
 from .columns import NodeTable
 from .cycle_state import CycleState
 from .events import ActionType, ClusterEvent, ClusterEventWithHint, Resource
@@ -325,6 +326,11 @@ class Framework:
             return status
         return error_status(plugin, point, detail)
 
+    def _out_of_budget(self, state: CycleState, where: str) -> Status:
+        """The Error of an attempt whose pod budget ran out (``extender.framework.budget``)."""
+        exc = budget.BudgetExceeded(state.budget or 0)
+        return Status(Code.ERROR, f"{exc} {where}", err=exc)
+
     # -- handle -------------------------------------------------------------------------
 
     def plugin(self, name: str) -> Any:
@@ -573,6 +579,8 @@ class Framework:
         With a batch answer for this node (``answered``, ``first_reject``: see
         :class:`BatchFilter`), plugins whose batch form let the node pass are not called again,
         and the first batch rejector is called for its status."""
+        if state.deadline is not None and budget.expired(state):
+            return self._out_of_budget(state, f"before node {node_info.name} was filtered")
         skip = state.skip_filter_plugins
         signature = None
         for k, (name, filter_, memo) in enumerate(self._filter_calls):
@@ -719,6 +727,8 @@ class Framework:
         for plugin, (name, score) in zip(self.score_plugins, self._calls["score"], strict=True):
             if name in skip:
                 continue
+            if state.deadline is not None and budget.expired(state):
+                return [], self._out_of_budget(state, f"before Score plugin {name!r} ran")
             values, status = self._plugin_scores(state, pod, nodes, plugin, name, score)
             if status is not None:
                 if failures is None:

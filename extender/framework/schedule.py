@@ -486,6 +486,7 @@ def _scan(
 def _fresh_state(state: CycleState) -> CycleState:
     fresh = CycleState()
     fresh.snapshot = state.snapshot
+    fresh.deadline, fresh.budget = state.deadline, state.budget
     fresh.record_plugin_metrics = state.record_plugin_metrics
     return fresh
 

@@ -24,6 +24,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from extender.framework import budget
 from extender.framework.cycle_state import CycleState
 from extender.framework.events import (
     ASSIGNED_POD_ADD,
@@ -88,6 +89,9 @@ class Metrics:
         pass
 
     def pending(self, counts: dict[str, int]) -> None:
+        pass
+
+    def budget_exceeded(self, profile: str) -> None:
         pass
 
 
@@ -194,15 +198,28 @@ class Scheduler:
             return
 
         state = CycleState()
+        fit: FitError | None = None
+        nominating = NominatingInfo("", NominatingMode.OVERRIDE)
+        failure: Status | None = None
         try:
-            result = self.algorithm.schedule_pod(fwk, state, pod, self.cache.snapshot())
-        except FitError as fit:
-            nominating = self._post_filter(fwk, state, pod, fit)
-            self._fail(fwk, info, Status(Code.UNSCHEDULABLE, str(fit)), fit, nominating, start)
-            return
+            # The computing part of the attempt, within the pod budget (a slow plugin ends it
+            # with an Error and the pod is retried with backoff); the writes below are not.
+            with budget.enforced(state, fwk.profile.pod_budget):
+                try:
+                    result = self.algorithm.schedule_pod(fwk, state, pod, self.cache.snapshot())
+                except FitError as err:
+                    fit = err
+                    nominating = self._post_filter(fwk, state, pod, fit)
+                    failure = Status(Code.UNSCHEDULABLE, str(fit))
         except SchedulingError as err:
+            failure, fit = err.status, None
+        except budget.OVER as exc:
+            failure, fit = Status(Code.ERROR, str(exc), err=exc), None
             nominating = NominatingInfo("", NominatingMode.OVERRIDE)
-            self._fail(fwk, info, err.status, None, nominating, start)
+        if failure is not None:
+            if isinstance(failure.err, budget.OVER):
+                self.metrics.budget_exceeded(fwk.profile_name)
+            self._fail(fwk, info, failure, fit, nominating, start)
             return
 
         host = result.suggested_host

@@ -16,10 +16,12 @@ from __future__ import annotations
 
 import logging
 import time
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any, Protocol, cast
 
 from extender.cache import CacheError
+from extender.framework import budget
 from extender.framework.cycle_state import CycleState
 from extender.framework.handle import MAX_EXTENDER_PRIORITY
 from extender.framework.preemption import fits_without_victims
@@ -183,16 +185,17 @@ class ExtenderService:
 
         state = CycleState()
         try:
-            feasible, diagnosis = self.algorithm.find_nodes_that_fit(
-                self.fwk, state, pod, snapshot, candidates, evaluate_all=True
-            )
-        except SchedulingError as exc:
+            with self._budget(state):
+                feasible, diagnosis = self.algorithm.find_nodes_that_fit(
+                    self.fwk, state, pod, snapshot, candidates, evaluate_all=True
+                )
+        except (SchedulingError, *budget.OVER) as exc:
             return filter_result(
                 node_names=[] if by_names else None,
                 nodes=None if by_names else [],
                 failed={},
                 failed_unresolvable={},
-                error=exc.status.message,
+                error=self._error_of(exc).message,
             )
         passed = {info.name for info in feasible}
         for info in candidates:
@@ -244,16 +247,23 @@ class ExtenderService:
         failed: dict[str, str] = {}
         if candidates and self.fwk.has_score_plugins():
             state = CycleState()
-            feasible, _ = self.algorithm.find_nodes_that_fit(
-                self.fwk, state, pod, snapshot, candidates, evaluate_all=True
-            )
             failures: dict[str, Status] = {}
-            if feasible:
-                scores = self.algorithm.prioritize_nodes(self.fwk, state, pod, feasible, failures)
-                if isinstance(scores, NodeScoreList):
-                    totals = dict(zip(scores.names, scores.totals, strict=True))
-                else:
-                    totals = {entry.name: entry.total_score for entry in scores}
+            try:
+                with self._budget(state):
+                    feasible, _ = self.algorithm.find_nodes_that_fit(
+                        self.fwk, state, pod, snapshot, candidates, evaluate_all=True
+                    )
+                    scores = (
+                        self.algorithm.prioritize_nodes(self.fwk, state, pod, feasible, failures)
+                        if feasible
+                        else []
+                    )
+            except (SchedulingError, *budget.OVER) as exc:
+                raise SchedulingError(self._error_of(exc)) from None
+            if isinstance(scores, NodeScoreList):
+                totals = dict(zip(scores.names, scores.totals, strict=True))
+            else:
+                totals = {entry.name: entry.total_score for entry in scores}
             for plugin, status in failures.items():
                 failed[plugin] = status.message
                 log.warning(
@@ -266,6 +276,26 @@ class ExtenderService:
             ),
             failed,
         )
+
+    def _budget(self, state: CycleState) -> AbstractContextManager[None]:
+        """The verb's computing part within the pod budget (``extender.framework.budget``):
+        a call ends in time whatever the pod's objects cost, long before kube-scheduler's
+        extender ``httpTimeout`` (30s by default) and the worker's timeout."""
+        return budget.enforced(state, self.fwk.profile.pod_budget)
+
+    def _error_of(self, failure: SchedulingError | BaseException | Status) -> Status:
+        """The Error status of a failed verb call; a budget that ran out is counted."""
+        if isinstance(failure, Status):
+            status = failure
+        elif isinstance(failure, SchedulingError):
+            status = failure.status
+        else:
+            status = Status(Code.ERROR, str(failure), err=failure)
+        if isinstance(status.err, budget.OVER):
+            count = getattr(self.fwk.metrics, "budget_exceeded", None)
+            if count is not None:
+                count(self.fwk.profile_name)
+        return status
 
     def preempt(self, args: dict) -> dict:
         """Keep the candidate nodes where, with their victims gone, the pod passes our filters.
@@ -292,6 +322,19 @@ class ExtenderService:
                 candidates[node] = (uids, list(infos), victims["num_pdb_violations"])
 
         state = CycleState()
+        try:
+            with self._budget(state):
+                return self._preempt(state, pod, snapshot, candidates)
+        except (SchedulingError, *budget.OVER) as exc:
+            raise SchedulingError(self._error_of(exc)) from None
+
+    def _preempt(
+        self,
+        state: CycleState,
+        pod: dict,
+        snapshot: Snapshot,
+        candidates: dict[str, tuple[list[str], list[PodInfo | None], int]],
+    ) -> dict:
         state.snapshot = snapshot
         result, status, _ = self.fwk.run_pre_filter_plugins(state, pod, snapshot.node_info_list)
         if status is not None:

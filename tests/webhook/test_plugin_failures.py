@@ -151,3 +151,35 @@ def test_score_reads_what_its_pre_filter_wrote() -> None:
     assert reply == [{"Host": "n1", "Score": 10}, {"Host": "n2", "Score": 5}]
     text = client.get("/metrics").get_data(as_text=True)
     assert 'extender_requests_total{outcome="ok",verb="prioritize"} 1.0' in text
+
+
+class Spinning:
+    """A Filter that never returns for the pod named hostile (pure Python)."""
+
+    name = "Spinning"
+
+    def __init__(self, args: dict, handle: object) -> None:
+        pass
+
+    def filter(self, state, pod, node_info):
+        while pod["metadata"]["name"] == "hostile":
+            pass
+        return None
+
+
+def test_a_verb_call_ends_within_the_pod_budget_and_is_counted() -> None:
+    """The call answers (in band, 200) instead of holding the worker; the next call is served."""
+    metrics = Metrics()
+    profile = Profile("test", {"filter": [PluginSpec("Spinning")]}, pod_budget=0.2)
+    fwk = Framework(profile, Registry({"Spinning": Spinning}), Services(metrics=metrics))
+    client = create_app(ExtenderService(fwk), metrics=metrics).test_client()
+    status, reply = post(client, "filter", {"Pod": make_pod("hostile"), "Nodes": NODES})
+    assert status == 200
+    assert reply["Error"] == (
+        'running "Spinning" filter plugin: the pod\'s scheduling budget of 0.2s ran out'
+    )
+    status, reply = post(client, "filter", {"Pod": make_pod("canary"), "Nodes": NODES})
+    assert status == 200 and not reply.get("Error")
+    assert [n["metadata"]["name"] for n in reply["Nodes"]["items"]] == ["n1", "n2"]
+    text = client.get("/metrics").get_data(as_text=True)
+    assert 'kube_extender_pod_budget_exceeded_total{profile="test"} 1.0' in text

@@ -502,6 +502,9 @@ class DynamicResources:
             deadline = None
             if self.features.scheduler_filter_timeout and self.filter_timeout > 0:
                 deadline = time.monotonic() + self.filter_timeout
+            if state.deadline is not None:
+                # The pod budget (extender.framework.budget) ends the search as well.
+                deadline = state.deadline if deadline is None else min(deadline, state.deadline)
             allocator_error, allocation_timeout, failed_on_node = alloc_bridge.allocation_errors()
             try:
                 results = s.allocator.allocate(node, to_allocate, deadline)

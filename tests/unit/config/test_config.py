@@ -984,6 +984,8 @@ def test_valid_extended_resource_names() -> None:
         ),
         ("bind: {assumeTTL: 30}\n", "ExtenderConfiguration.bind.assumeTTL: must be a duration"),
         ("bind: {assume: 'on'}\n", "ExtenderConfiguration.bind.assume: must be a boolean"),
+        ("podBudget: -1s\n", "ExtenderConfiguration.podBudget: must not be negative"),
+        ("podBudget: 10\n", "ExtenderConfiguration.podBudget: must be a duration"),
     ],
 )
 def test_error_extender_configuration(extra: str, message: str) -> None:
@@ -1014,3 +1016,10 @@ def test_plugin_spec_weights_only_on_score() -> None:
     profile = profile_with("multiPoint:\n  enabled: [{name: NodeNumber, weight: 6}]\n")
     assert profile.plugins["permit"] == [PluginSpec("NodeNumber", 0)]
     assert PluginSpec("NodeNumber", 6) in profile.plugins["score"]
+
+
+def test_pod_budget_defaults_to_10s_on_every_profile_and_0s_turns_it_off() -> None:
+    assert [p.pod_budget for p in parse("").profiles] == [10.0]
+    config = parse("", EXTENDER_HEADER + "podBudget: 2500ms\n")
+    assert [p.pod_budget for p in config.profiles] == [2.5]
+    assert [p.pod_budget for p in parse("", EXTENDER_HEADER + "podBudget: 0s\n").profiles] == [None]

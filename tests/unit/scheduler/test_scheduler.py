@@ -897,3 +897,41 @@ def test_prebind_rejection_is_charged_to_the_prebind_plugin() -> None:
     # which it would not if the rejection were still charged to NodeResourcesFit.
     h.sched.on_node_update(grown, make_node("n1", cpu="4", labels={"zone": "a"}))
     assert h.where(pod) in (ACTIVE_Q, BACKOFF_Q)
+
+
+# -- the pod budget -------------------------------------------------------------------------
+
+
+class SpinsForHostile:
+    """A Filter that computes without end (pure Python) for pods labelled hostile."""
+
+    name = "SpinsForHostile"
+
+    def filter(self, state, pod, node_info):
+        if (pod["metadata"].get("labels") or {}).get("hostile"):
+            while True:
+                pass
+        return None
+
+
+def test_a_pod_whose_plugin_never_returns_fails_within_its_budget_and_others_go_on() -> None:
+    """The watchdog ends the call; the attempt is an Error (retried with backoff, its
+    FailedScheduling naming the plugin and the budget), and the next pod is scheduled."""
+    h = make_harness(
+        [make_node("n1")],
+        extra={"SpinsForHostile": SpinsForHostile()},
+        points={"filter": ["SpinsForHostile"]},
+    )
+    h.fwk().profile.pod_budget = 0.2
+    hostile = make_pod("hostile")
+    hostile["metadata"]["labels"] = {"hostile": "yes"}
+    h.run(hostile)
+    assert h.where(hostile) == BACKOFF_Q
+    [event] = h.reporter.events
+    assert event.reason == "FailedScheduling"
+    assert event.note == (
+        'running "SpinsForHostile" filter plugin: the pod\'s scheduling budget of 0.2s ran out'
+    )
+    canary = h.run(make_pod("canary"))
+    assert h.api.bindings == [("canary", "n1")]
+    assert h.where(canary) is None
