@@ -25,7 +25,8 @@ Two parts, so that neither a slow loop nor one long call defeats it:
   retried with backoff, as after any Error.
 
 Only the computing part of an attempt runs under the watchdog (PreFilter to PostFilter),
-never the API writes and cache updates that follow (assume, reserve, bind).
+never the API writes and cache updates that follow (assume, reserve, bind); PostFilter's
+evictions run :func:`suspended` (a request cut half-way is worse than a late one).
 """
 
 from __future__ import annotations
@@ -137,6 +138,24 @@ class _Watchdog:
             except OVER:
                 continue  # delivered while disarming: the attempt is over, drop it
 
+    def suspend(self) -> list[Any] | None:
+        """Stop watching this thread for a while (its entry, for :meth:`resume`)."""
+        ident = threading.get_ident()
+        while True:
+            try:
+                with self._lock:
+                    entry = self._armed.pop(ident, None)
+                    if entry is not None and entry[2]:
+                        _raise_in(ident, None)
+                return entry
+            except OVER:
+                continue  # the budget ran out just now: resume() will raise it again
+
+    def resume(self, entry: list[Any] | None) -> None:
+        if entry is not None:
+            with self._lock:
+                self._armed[threading.get_ident()] = entry
+
     def _run(self) -> None:
         while True:
             time.sleep(_TICK)
@@ -175,3 +194,15 @@ def enforced(state: Any, seconds: float | None) -> Iterator[None]:
         yield
     finally:
         WATCHDOG.disarm()
+
+
+@contextmanager
+def suspended() -> Iterator[None]:
+    """A block the watchdog never interrupts (API writes: a request cut half-way is worse
+    than a late one). The runtime's checks still see the deadline; the watchdog resumes
+    after the block, raising at once if the budget ran out meanwhile."""
+    entry = WATCHDOG.suspend()
+    try:
+        yield
+    finally:
+        WATCHDOG.resume(entry)

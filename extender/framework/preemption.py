@@ -29,6 +29,7 @@ from typing import Protocol
 
 from extender.kube import NotFound
 
+from . import budget
 from .cycle_state import CycleState
 from .handle import POD_DISRUPTION_BUDGETS, Extender, Handle
 from .schedule import Diagnosis, fit_error_message
@@ -381,15 +382,16 @@ class Evaluator:
     def prepare_candidate(self, candidate: Candidate, pod: dict) -> Status | None:
         """Evict the victims and clear lower-priority nominations on the chosen node."""
         self.handle.metrics.preemption(len(candidate.victims))
-        for victim in candidate.victims:
-            if victim.deleting:
-                continue  # graceful deletion already under way
-            try:
-                self.preempt_pod(candidate.name, pod, victim)
-            except Exception as exc:
-                log.warning("preempting %s/%s failed: %s", victim.namespace, victim.name, exc)
-                return Status.error(exc)
-        self.clear_lower_priority_nominations(pod, candidate.name)
+        with budget.suspended():
+            for victim in candidate.victims:
+                if victim.deleting:
+                    continue  # graceful deletion already under way
+                try:
+                    self.preempt_pod(candidate.name, pod, victim)
+                except Exception as exc:
+                    log.warning("preempting %s/%s failed: %s", victim.namespace, victim.name, exc)
+                    return Status.error(exc)
+            self.clear_lower_priority_nominations(pod, candidate.name)
         return None
 
     def preempt_pod(self, node_name: str, preemptor: dict, victim: PodInfo) -> None:

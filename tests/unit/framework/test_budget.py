@@ -156,3 +156,19 @@ def test_the_deadline_is_kept_by_clones() -> None:
     with budget.enforced(state, 5):
         assert state.clone().deadline == state.deadline
         assert state.clone().budget == 5
+
+
+def test_a_suspended_block_is_not_interrupted_and_the_budget_is_enforced_after_it() -> None:
+    state = CycleState()
+    finished_suspended = False
+    with pytest.raises(budget.BudgetExceeded):
+        with budget.enforced(state, 0.05):
+            with budget.suspended():
+                end = time.monotonic() + budget.GRACE + 0.3
+                while time.monotonic() < end:
+                    pass  # an API write, say: past the budget, not cut
+                finished_suspended = True
+            end = time.monotonic() + _NEVER
+            while time.monotonic() < end:
+                pass  # interrupted here
+    assert finished_suspended
