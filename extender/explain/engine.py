@@ -28,6 +28,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from extender.framework import budget
 from extender.framework.cycle_state import CycleState
 from extender.framework.handle import MAX_EXTENDER_PRIORITY, NoEvents, NoMetrics, NoNominator
 from extender.framework.normalize import MAX_NODE_SCORE
@@ -451,9 +452,25 @@ class Explainer:
         snapshot: Snapshot,
         candidates: list[NodeInfo] | None,
     ) -> None:
+        """The attempt, within the pod budget as the scheduler's (``/explain`` is served by
+        the extender's workers: a hostile pod must not hold one)."""
+        state = CycleState()
+        try:
+            with budget.enforced(state, self.fwk.profile.pod_budget):
+                self._attempt(result, state, pod, snapshot, candidates)
+        except budget.OVER as exc:
+            result.error = str(exc)
+
+    def _attempt(
+        self,
+        result: Explanation,
+        state: CycleState,
+        pod: dict,
+        snapshot: Snapshot,
+        candidates: list[NodeInfo] | None,
+    ) -> None:
         fwk = self.fwk
         algorithm = SchedulingAlgorithm(self.extenders, rng=random.Random(0))
-        state = CycleState()
         try:
             feasible, diagnosis = algorithm.find_nodes_that_fit(
                 fwk, state, pod, snapshot, candidates, evaluate_all=True
