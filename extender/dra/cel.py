@@ -60,17 +60,44 @@ How upstream's environment is rebuilt on it:
   the result conversion errors of ``DeviceMatches``).
 
 Cost. cel-go meters every evaluation and stops one past ``CELSelectorExpressionMaxCost``
-(1,000,000) with ``operation cancelled: actual cost limit exceeded``; the C++ runtime has no
-meter. The substitute, stated honestly: (1) ``extender.dra.celcost`` computes cel-go's
-worst-case estimate (equal to upstream's on all of ``compile_test.go``'s cost figures) and an
-expression whose estimate is over 1000 times the limit, or which may build a value of more than
-10 million elements or characters, is never evaluated: ``device_matches`` reports the cost
-limit; (2) every evaluation runs under cel-expr-python's budget of 10,000 comprehension
-iterations, reported with the same text. The API server refuses a selector whose estimate is
-over the limit (``validateCELSelector``), so for every selector it accepted neither bound
-changes an answer upstream gives, except a selector that really iterates more than 10,000
-times (only nested comprehensions can; upstream allows it while the metered cost stays under
-the limit, about 100,000 iterations).
+(1,000,000) with ``operation cancelled: actual cost limit exceeded``; DRA's evaluation also
+checks for an interrupt (the scheduler's filter timeout) every 100 comprehension iterations
+(``cel.InterruptCheckFrequency``). The C++ runtime has neither. What stands in, stated
+honestly:
+
+1. The library functions implemented here in Python are metered: every evaluation carries a
+   meter (thread-local, see ``_Meter``), and each call of ``sets.*``, the ``lists``, ``regex``,
+   ``quantity``, ``semver``, ``ip`` and ``cidr`` functions charges upstream's runtime cost for
+   the call with the actual sizes (ext/sets.go ``trackSetsCost``: 1 + size(a) * size(b),
+   twice that for ``sets.equivalent``; k8s.io/apiserver ``pkg/cel/library/cost.go``
+   ``CallCost``: one traversal of the list for the lists library, string length times
+   pattern length for ``find`` / ``findAll``, a string traversal for the parsers, 1 for the
+   accessors; cel-go's default of 1 for what neither names) *before* doing the work. Past the
+   limit the evaluation fails with upstream's text, whatever the expression makes of the
+   error (``e || true`` fails too: cel-go cancels the evaluation). ``device_matches`` takes a
+   deadline: it is checked before evaluating, at every charge and every 100 steps of the
+   functions' loops; past it the evaluation stops with ``CELDeadlineExceeded`` (cel-go's
+   ``operation interrupted``), which is no answer for the device and is not kept.
+2. The C++ built-ins (operators, macros and comprehensions, list and map literals, the string
+   and ``ext.Lists`` extensions, ``cel.bind``) are not metered and do not see the deadline.
+   They are bounded by (a) ``extender.dra.celcost``, cel-go's worst-case estimate (equal to
+   upstream's on all of ``compile_test.go``'s cost figures): an expression whose estimate is
+   over 1000 times the limit, or which may build a value of more than 10 million elements or
+   characters, is never evaluated (``device_matches`` reports the cost limit), and (b)
+   cel-expr-python's budget of 10,000 comprehension iterations an evaluation, reported with
+   the same text. The API server refuses a selector whose estimate is over the limit
+   (``validateCELSelector``), so for every selector it accepted neither bound changes an
+   answer upstream gives, except a selector that really iterates more than 10,000 times (only
+   nested comprehensions can; upstream allows it while the metered cost stays under the
+   limit, about 100,000 iterations). A selector the API server would refuse (one from a file
+   or a webhook) whose estimate is between 1 and 1000 times the limit is evaluated: its
+   library calls are metered, its built-ins only bounded by (b).
+
+``sets.*`` find members by hash (``_key``: a key per value, equal exactly when CEL's ``==``
+is: a bool is not a number, ``1 == 1u == 1.0``, NaN equals nothing, lists and maps compare
+structurally, quantity / semver / IP / CIDR messages by type and content), so the largest
+pair of lists the API server takes (990 elements each) costs milliseconds, not a million
+pairwise comparisons; values with no key (the device message) are compared pairwise.
 
 Known differences (none reachable by the selectors DRA drivers document):
 
@@ -96,6 +123,9 @@ Known differences (none reachable by the selectors DRA drivers document):
   compile error there).
 - The parser's nesting limit is not settable through cel-expr-python 0.1 (its ``NewEnv`` takes
   no parser options and its env config has no limits section).
+- In ``sets.*``, ``indexOf`` and ``lastIndexOf`` an int and a double are equal when they are
+  the same number (Python's comparison); cel-go converts the int to a double first, so there
+  9007199254740993 equals 9007199254740992.0 (only past 2^53).
 - ``quantity(...).isGreaterThan(semver(...))`` is a runtime ``no such overload`` (upstream: a
   compile error); ``isInteger()``/``asInteger()`` of a quantity written with fraction digits
   that is still integral (``"1.0"``, ``"1.5Ki"``) succeed (see ``extender.dra.quantity``).
@@ -107,10 +137,13 @@ Known differences (none reachable by the selectors DRA drivers document):
 
 from __future__ import annotations
 
+import datetime
+import math
 import re
 import threading
+import time
 from collections import OrderedDict
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -141,6 +174,145 @@ _ITERATION_BUDGET = "Iteration budget exceeded"
 
 class CELError(Exception):
     """A compile or runtime error; ``str(e)`` is upstream's message."""
+
+
+class CELDeadlineExceeded(CELError):
+    """The evaluation passed its deadline (cel-go's interrupt): no answer for the device."""
+
+
+# cel-go's EvalCancelledError for an interrupted evaluation.
+INTERRUPTED = "operation interrupted"
+
+
+# --- the runtime cost meter ---------------------------------------------------------------
+
+
+class _Meter:
+    """One evaluation's cost and deadline (cel-go's ``CostTracker`` and interrupt check).
+
+    The library functions implemented here charge upstream's runtime cost of a call before
+    doing its work and check the deadline as they work; the C++ built-ins are not metered
+    (see "Cost" above). A function that trips either raises CELError, and the evaluation
+    fails with that text whatever the expression makes of the error (``e || true``), as
+    cel-go cancels the whole evaluation.
+    """
+
+    __slots__ = ("cost", "deadline", "failure", "ticks")
+
+    def __init__(self, deadline: float | None) -> None:
+        self.cost = 0
+        self.deadline = deadline
+        self.failure: str | None = None
+        self.ticks = 0
+
+    def charge(self, units: int) -> None:
+        self.cost += units
+        if self.failure is None and self.cost > CEL_SELECTOR_EXPRESSION_MAX_COST:
+            self.failure = COST_LIMIT_EXCEEDED
+        self.check()
+
+    def check(self) -> None:
+        if self.failure is None and self.deadline is not None:
+            if time.monotonic() > self.deadline:
+                self.failure = INTERRUPTED
+        if self.failure is not None:
+            raise CELError(self.failure)
+
+    def tick(self) -> None:
+        """One step of a loop: the deadline is looked at every _CHECK_EVERY steps."""
+        self.ticks += 1
+        if self.ticks % _CHECK_EVERY == 0:
+            self.check()
+
+
+# cel-go's InterruptCheckFrequency as the DRA evaluation sets it (celconfig.CheckFrequency).
+_CHECK_EVERY = 100
+_LOCAL = threading.local()
+
+
+def _current_meter() -> _Meter | None:
+    meter: _Meter | None = getattr(_LOCAL, "meter", None)
+    return meter
+
+
+def _tick() -> None:
+    meter = _current_meter()
+    if meter is not None:
+        meter.tick()
+
+
+def _metered(cost: Callable[..., int], impl: Callable[..., Any]) -> Callable[..., Any]:
+    """``impl`` charging ``cost(*args)`` (upstream's runtime cost of the call) first."""
+
+    def call(*args: Any) -> Any:
+        meter = _current_meter()
+        if meter is not None:
+            meter.charge(cost(*args))
+        return impl(*args)
+
+    return call
+
+
+# cel-go's common.StringTraversalCostFactor and RegexStringLengthCostFactor.
+_STRING_FACTOR = 0.1
+_REGEX_FACTOR = 0.25
+
+
+def _nominal(*_: Any) -> int:
+    return 1
+
+
+def _string_cost(factor: float = 1.0) -> Callable[..., int]:
+    """cost.go: parsing or scanning the first argument, a string (its length in runes)."""
+    return lambda text, *_: math.ceil(len(text) * factor * _STRING_FACTOR)
+
+
+def _regex_cost(text: str, pattern: str, *_: Any) -> int:
+    """cost.go ``find`` / ``findAll``: the string's traversal times the pattern's size."""
+    return math.ceil((1 + len(text)) * _STRING_FACTOR) * math.ceil(len(pattern) * _REGEX_FACTOR)
+
+
+def _traversal_cost(value: Any) -> int:
+    """cost.go ``traversalCost`` (Go's len of a string: its UTF-8 bytes; rounded down)."""
+    if isinstance(value, str):
+        return int(len(value.encode("utf-8", "surrogatepass")) * _STRING_FACTOR)
+    if isinstance(value, bytes | bytearray):
+        return int(len(value) * _STRING_FACTOR)
+    if isinstance(value, list):
+        return sum(_traversal_cost(v) for v in value)
+    if isinstance(value, dict):
+        return sum(_traversal_cost(k) + _traversal_cost(v) for k, v in value.items())
+    return 1
+
+
+def _list_cost(values: list[Any], *_: Any) -> int:
+    """cost.go: the lists library's functions cost one traversal of the list."""
+    return _traversal_cost(values)
+
+
+def _sets_cost(factor: int) -> Callable[[list[Any], list[Any]], int]:
+    """ext/sets.go ``trackSetsCost``: 1 + size(a) * size(b) * factor."""
+    return lambda a, b: 1 + int(float(len(a) * len(b)) * factor)
+
+
+def _cidr_bytes(cidr: Any) -> int:
+    """cidr.go ``Size``: the prefix length in bytes."""
+    return math.ceil(int(cidr.bits) / 8)
+
+
+def _contains_ip_cost(cidr: Any, other: Any) -> int:
+    cost = math.ceil(2 * _cidr_bytes(cidr) * _STRING_FACTOR)
+    if isinstance(other, str):
+        cost += math.ceil(len(other) * _STRING_FACTOR)
+    return cost
+
+
+def _contains_cidr_cost(cidr: Any, other: Any) -> int:
+    size = _cidr_bytes(cidr)
+    cost = math.ceil(2 * size * _STRING_FACTOR) + math.ceil(size * _STRING_FACTOR) + 1
+    if isinstance(other, str):
+        cost += math.ceil(len(other) * _STRING_FACTOR)
+    return cost
 
 
 @dataclass(frozen=True, slots=True)
@@ -414,15 +586,136 @@ def _cel_equal(a: Any, b: Any) -> bool:
     if isinstance(a, list) and isinstance(b, list):
         return len(a) == len(b) and all(_cel_equal(x, y) for x, y in zip(a, b, strict=True))
     if isinstance(a, dict) and isinstance(b, dict):
-        return a.keys() == b.keys() and all(_cel_equal(a[k], b[k]) for k in a)
+        return _dict_equal(a, b)
     if isinstance(a, list | dict) or isinstance(b, list | dict):
         return False
+    if isinstance(a, cel.Type) or isinstance(b, cel.Type):
+        # A type value's == takes only another type (it raises on anything else).
+        return isinstance(a, cel.Type) and isinstance(b, cel.Type) and bool(a == b)
     return bool(a == b)
+
+
+_MISSING = object()
+
+
+def _dict_equal(a: dict[Any, Any], b: dict[Any, Any]) -> bool:
+    """Same keys (a bool key is not the number 1), equal values."""
+    if len(a) != len(b):
+        return False
+    others = {(type(k) is bool, k): v for k, v in b.items()}
+    for k, v in a.items():
+        other = others.get((type(k) is bool, k), _MISSING)
+        if other is _MISSING or not _cel_equal(v, other):
+            return False
+    return True
+
+
+# --- sets.*: membership by hash, with CEL's equality -------------------------------------
+
+
+class _Unkeyable(Exception):
+    """A value with no key: compared pairwise (``_cel_equal``)."""
+
+
+class _Unequal(Exception):
+    """A value equal to nothing, itself included: NaN, or a list or map holding it."""
+
+
+# Messages keyed by type and content: our own value types, whose fields are strings and ints
+# (their serialization is their value). Others are compared pairwise.
+_KEYED_MESSAGES = frozenset(("kubernetes.Quantity", "kubernetes.Semver", "net.IP", "net.CIDR"))
+
+
+def _key(value: Any) -> Hashable:
+    """A key equal for values CEL's ``==`` finds equal (as ``_cel_equal``), else different.
+
+    Numbers are their Python selves (``1 == 1.0``, and int and uint are both ``int``); every
+    other kind is a tuple tagged with its kind, so a bool is not the number 1 and a string is
+    not bytes. Raises ``_Unequal`` for a value equal to nothing and ``_Unkeyable`` for a value
+    of another kind.
+    """
+    kind = type(value)
+    if kind is int or kind is str:
+        return value
+    if kind is list:
+        return ("list", tuple([_key(v) for v in value]))
+    if kind is float:
+        if value != value:
+            raise _Unequal
+        return value
+    if kind is bool:
+        return ("bool", value)
+    if kind is dict:
+        return ("map", frozenset([(_key(k), _key(v)) for k, v in value.items()]))
+    if kind is bytes or kind is bytearray:
+        return ("bytes", bytes(value))
+    if value is None:
+        return ("null",)
+    if kind is datetime.timedelta:
+        return ("duration", value)
+    if kind is datetime.datetime:
+        return ("timestamp", value)
+    if isinstance(value, cel.Type):
+        return ("type", value.name())
+    name = getattr(getattr(value, "DESCRIPTOR", None), "full_name", None)
+    if name in _KEYED_MESSAGES:
+        return ("message", name, value.SerializeToString(deterministic=True))
+    raise _Unkeyable
+
+
+class _Index:
+    """The elements of a list by key; those with no key are compared pairwise."""
+
+    __slots__ = ("values", "keys", "loose")
+
+    def __init__(self, values: list[Any]) -> None:
+        self.values = values
+        self.keys: set[Hashable] = set()
+        self.loose: list[Any] = []
+        meter = _current_meter()
+        for i, value in enumerate(values):
+            if meter is not None and i % _CHECK_EVERY == 0:
+                meter.check()
+            try:
+                self.keys.add(_key(value))
+            except _Unkeyable:
+                self.loose.append(value)
+            except _Unequal:
+                pass
+
+    def has(self, value: Any) -> bool:
+        """Whether an element of the list equals ``value``."""
+        try:
+            key = _key(value)
+        except _Unkeyable:
+            return _any_equal(self.values, value)
+        except _Unequal:
+            return False
+        return key in self.keys or (bool(self.loose) and _any_equal(self.loose, value))
+
+
+def _any_equal(values: list[Any], value: Any) -> bool:
+    for other in values:
+        _tick()
+        if _cel_equal(other, value):
+            return True
+    return False
+
+
+def _probe(index: _Index, values: list[Any], want: bool) -> bool:
+    """Whether some element of ``values`` is (``want``) or is not in ``index``."""
+    meter = _current_meter()
+    for i, value in enumerate(values):
+        if meter is not None and i % _CHECK_EVERY == 0:
+            meter.check()
+        if index.has(value) is want:
+            return True
+    return False
 
 
 def _sets_contains(a: list[Any], b: list[Any]) -> bool:
     """ext.Sets ``sets.contains``: every element of b is in a."""
-    return all(any(_cel_equal(x, y) for x in a) for y in b)
+    return not b or not _probe(_Index(a), b, False)
 
 
 def _sets_equivalent(a: list[Any], b: list[Any]) -> bool:
@@ -430,7 +723,7 @@ def _sets_equivalent(a: list[Any], b: list[Any]) -> bool:
 
 
 def _sets_intersects(a: list[Any], b: list[Any]) -> bool:
-    return any(_cel_equal(x, y) for x in a for y in b)
+    return bool(a) and bool(b) and _probe(_Index(a), b, True)
 
 
 def _lists_call(impl: Callable[..., Any]) -> Callable[..., Any]:
@@ -443,12 +736,17 @@ def _lists_call(impl: Callable[..., Any]) -> Callable[..., Any]:
     return call
 
 
+def _ticking_equal(a: Any, b: Any) -> bool:
+    _tick()
+    return _cel_equal(a, b)
+
+
 def _index_of(values: list[Any], item: Any) -> int:
-    return cel_lists.index_of(values, item, _cel_equal)
+    return cel_lists.index_of(values, item, _ticking_equal)
 
 
 def _last_index_of(values: list[Any], item: Any) -> int:
-    return cel_lists.last_index_of(values, item, _cel_equal)
+    return cel_lists.last_index_of(values, item, _ticking_equal)
 
 
 @lru_cache(maxsize=1024)
@@ -524,8 +822,11 @@ def _overload(
     params: list[cel.Type],
     impl: Callable[..., Any],
     member: bool = False,
+    cost: Callable[..., int] = _nominal,
 ) -> cel.Overload:
-    return cel.Overload(overload_id, result, params, is_member=member, impl=impl)
+    """An overload whose calls are metered: ``cost(*args)`` is upstream's runtime cost of the
+    call (cost.go ``CallCost``, ext/sets.go; 1 for what they do not name)."""
+    return cel.Overload(overload_id, result, params, is_member=member, impl=_metered(cost, impl))
 
 
 def _kubernetes_library() -> cel.CelExtension:
@@ -535,8 +836,8 @@ def _kubernetes_library() -> cel.CelExtension:
     o = _overload
     functions = [
         # quantity.go
-        f("quantity", [o("string_to_quantity", Q, [STR], _quantity)]),
-        f("isQuantity", [o("is_quantity_string", B, [STR], _is_quantity)]),
+        f("quantity", [o("string_to_quantity", Q, [STR], _quantity, cost=_string_cost())]),
+        f("isQuantity", [o("is_quantity_string", B, [STR], _is_quantity, cost=_string_cost())]),
         f("sign", [o("quantity_sign", INT, [Q], lambda a: _from_quantity_msg(a).sign(), True)]),
         f(
             "asApproximateFloat",
@@ -586,59 +887,108 @@ def _kubernetes_library() -> cel.CelExtension:
         f(
             "semver",
             [
-                o("string_to_semver", S, [STR], _semver),
-                o("string_bool_to_semver", S, [STR, B], _semver_normalize),
+                o("string_to_semver", S, [STR], _semver, cost=_string_cost()),
+                o("string_bool_to_semver", S, [STR, B], _semver_normalize, cost=_string_cost()),
             ],
         ),
         f(
             "isSemver",
             [
-                o("is_semver_string", B, [STR], _is_semver),
-                o("is_semver_string_bool", B, [STR, B], _is_semver_normalize),
+                o("is_semver_string", B, [STR], _is_semver, cost=_string_cost()),
+                o("is_semver_string_bool", B, [STR, B], _is_semver_normalize, cost=_string_cost()),
             ],
         ),
         # regex.go (RE2, as Go's regexp)
-        f("find", [o("string_find_string", STR, [STR, STR], _find, True)]),
+        f("find", [o("string_find_string", STR, [STR, STR], _find, True, _regex_cost)]),
         f(
             "findAll",
             [
-                o("string_find_all_string", _T.List(STR), [STR, STR], _find_all, True),
+                o(
+                    "string_find_all_string",
+                    _T.List(STR),
+                    [STR, STR],
+                    _find_all,
+                    True,
+                    _regex_cost,
+                ),
                 o(
                     "string_find_all_string_int",
                     _T.List(STR),
                     [STR, STR, INT],
                     _find_all,
                     True,
+                    _regex_cost,
                 ),
             ],
         ),
         # cel-go ext.Sets (base environment since 1.29)
-        f("sets.contains", [o("list_sets_contains_list", B, [LIST, LIST], _sets_contains)]),
-        f("sets.equivalent", [o("list_sets_equivalent_list", B, [LIST, LIST], _sets_equivalent)]),
-        f("sets.intersects", [o("list_sets_intersects_list", B, [LIST, LIST], _sets_intersects)]),
+        f(
+            "sets.contains",
+            [o("list_sets_contains_list", B, [LIST, LIST], _sets_contains, cost=_sets_cost(1))],
+        ),
+        f(
+            "sets.equivalent",
+            [o("list_sets_equivalent_list", B, [LIST, LIST], _sets_equivalent, cost=_sets_cost(2))],
+        ),
+        f(
+            "sets.intersects",
+            [o("list_sets_intersects_list", B, [LIST, LIST], _sets_intersects, cost=_sets_cost(1))],
+        ),
         # ip.go
         f(
             "ip",
             [
-                o("string_to_ip", _IP, [STR], _ip_msg_of),
+                o("string_to_ip", _IP, [STR], _ip_msg_of, cost=_string_cost()),
                 o("cidr_ip", _IP, [_CIDR], lambda c: _IPMsg(address=c.address), True),
             ],
         ),
         # cidr.go
-        f("cidr", [o("string_to_cidr", _CIDR, [STR], lambda t: _cidr_msg(_prefix_of(t)))]),
-        f("isCIDR", [o("is_cidr", B, [STR], cel_net.is_cidr)]),
+        f(
+            "cidr",
+            [
+                o(
+                    "string_to_cidr",
+                    _CIDR,
+                    [STR],
+                    lambda t: _cidr_msg(_prefix_of(t)),
+                    cost=_string_cost(),
+                )
+            ],
+        ),
+        f("isCIDR", [o("is_cidr", B, [STR], cel_net.is_cidr, cost=_string_cost())]),
         f(
             "containsIP",
             [
-                o("cidr_contains_ip_string", B, [_CIDR, STR], _contains_ip, True),
-                o("cidr_contains_ip_ip", B, [_CIDR, _IP], _contains_ip, True),
+                o(
+                    "cidr_contains_ip_string",
+                    B,
+                    [_CIDR, STR],
+                    _contains_ip,
+                    True,
+                    _contains_ip_cost,
+                ),
+                o("cidr_contains_ip_ip", B, [_CIDR, _IP], _contains_ip, True, _contains_ip_cost),
             ],
         ),
         f(
             "containsCIDR",
             [
-                o("cidr_contains_cidr_string", B, [_CIDR, STR], _contains_cidr, True),
-                o("cidr_contains_cidr", B, [_CIDR, _CIDR], _contains_cidr, True),
+                o(
+                    "cidr_contains_cidr_string",
+                    B,
+                    [_CIDR, STR],
+                    _contains_cidr,
+                    True,
+                    _contains_cidr_cost,
+                ),
+                o(
+                    "cidr_contains_cidr",
+                    B,
+                    [_CIDR, _CIDR],
+                    _contains_cidr,
+                    True,
+                    _contains_cidr_cost,
+                ),
             ],
         ),
         f("prefixLength", [o("cidr_prefix_length", INT, [_CIDR], lambda c: int(c.bits), True)]),
@@ -646,8 +996,11 @@ def _kubernetes_library() -> cel.CelExtension:
             "masked",
             [o("cidr_masked", _CIDR, [_CIDR], lambda c: _cidr_msg(_cidr_of(c).masked()), True)],
         ),
-        f("isIP", [o("is_ip", B, [STR], cel_net.is_ip)]),
-        f("ip.isCanonical", [o("ip_is_canonical", B, [STR], _ip_is_canonical)]),
+        f("isIP", [o("is_ip", B, [STR], cel_net.is_ip, cost=_string_cost())]),
+        f(
+            "ip.isCanonical",
+            [o("ip_is_canonical", B, [STR], _ip_is_canonical, cost=_string_cost(2))],
+        ),
         f(
             "family",
             [o("ip_family", INT, [_IP], lambda a: 4 if _addr_of(a.address).is4 else 6, True)],
@@ -677,13 +1030,25 @@ def _kubernetes_library() -> cel.CelExtension:
         # lastIndexOf of strings are the string extension's.
         f(
             "isSorted",
-            [o("list_is_sorted_bool", B, [LIST], _lists_call(cel_lists.is_sorted), True)],
+            [
+                o(
+                    "list_is_sorted_bool",
+                    B,
+                    [LIST],
+                    _lists_call(cel_lists.is_sorted),
+                    True,
+                    _list_cost,
+                )
+            ],
         ),
-        f("sum", [o("list_sum", DYN, [LIST], _lists_call(cel_lists.list_sum), True)]),
-        f("min", [o("list_min", DYN, [LIST], _lists_call(cel_lists.list_min), True)]),
-        f("max", [o("list_max", DYN, [LIST], _lists_call(cel_lists.list_max), True)]),
-        f("indexOf", [o("list_a_index_of_int", INT, [LIST, DYN], _index_of, True)]),
-        f("lastIndexOf", [o("list_a_last_index_of_int", INT, [LIST, DYN], _last_index_of, True)]),
+        f("sum", [o("list_sum", DYN, [LIST], _lists_call(cel_lists.list_sum), True, _list_cost)]),
+        f("min", [o("list_min", DYN, [LIST], _lists_call(cel_lists.list_min), True, _list_cost)]),
+        f("max", [o("list_max", DYN, [LIST], _lists_call(cel_lists.list_max), True, _list_cost)]),
+        f("indexOf", [o("list_a_index_of_int", INT, [LIST, DYN], _index_of, True, _list_cost)]),
+        f(
+            "lastIndexOf",
+            [o("list_a_last_index_of_int", INT, [LIST, DYN], _last_index_of, True, _list_cost)],
+        ),
         f("major", [o("semver_major", INT, [S], lambda a: _from_semver_msg(a).major, True)]),
         f("minor", [o("semver_minor", INT, [S], lambda a: _from_semver_msg(a).minor, True)]),
         f("patch", [o("semver_patch", INT, [S], lambda a: _from_semver_msg(a).patch, True)]),
@@ -1022,8 +1387,13 @@ class CompilationResult:
         # asked again for every pod that uses the class.
         self._results: dict[int, tuple[CELDevice, bool | str]] = {}
 
-    def device_matches(self, device: CELDevice) -> bool:
-        """Evaluate against one device; a runtime error raises CELError (upstream's text)."""
+    def device_matches(self, device: CELDevice, deadline: float | None = None) -> bool:
+        """Evaluate against one device; a runtime error raises CELError (upstream's text).
+
+        ``deadline`` is a ``time.monotonic()`` value: past it, the evaluation stops with
+        CELDeadlineExceeded (checked before evaluating and by the library functions as they
+        work), which is no answer for the device and is not kept.
+        """
         if self.error is not None:
             raise CELError(str(self.error))  # a new one each time: tracebacks accumulate
         known = self._results.get(id(device))
@@ -1032,7 +1402,9 @@ class CompilationResult:
             outcome = known[1]
         else:
             try:
-                outcome = self._evaluate(device)
+                outcome = self._evaluate(device, deadline)
+            except CELDeadlineExceeded:
+                raise
             except CELError as e:
                 outcome = str(e)
             if len(self._results) >= _RESULTS_SIZE:
@@ -1042,9 +1414,11 @@ class CompilationResult:
             raise CELError(outcome)
         return outcome
 
-    def _evaluate(self, device: CELDevice) -> bool:
+    def _evaluate(self, device: CELDevice, deadline: float | None = None) -> bool:
         if self._program is None:
             raise CELError(COST_LIMIT_EXCEEDED)
+        if deadline is not None and time.monotonic() > deadline:
+            raise CELDeadlineExceeded(INTERRUPTED)
         values = _device_values(device)
         if values.error is not None:
             raise CELError(str(values.error))
@@ -1064,10 +1438,21 @@ class CompilationResult:
             variables["__dra_capacity_lookup__"] = _with_defaults(
                 values.capacity, self._lookups.capacity
             )
+        meter = _Meter(deadline)
+        outer = _current_meter()  # None unless an evaluation runs inside a library function
+        _LOCAL.meter = meter
         try:
             result = self._program.eval(data=variables)
         except RuntimeError as e:
-            raise CELError(_runtime_message(str(e))) from None
+            if meter.failure is None:
+                raise CELError(_runtime_message(str(e))) from None
+        finally:
+            _LOCAL.meter = outer
+        if meter.failure is not None:
+            # cel-go cancels the evaluation: no operator absorbs it (`e || true`).
+            if meter.failure == INTERRUPTED:
+                raise CELDeadlineExceeded(INTERRUPTED)
+            raise CELError(meter.failure)
         value = result.value()
         if type(value) is bool:
             return value

@@ -1,7 +1,8 @@
 """A worst-case cost estimate of a checked DRA selector, after cel-go's ``checker/cost.go``.
 
 Why it exists: cel-go meters every evaluation and stops one past the cost limit; the C++
-runtime under cel-expr-python has no meter. Its only bound is a budget of comprehension
+runtime under cel-expr-python has no meter. ``extender.dra.cel`` meters the library functions
+it implements in Python, but the C++ built-ins' only bound is a budget of comprehension
 iterations per evaluation (10,000; reported as upstream's "cost limit exceeded", see
 ``extender.dra.cel``), which bounds loops but not the size of the values an expression builds
 without looping: ``cel.bind`` does not iterate, so ``cel.bind(a, l + l, cel.bind(b, a + a,

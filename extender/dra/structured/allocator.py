@@ -26,7 +26,7 @@ from functools import partial
 from operator import is_
 from typing import Any
 
-from extender.dra.cel import CELCache, CELDevice, CELError
+from extender.dra.cel import CELCache, CELDeadlineExceeded, CELDevice, CELError
 from extender.dra.structured.capacity import (
     Quantity,
     UndefinedCapacityRequest,
@@ -162,6 +162,7 @@ class _MaxSizeExceeded(Exception):
 # keep each selector's answer per device. Bounded; the dict is kept to guard against id reuse.
 _CEL_DEVICES: dict[int, tuple[dict, CELDevice]] = {}
 _CEL_DEVICES_MAX = 1 << 16
+_DEADLINE_EXCEEDED = "filter operation aborted: context deadline exceeded"
 
 # The pools of a node, kept across allocators (scheduling cycles): node name -> (node, features,
 # the slices gather_pools read, its answer). Valid while the node and each slice are the very
@@ -450,6 +451,8 @@ class _Run:
                 for slice_ in pool.device_slices:
                     spec = slice_.get("spec") or {}
                     for device in spec.get("devices") or ():
+                        # Every candidate: one device's selectors may take long.
+                        self._check_deadline()
                         device_id = (pool.driver, pool.pool, device.get("name") or "")
                         if not self._is_selectable(key, data, slice_, device, device_id):
                             continue
@@ -470,7 +473,7 @@ class _Run:
 
     def _check_deadline(self) -> None:
         if self.deadline is not None and time.monotonic() > self.deadline:
-            raise AllocationTimeout("filter operation aborted: context deadline exceeded")
+            raise AllocationTimeout(_DEADLINE_EXCEEDED)
 
     def _allocate_one(self, r: DeviceKey, allocate_sub_request: bool, start: Location) -> bool:
         """Find a device for wanted device ``r`` and, recursively, for everything after it.
@@ -558,6 +561,9 @@ class _Run:
                 devices = (slice_.get("spec") or {}).get("devices") or []
                 device_start = start[2] if pool_index == start[0] and slice_index == start[1] else 0
                 for candidate_index in range(device_start, len(devices)):
+                    # Every candidate, not only every search step: evaluating one device's
+                    # selectors may take long (a hostile selector), and a node may have many.
+                    self._check_deadline()
                     device = devices[candidate_index]
                     device_id = (pool.driver, pool.pool, device.get("name") or "")
                     # "In use" is cheap, so it comes first.
@@ -662,6 +668,8 @@ class _Run:
         selectors: list,
     ) -> bool:
         for i, selector in enumerate(selectors):
+            # Before each compile and evaluation: either may take long for a hostile selector.
+            self._check_deadline()
             expression = ((selector or {}).get("cel") or {}).get("expression") or ""
             compiled = self.compiled.get(expression)
             if compiled is None:
@@ -673,7 +681,11 @@ class _Run:
                     f"CEL compile error: {compiled.error}"
                 )
             try:
-                matched = compiled.device_matches(self._cel_device(device_id, device))
+                matched = compiled.device_matches(
+                    self._cel_device(device_id, device), self.deadline
+                )
+            except CELDeadlineExceeded:
+                raise AllocationTimeout(_DEADLINE_EXCEEDED) from None
             except CELError as err:
                 raise AllocatorError(
                     f"{self._selector_owner(key, device_class)}: selector #{i}: "

@@ -439,7 +439,12 @@ class _Diagnosis:
         )
         for selector in selectors:
             expression = ((selector or {}).get("cel") or {}).get("expression") or ""
-            compiled = self.cel_cache.get_or_compile(expression)
+            # The allocator's memo: compiled once per Diagnoser even when more expressions
+            # are in play than the shared LRU holds (or one does not compile).
+            compiled = self.allocator.compiled.get(expression)
+            if compiled is None:
+                compiled = self.cel_cache.get_or_compile(expression)
+                self.allocator.compiled[expression] = compiled
             if compiled.error is not None:
                 return False
             try:

@@ -19,10 +19,14 @@ from __future__ import annotations
 
 import json
 import time
+from functools import partial
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
 import pytest
 
+from extender.dra import cel
 from extender.dra.cel import CELCache
 from extender.dra.structured import (
     AllocatedState,
@@ -298,3 +302,105 @@ def test_deadline_bounds_an_exhaustive_search() -> None:
     with pytest.raises(AllocationTimeout):
         allocator.allocate(node, claims, deadline=start + 0.2)
     assert time.monotonic() - start < 2.0
+
+
+# --- issue 28: a hostile selector stalls no one past the deadline ---------------------------
+
+
+def _selector_inputs(expression: str, devices: int = 128) -> tuple[Allocator, dict, list[dict]]:
+    """One node with ``devices`` devices, a class with ``expression``, a claim for one."""
+    allocator, node, claims = _interrupt_inputs()
+    allocator.class_lister("class-a")["spec"]["selectors"] = [{"cel": {"expression": expression}}]  # type: ignore[index]
+    claims[0]["spec"]["devices"]["requests"][0]["exactly"]["count"] = 1
+    slice_ = json.loads(json.dumps(allocator.all_slices[0]))
+    slice_["spec"]["devices"] = [
+        {"name": f"device-{i}", "attributes": {"index": {"int": i}}} for i in range(devices)
+    ]
+    allocator = Allocator(
+        allocator.features, AllocatedState(), allocator.class_lister, [slice_], cel_cache()
+    )
+    return allocator, node, claims
+
+
+def _pairs(n: int, sign: int, offset: int = 0) -> str:
+    return (
+        "[" + ", ".join(f"[{sign * i + offset}, {sign * i + offset + 1}]" for i in range(n)) + "]"
+    )
+
+
+def _count_evaluations(monkeypatch: pytest.MonkeyPatch, each: Any = None) -> list[int]:
+    calls = [0]
+    evaluate = cel.CompilationResult.device_matches
+
+    def counting(self: Any, device: Any, deadline: float | None = None) -> bool:
+        calls[0] += 1
+        if each is not None:
+            each()
+        return evaluate(self, device, deadline)
+
+    monkeypatch.setattr(cel.CompilationResult, "device_matches", counting)
+    return calls
+
+
+def _sleep_past(deadline: float) -> None:
+    """The first device's evaluation takes until past the deadline."""
+    while time.monotonic() <= deadline:
+        time.sleep(deadline - time.monotonic() + 0.001)
+
+
+def test_the_990_by_990_selector_over_128_devices(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Issue 28: kube-scheduler answers in seconds; pairwise comparison took ~195 s here.
+    comparisons = [0]
+    pairwise = cel._cel_equal
+
+    def counting(a: Any, b: Any) -> bool:
+        comparisons[0] += 1
+        return pairwise(a, b)
+
+    monkeypatch.setattr(cel, "_cel_equal", counting)
+    evaluations = _count_evaluations(monkeypatch)
+    expression = f"sets.intersects({_pairs(990, 1)}, {_pairs(990, -1, -1)})"
+    allocator, node, claims = _selector_inputs(expression)
+    assert allocator.allocate(node, claims, deadline=time.monotonic() + 60) is None
+    assert evaluations[0] == 128
+    assert comparisons[0] == 0  # every membership by hash
+
+
+def test_the_deadline_is_checked_between_device_evaluations(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    allocator, node, claims = _selector_inputs('device.driver == "driver-b"')
+    deadline = time.monotonic() + 0.5
+    evaluations = _count_evaluations(monkeypatch, partial(_sleep_past, deadline))
+    with pytest.raises(AllocationTimeout, match="^filter operation aborted: context deadline"):
+        allocator.allocate(node, claims, deadline=deadline)
+    assert evaluations[0] == 1
+
+
+def test_the_deadline_is_checked_between_devices_of_an_all_request(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    allocator, node, claims = _selector_inputs('device.driver == "driver-a"', devices=8)
+    exactly = claims[0]["spec"]["devices"]["requests"][0]["exactly"]
+    exactly["allocationMode"] = "All"
+    del exactly["count"]
+    deadline = time.monotonic() + 0.5
+    evaluations = _count_evaluations(monkeypatch, partial(_sleep_past, deadline))
+    with pytest.raises(AllocationTimeout):
+        allocator.allocate(node, claims, deadline=deadline)
+    assert evaluations[0] == 1
+
+
+def test_the_deadline_reaches_the_cel_evaluation(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The allocator's own checks pass (its clock is the real one); the CEL library functions
+    # see the deadline passed while they work: AllocationTimeout, and no answer is kept.
+    expression = f"sets.intersects({_pairs(990, 1)}, {_pairs(990, -1, 0)})"
+    allocator, node, claims = _selector_inputs(expression, devices=4)
+    late = SimpleNamespace(monotonic=lambda: time.monotonic() + 3600)
+    monkeypatch.setattr(cel, "time", late)
+    with pytest.raises(AllocationTimeout):
+        allocator.allocate(node, claims, deadline=time.monotonic() + 60)
+    monkeypatch.undo()
+    results = allocator.allocate(node, claims, deadline=time.monotonic() + 60)
+    assert results is not None
+    assert [r["device"] for r in results[0]["devices"]["results"]] == ["device-0"]

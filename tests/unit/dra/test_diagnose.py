@@ -8,9 +8,18 @@ import json
 
 import pytest
 
+from extender.dra import cel
+from extender.dra.structured import AllocatedState
 from extender.dra.structured import diagnose as dg
 
-from .test_allocator import CASES, allocated_state_of, cel_cache, class_lister_of, features_of
+from .test_allocator import (
+    CASES,
+    _selector_inputs,
+    allocated_state_of,
+    cel_cache,
+    class_lister_of,
+    features_of,
+)
 
 KINDS = {
     dg.NO_SLICES,
@@ -57,3 +66,34 @@ def test_agrees_with_the_allocator(case: dict) -> None:
 def test_the_table_has_unfitting_cases() -> None:
     unfit = [c for c in CASES if c.get("error") is None and c.get("results") is None]
     assert len(unfit) >= 20
+
+
+def test_each_expression_is_compiled_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Eleven distinct selectors: more than the shared LRU holds (10), so asking it per device
+    # would compile each expression again for every device.
+    compiles = 0
+    compile_expression = cel.compile_expression
+
+    def counting(expression: str) -> cel.CompilationResult:
+        nonlocal compiles
+        compiles += 1
+        return compile_expression(expression)
+
+    monkeypatch.setattr(cel, "compile_expression", counting)
+    allocator, node, claims = _selector_inputs("true", devices=8)
+    selectors = [{"cel": {"expression": f"device.driver != 'x{i}'"}} for i in range(10)]
+    selectors.append({"cel": {"expression": "device.driver == 'none'"}})
+    device_class = allocator.class_lister("class-a")
+    assert device_class is not None
+    device_class["spec"]["selectors"] = selectors
+    found = dg.diagnose(
+        allocator.features,
+        AllocatedState(),
+        allocator.class_lister,
+        allocator.all_slices,
+        cel_cache(),
+        node,
+        claims,
+    )
+    assert [d.reason for d in found] == [dg.NO_MATCH]
+    assert compiles == 11
