@@ -210,10 +210,9 @@ def exceeds_int64(value: object, scale: int = 0) -> bool:
     :func:`int_value` would saturate). Raises :class:`QuantityError` like them."""
     if isinstance(value, int) and not isinstance(value, bool):
         return not MIN_INT64 <= value * 10**scale <= MAX_INT64
-    text = _text(value)
-    if not text:
-        raise QuantityError(f"{_show(value)} is not a quantity")
-    return _scaled_exact(text, scale) is None
+    if _convert(value, scale) not in (MAX_INT64, MIN_INT64):
+        return False  # the usual case, from the cached conversion
+    return _scaled_exact(_text(value), scale) is None
 
 
 # A request beyond int64 compares as this: more than any (saturated) capacity, so it never fits.
@@ -249,18 +248,23 @@ def request_quantities(pod: dict, pod_level: bool = True) -> Iterator[tuple[str,
 
 
 def first_request_beyond_int64(
-    pod: dict, compared: Callable[[str], bool], pod_level: bool = True
+    pod: dict,
+    compared: Callable[[str], bool],
+    pod_level: bool = True,
+    total: Resource | None = None,
 ) -> tuple[str, str] | None:
     """The first resource the scheduler compares (``compared(name)``) whose requested amount,
-    one quantity or the pod's total (:func:`pod_requests`), is beyond int64 in the unit it is
-    compared in: ``(name, the quantity as written or the total)``; ``None`` when all fit.
+    one quantity or the pod's total (``total``, else :func:`pod_requests`), is beyond int64 in
+    the unit it is compared in: ``(name, the quantity as written or the total)``; ``None``
+    when all fit.
 
     Saturating such a request to ``MAX_INT64`` would make it fit a node whose allocatable
     saturates too, whatever the real amounts: the caller refuses the pod instead."""
     for name, quantity in request_quantities(pod, pod_level):
         if compared(name) and exceeds_int64(quantity, quantity_scale(name)):
             return name, _brief(_text(quantity))
-    total = pod_requests(pod, pod_level=pod_level)
+    if total is None:
+        total = pod_requests(pod, pod_level=pod_level)
     amounts = [(n, total.get(n)) for n in (CPU, MEMORY, EPHEMERAL_STORAGE)]
     for name, amount in [*amounts, *total.scalar.items()]:
         if compared(name) and not MIN_INT64 <= amount <= MAX_INT64:

@@ -260,10 +260,10 @@ class NodeResourcesFit:
     def pre_filter(
         self, state: CycleState, pod: dict, nodes: list[NodeInfo]
     ) -> tuple[PreFilterResult | None, Status | None]:
-        beyond = first_request_beyond_int64(pod, self._compared)
+        request = compute_pod_resource_request(pod)
+        beyond = first_request_beyond_int64(pod, self._compared, total=request)
         if beyond is not None:
             return None, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, beyond_int64_reason(*beyond))
-        request = compute_pod_resource_request(pod)
         state.write(PRE_FILTER_KEY, _PreFilterState(request, self._delegated(request)))
         return None, None
 
