@@ -26,6 +26,7 @@ from extender.framework.handle import (
     CACHE_KINDS,
     NAMESPACES,
     PODS,
+    RESOURCE_SLICES,
     EmptyLister,
     Extender,
     Kind,
@@ -86,6 +87,14 @@ class StoreLister:
         return self._informer.changed_since(mark)
 
 
+def forget_resource_slice(slice_: dict) -> None:
+    """A ResourceSlice object left the informer's store: the allocator forgets it (imported
+    here, not at startup: only a profile with DynamicResources watches slices)."""
+    from extender.dra.structured.allocator import forget_resource_slices
+
+    forget_resource_slices((slice_,))
+
+
 @dataclass
 class Listers:
     """One informer per lister kind; ``listers(kind)`` is the lister (empty if unwatched)."""
@@ -94,7 +103,14 @@ class Listers:
 
     @classmethod
     def watching(cls, client: Any, kinds: Iterable[Kind]) -> Listers:
-        return cls({kind: Informer(client, kind.path) for kind in sorted(kinds, key=str)})
+        informers = {kind: Informer(client, kind.path) for kind in sorted(kinds, key=str)}
+        slices = informers.get(RESOURCE_SLICES)
+        if slices is not None:
+            # A slice that leaves the store (deleted, replaced) takes what the allocator's
+            # caches derived from its devices along: memory is given back without waiting for
+            # the next allocation.
+            slices.on_forget = forget_resource_slice
+        return cls(informers)
 
     def __call__(self, kind: Kind) -> Lister:
         informer = self.informers.get(kind)

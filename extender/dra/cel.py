@@ -142,6 +142,7 @@ import math
 import re
 import threading
 import time
+import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass
@@ -315,9 +316,12 @@ def _contains_cidr_cost(cidr: Any, other: Any) -> int:
     return cost
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, weakref_slot=True)
 class CELDevice:
-    """The input of a selector: one device of a ResourceSlice, as the API serves it."""
+    """The input of a selector: one device of a ResourceSlice, as the API serves it.
+
+    Weakly referenceable: the caches of its values and of each selector's answer hold it
+    weakly, so a deleted slice's devices (and all that was derived from them) are freed."""
 
     driver: str
     # name -> {"int": 1} | {"bool": True} | {"string": "x"} | {"version": "1.2.3"};
@@ -1293,13 +1297,23 @@ def _device_maps(device: CELDevice) -> tuple[dict[str, Any], dict[str, Any]]:
     return attributes, capacity
 
 
+class _DeviceRef(weakref.ref):
+    """A weak reference to a cached CELDevice, with the cache key and the cached value: the
+    entry goes when the device does (a deleted or replaced slice), not when the cache fills."""
+
+    __slots__ = ("key", "value", "owner")
+    key: int
+    value: Any  # the cached answer (None for the values cache: the entry holds the ref)
+    owner: dict[int, Any]  # the cache holding the entry
+
+
 class _DeviceValues:
     """A device's CEL values, built once: every selector of every pod reads the same device."""
 
-    __slots__ = ("device", "message", "attributes", "capacity", "error")
+    __slots__ = ("ref", "message", "attributes", "capacity", "error")
 
     def __init__(self, device: CELDevice) -> None:
-        self.device = device  # held: the cache is keyed by its id
+        self.ref: _DeviceRef | None = None  # set by _device_values: the device, weakly
         self.message: Any = None
         self.error: CELError | None = None
         self.attributes: dict[str, Any] = {}
@@ -1320,20 +1334,39 @@ class _DeviceValues:
 # Keyed by identity (a CELDevice holds dicts: it has no hash). The allocator builds one
 # CELDevice per device of a ResourceSlice and keeps it while the slice is unchanged, so a
 # device's values are built once, not once a selector and pod; its mappings must not change.
+# Entries hold the device weakly and leave with it.
 _DEVICE_CACHE_SIZE = 8192
 _RESULTS_SIZE = 65536
 _DEVICE_CACHE: OrderedDict[int, _DeviceValues] = OrderedDict()
 _DEVICE_CACHE_LOCK = threading.Lock()
 
 
+def _drop_entry(ref: Any) -> None:
+    """The device of a cache entry is gone: drop the entry (no lock: this runs wherever the
+    last reference went, maybe under the cache's lock; one dict operation is atomic)."""
+    owner, key = ref.owner, ref.key
+    entry = owner.get(key)
+    if entry is ref or getattr(entry, "ref", None) is ref:
+        owner.pop(key, None)
+        if not owner:
+            owner.clear()  # an emptied dict keeps its table; clear() gives it back
+
+
+def _device_ref(device: CELDevice, owner: dict, value: Any) -> _DeviceRef:
+    ref = _DeviceRef(device, _drop_entry)
+    ref.key, ref.value, ref.owner = id(device), value, owner
+    return ref
+
+
 def _device_values(device: CELDevice) -> _DeviceValues:
     key = id(device)
     with _DEVICE_CACHE_LOCK:
         entry = _DEVICE_CACHE.get(key)
-        if entry is not None and entry.device is device:
+        if entry is not None and entry.ref is not None and entry.ref() is device:
             _DEVICE_CACHE.move_to_end(key)
             return entry
     entry = _DeviceValues(device)
+    entry.ref = _device_ref(device, _DEVICE_CACHE, None)
     with _DEVICE_CACHE_LOCK:
         _DEVICE_CACHE[key] = entry
         _DEVICE_CACHE.move_to_end(key)
@@ -1382,10 +1415,11 @@ class CompilationResult:
         self.max_cost = max_cost
         self._program = program
         self._lookups = lookups or _Lookups()
-        # id(device) -> (device, match or error text): a selector's answer for a device never
-        # changes (the expression and the device are all it reads), and the same devices are
-        # asked again for every pod that uses the class.
-        self._results: dict[int, tuple[CELDevice, bool | str]] = {}
+        # id(device) -> the device (weakly) with its match or error text: a selector's answer
+        # for a device never changes (the expression and the device are all it reads), and the
+        # same devices are asked again for every pod that uses the class. An entry leaves with
+        # its device.
+        self._results: dict[int, _DeviceRef] = {}
 
     def device_matches(self, device: CELDevice, deadline: float | None = None) -> bool:
         """Evaluate against one device; a runtime error raises CELError (upstream's text).
@@ -1398,8 +1432,8 @@ class CompilationResult:
             raise CELError(str(self.error))  # a new one each time: tracebacks accumulate
         known = self._results.get(id(device))
         outcome: bool | str
-        if known is not None and known[0] is device:
-            outcome = known[1]
+        if known is not None and known() is device:
+            outcome = known.value
         else:
             try:
                 outcome = self._evaluate(device, deadline)
@@ -1409,7 +1443,7 @@ class CompilationResult:
                 outcome = str(e)
             if len(self._results) >= _RESULTS_SIZE:
                 self._results.clear()
-            self._results[id(device)] = (device, outcome)
+            self._results[id(device)] = _device_ref(device, self._results, outcome)
         if isinstance(outcome, str):
             raise CELError(outcome)
         return outcome

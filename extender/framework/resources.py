@@ -12,13 +12,17 @@ The work per quantity is bounded by its length, never by its value: ``"1e999999"
 and exactly 10^999999, so nothing here builds the exact number. Only the leading significant
 digits are kept (with a sticky bit for the rest), enough to round exactly. A value beyond int64
 saturates at ``MAX_INT64`` (``MIN_INT64`` when negative): Go's ``Value()`` silently overflows
-there ("an overflowed result is undefined"), and a saturated allocatable (or request) is the
-only defined answer that keeps "more than anything" meaning more than anything.
+there ("an overflowed result is undefined"). A saturated allocatable or capacity is still
+correct to compare against (its real value is at least that much); a saturated *request* is
+not (it would fit where the real amount does not), so the request side asks
+:func:`exceeds_int64` / :func:`request_int_value` and refuses such amounts
+(:func:`first_request_beyond_int64` for pods).
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Iterator
 from functools import lru_cache
 
 CPU = "cpu"
@@ -113,6 +117,14 @@ def _interpret(text: str, suffix: str) -> tuple[int, int]:
 
 def _scaled(text: str, scale: int) -> int:
     """``ceil(q * 10^scale)`` away from zero, saturated to int64, for a quantity string."""
+    value = _scaled_exact(text, scale)
+    if value is None:
+        return MIN_INT64 if text.startswith("-") else MAX_INT64
+    return value
+
+
+def _scaled_exact(text: str, scale: int) -> int | None:
+    """``ceil(q * 10^scale)`` away from zero, or ``None`` when that is beyond int64."""
     if text == "0":
         return 0
     positive, num, denom, suffix = _split(text)
@@ -123,7 +135,7 @@ def _scaled(text: str, scale: int) -> int:
     # value = int(digits) * 10^exp * 2^exp2
     exp = exp10 - len(denom) + scale
     if len(digits) - 1 + exp >= 19:  # >= 10^19 > MAX_INT64, before the binary factor
-        return MAX_INT64 if positive else MIN_INT64
+        return None
     if len(digits) + exp < -20:  # < 10^-20 * 2^60 < 1: rounds up to one unit
         return 1 if positive else -1
     sticky = False
@@ -143,8 +155,8 @@ def _scaled(text: str, scale: int) -> int:
         magnitude = whole + (1 if rest or sticky else 0)
     if exp >= 0 and sticky:
         magnitude += 1
-    if magnitude > MAX_INT64:
-        return MAX_INT64 if positive else MIN_INT64
+    if magnitude > (MAX_INT64 if positive else -MIN_INT64):
+        return None
     return magnitude if positive else -magnitude
 
 
@@ -191,6 +203,78 @@ def milli_value(value: object) -> int:
 def int_value(value: object) -> int:
     """The quantity as a whole number, rounded up (``"1Gi"`` -> 1073741824)."""
     return _convert(value, 0)
+
+
+def exceeds_int64(value: object, scale: int = 0) -> bool:
+    """Whether the quantity times ``10^scale`` is beyond int64 (what :func:`milli_value` /
+    :func:`int_value` would saturate). Raises :class:`QuantityError` like them."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return not MIN_INT64 <= value * 10**scale <= MAX_INT64
+    if _convert(value, scale) not in (MAX_INT64, MIN_INT64):
+        return False  # the usual case, from the cached conversion
+    return _scaled_exact(_text(value), scale) is None
+
+
+# A request beyond int64 compares as this: more than any (saturated) capacity, so it never fits.
+BEYOND_INT64 = MAX_INT64 + 1
+
+
+def request_int_value(value: object) -> int:
+    """:func:`int_value` for an amount *requested* from a capacity: one beyond int64 is
+    :data:`BEYOND_INT64`, never the saturated ``MAX_INT64`` that a saturated capacity equals."""
+    return BEYOND_INT64 if exceeds_int64(value) and not _negative(value) else int_value(value)
+
+
+def _negative(value: object) -> bool:
+    return value < 0 if isinstance(value, int | float) else str(value).strip().startswith("-")
+
+
+def quantity_scale(name: str) -> int:
+    """The decimal scale the scheduler compares ``name`` in: milli-CPU, whole units else."""
+    return 3 if name == CPU else 0
+
+
+def request_quantities(pod: dict, pod_level: bool = True) -> Iterator[tuple[str, object]]:
+    """Every (resource name, quantity) that :func:`pod_requests` reads: containers, init
+    containers, pod-level CPU/memory (unless not ``pod_level``) and overhead."""
+    spec = pod.get("spec") or {}
+    for key in ("containers", "initContainers"):
+        for container in spec.get(key) or ():
+            yield from ((container.get("resources") or {}).get("requests") or {}).items()
+    if pod_level:
+        level = (spec.get("resources") or {}).get("requests") or {}
+        yield from ((n, q) for n, q in level.items() if n in (CPU, MEMORY))
+    yield from (spec.get("overhead") or {}).items()
+
+
+def first_request_beyond_int64(
+    pod: dict,
+    compared: Callable[[str], bool],
+    pod_level: bool = True,
+    total: Resource | None = None,
+) -> tuple[str, str] | None:
+    """The first resource the scheduler compares (``compared(name)``) whose requested amount,
+    one quantity or the pod's total (``total``, else :func:`pod_requests`), is beyond int64 in
+    the unit it is compared in: ``(name, the quantity as written or the total)``; ``None``
+    when all fit.
+
+    Saturating such a request to ``MAX_INT64`` would make it fit a node whose allocatable
+    saturates too, whatever the real amounts: the caller refuses the pod instead."""
+    for name, quantity in request_quantities(pod, pod_level):
+        if compared(name) and exceeds_int64(quantity, quantity_scale(name)):
+            return name, _brief(_text(quantity))
+    if total is None:
+        total = pod_requests(pod, pod_level=pod_level)
+    amounts = [(n, total.get(n)) for n in (CPU, MEMORY, EPHEMERAL_STORAGE)]
+    for name, amount in [*amounts, *total.scalar.items()]:
+        if compared(name) and not MIN_INT64 <= amount <= MAX_INT64:
+            return name, f"{amount}m" if name == CPU else str(amount)
+    return None
+
+
+def _brief(text: str) -> str:
+    # A reason names the quantity; a hostile 10 kB one is cut, not repeated.
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 def is_scalar_resource(name: str) -> bool:

@@ -16,6 +16,9 @@ Contract:
   ``on_update(old, new)``, ``on_delete(obj)``. An exception in a handler is logged and never
   stops the informer. Objects are the API's dicts; handlers must not mutate them (the store
   holds the same dicts).
+* ``on_forget(obj)`` (optional) gets each stored object once it has left the store (replaced by
+  an update or a relist, even an unchanged one, or deleted), after the other handlers: the very
+  dict readers had, so that what they derived from it by identity can go too.
 * ``store`` maps ``namespace/name`` (or ``name`` for cluster-scoped objects) to the object. It
   is written only by the informer's thread; other threads read it through ``list()``/``get()``.
 
@@ -93,6 +96,7 @@ class Informer:
         on_add: Handler | None = None,
         on_update: Handler | None = None,
         on_delete: Handler | None = None,
+        on_forget: Handler | None = None,
         watch_timeout: int | None = None,
         min_backoff: float = MIN_BACKOFF,
         max_backoff: float = MAX_BACKOFF,
@@ -111,6 +115,7 @@ class Informer:
         self.on_add = on_add or _noop
         self.on_update = on_update or _noop
         self.on_delete = on_delete or _noop
+        self.on_forget = on_forget or _noop
         self.watch_timeout = watch_timeout
         self.min_backoff = min_backoff
         self.max_backoff = max_backoff
@@ -267,6 +272,9 @@ class Informer:
         for key, obj in old_store.items():
             if key not in fresh:
                 self._call(self.on_delete, obj)
+        for key, obj in old_store.items():
+            if fresh.get(key) is not obj:
+                self._call(self.on_forget, obj)
         self._synced.set()
 
     def _watch(self) -> int:
@@ -313,6 +321,7 @@ class Informer:
                 self._call(self.on_add, obj)
             else:
                 self._call(self.on_update, previous, obj)
+                self._call(self.on_forget, previous)
         elif kind == "DELETED":
             with self._lock:
                 previous = self.store.pop(key, None)
@@ -320,6 +329,8 @@ class Informer:
                 if version:
                     self.resource_version = version
             self._call(self.on_delete, obj)  # the watch carries the final state
+            if previous is not None:
+                self._call(self.on_forget, previous)  # what readers held: not obj
         else:
             log.debug("%r: ignoring event type %r", self, kind)
 

@@ -53,7 +53,7 @@ from extender.framework.handle import (
     Lister,
 )
 from extender.framework.labels import LabelSelector
-from extender.framework.resources import int_value
+from extender.framework.resources import int_value, request_int_value
 from extender.framework.status import SKIP, Status, unresolvable
 from extender.framework.types import NodeInfo, PreFilterResult
 
@@ -394,7 +394,8 @@ class VolumeBinding:
         driver = self.handle.lister(CSI_DRIVERS).get("", provisioner)
         if driver is None or not spec(driver).get("storageCapacity"):
             return True
-        size = int_value(requests["storage"])
+        # A size beyond int64 must not equal a saturated maximumVolumeSize: no capacity has it.
+        size = request_int_value(requests["storage"])
         class_name = meta(storage_class).get("name", "")
         for capacity in self.handle.lister(CSI_STORAGE_CAPACITIES).list():
             if capacity.get("storageClassName") != class_name:

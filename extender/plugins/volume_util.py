@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 
 from extender.framework.labels import LabelSelector, NodeSelector
-from extender.framework.resources import int_value
+from extender.framework.resources import int_value, request_int_value
 
 BETA_STORAGE_CLASS_ANNOTATION = "volume.beta.kubernetes.io/storage-class"
 ANN_SELECTED_NODE = "volume.kubernetes.io/selected-node"
@@ -83,8 +83,9 @@ def not_found(resource: str, name: str) -> str:
 
 
 def storage_request(pvc: dict) -> int:
+    """The claim's storage request; one beyond int64 is more than any (saturated) capacity."""
     value = ((spec(pvc).get("resources") or {}).get("requests") or {}).get("storage")
-    return int_value(value) if value is not None else 0
+    return request_int_value(value) if value is not None else 0
 
 
 def storage_capacity(pv: dict) -> int:

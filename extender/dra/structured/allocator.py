@@ -20,7 +20,7 @@ import copy
 import sys
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from operator import is_
@@ -1053,6 +1053,13 @@ def _index_slices(all_slices: list[dict]) -> tuple[dict[str, list[dict]], list[d
         # map(is_) walks the two lists in C: this runs per pod over every slice.
         if all(map(is_, known[0], all_slices)):
             return known[1], known[2]
+    # Slices that left (deleted, replaced by an update or a relist): what the module's caches
+    # derived from them goes too, so their memory is given back.
+    if known is not None:
+        live = set(map(id, all_slices))
+        forget_resource_slices([s for s in known[0] if id(s) not in live])
+    else:
+        _keep_only(all_slices)  # the index was dropped (forget_resource_slices): sweep all
     on_node: dict[str, list[dict]] = {}
     shared: list[dict] = []
     for slice_ in all_slices:
@@ -1064,6 +1071,56 @@ def _index_slices(all_slices: list[dict]) -> tuple[dict[str, list[dict]], list[d
             on_node.setdefault(node_name, []).append(slice_)
     _SLICE_INDEX = (tuple(all_slices), on_node, shared)
     return on_node, shared
+
+
+def forget_resource_slices(slices: Iterable[dict]) -> None:
+    """Drop what this module keeps of ResourceSlice objects that left the cluster (deleted,
+    or replaced by an update): their devices' CEL views (the CEL layer's caches hold those
+    weakly and follow), their capacity answers, the node pools and the slice index holding
+    them. The slice cache's delete and update paths call this; :func:`_index_slices` does
+    too for the slices missing from a new list (a relist replaces every object silently)."""
+    global _SLICE_INDEX
+    gone = {id(s): s for s in slices}  # held for the call: an id here is that very object
+    if not gone:
+        return
+    for slice_ in gone.values():
+        spec = slice_.get("spec") if isinstance(slice_, dict) else None
+        devices = spec.get("devices") if isinstance(spec, dict) else None
+        for device in devices if isinstance(devices, list) else ():
+            for cache in (_CEL_DEVICES, _PLAIN_CAPACITY):
+                known = cache.get(id(device))
+                if known is not None and known[0] is device:
+                    cache.pop(id(device), None)
+    for cache in (_CEL_DEVICES, _PLAIN_CAPACITY):
+        if not cache:
+            cache.clear()  # an emptied dict keeps its table; clear() gives it back
+    for name, entry in list(_NODE_POOLS.items()):
+        if any(id(s) in gone for s in entry[2]):
+            _NODE_POOLS.pop(name, None)
+    if not _NODE_POOLS:
+        _NODE_POOLS.clear()
+    index = _SLICE_INDEX
+    if index is not None and any(id(s) in gone for s in index[0]):
+        # Rebuilt at the next allocation, which then sweeps the caches against the live
+        # slices (an allocation under way may still have added a gone slice's devices).
+        _SLICE_INDEX = None
+
+
+def _keep_only(all_slices: list[dict]) -> None:
+    """Drop the cache entries of every device and slice not in ``all_slices``."""
+    live = set(map(id, all_slices))
+    devices: set[int] = set()
+    for slice_ in all_slices:
+        spec = slice_.get("spec") if isinstance(slice_, dict) else None
+        listed = spec.get("devices") if isinstance(spec, dict) else None
+        if isinstance(listed, list):
+            devices.update(map(id, listed))
+    for cache in (_CEL_DEVICES, _PLAIN_CAPACITY):
+        for key in [k for k in list(cache) if k not in devices]:
+            cache.pop(key, None)
+    for name, entry in list(_NODE_POOLS.items()):
+        if not all(id(s) in live for s in entry[2]):
+            _NODE_POOLS.pop(name, None)
 
 
 def _plain_capacity(device: dict, device_capacity: Any) -> bool:

@@ -96,6 +96,7 @@ class _AllocatedIndex:
                 return
             self._count(known[1], -1)
             del self.claims[key]
+            _forget_part(known[0])  # deleted or replaced: its memo goes with it
         if claim is None:
             return
         part = _part(claim, self.consumable_capacity)
@@ -290,6 +291,15 @@ def _part(claim: dict, consumable_capacity: bool) -> AllocatedDevices:
         known = (claim, consumable_capacity, part)
         _CONTRIBUTIONS[id(claim)] = known
     return known[2]
+
+
+def _forget_part(claim: dict) -> None:
+    """Drop the memo of a claim object that left the cluster (deleted, or replaced)."""
+    known = _CONTRIBUTIONS.get(id(claim))
+    if known is not None and known[0] is claim:
+        _CONTRIBUTIONS.pop(id(claim), None)
+        if not _CONTRIBUTIONS:
+            _CONTRIBUTIONS.clear()  # an emptied dict keeps its table; clear() gives it back
 
 
 def _add_claim_memoised(state: AllocatedDevices, claim: dict, consumable_capacity: bool) -> None:

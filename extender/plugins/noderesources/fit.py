@@ -49,6 +49,7 @@ from extender.framework.resources import (
     EPHEMERAL_STORAGE,
     MEMORY,
     PODS,
+    first_request_beyond_int64,
     is_extended_resource_name,
     is_scalar_resource_name,
     pod_requests,
@@ -82,12 +83,23 @@ PRE_FILTER_KEY = "PreFilter" + NAME
 PRE_SCORE_KEY = "PreScore" + NAME
 
 ERR_REASON_TOO_MANY_PODS = "Too many pods"
+# A request beyond int64 in the compared unit: Go's Value() overflows there and a saturated
+# value would "fit" a node whose allocatable saturates too, whatever the real amounts. Refused
+# once in PreFilter, unresolvable (no node and no eviction makes such an amount comparable).
+ERR_REASON_BEYOND_INT64 = (
+    "pod requests {resource} {quantity}, beyond the largest quantity a scheduler can compare "
+    "(int64)"
+)
 # The resources Filter checks before the scalar ones, in upstream order.
 NATIVE_RESOURCES = (CPU, MEMORY, EPHEMERAL_STORAGE)
 
 
 def insufficient_reason(resource_name: str) -> str:
     return f"Insufficient {resource_name}"
+
+
+def beyond_int64_reason(resource_name: str, quantity: str) -> str:
+    return ERR_REASON_BEYOND_INT64.format(resource=resource_name, quantity=quantity)
 
 
 # -- pod requests -------------------------------------------------------------------------------
@@ -172,12 +184,16 @@ def checked_scalars(
     return [
         (name, want)
         for name, want in pod_request.scalar.items()
-        if want != 0
-        and not (
-            is_extended_resource_name(name)
-            and (name in ignored or (groups and name.split("/", 1)[0] in groups))
-        )
+        if want != 0 and not is_ignored(name, ignored, groups)
     ]
+
+
+def is_ignored(name: str, ignored: frozenset[str], groups: frozenset[str]) -> bool:
+    """An extended resource named in ``ignoredResources`` or whose prefix (before ``/``) is in
+    ``ignoredResourceGroups``: Filter does not check it."""
+    return is_extended_resource_name(name) and (
+        name in ignored or bool(groups and name.split("/", 1)[0] in groups)
+    )
 
 
 def fits(pod: dict, node_info: NodeInfo) -> list[InsufficientResource]:
@@ -245,13 +261,26 @@ class NodeResourcesFit:
         self, state: CycleState, pod: dict, nodes: list[NodeInfo]
     ) -> tuple[PreFilterResult | None, Status | None]:
         request = compute_pod_resource_request(pod)
+        beyond = first_request_beyond_int64(pod, self._compared, total=request)
+        if beyond is not None:
+            return None, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, beyond_int64_reason(*beyond))
         state.write(PRE_FILTER_KEY, _PreFilterState(request, self._delegated(request)))
         return None, None
+
+    def _compared(self, name: str) -> bool:
+        """Whether Filter compares a request of ``name`` against the node's allocatable."""
+        if name in NATIVE_RESOURCES:
+            return True
+        return is_scalar_resource_name(name) and not is_ignored(
+            name, self.ignored_resources, self.ignored_resource_groups
+        )
 
     def is_schedulable_after_node_change(
         self, pod: dict, old: dict | None, new: dict | None
     ) -> QueueingHint:
         """The node hint with the DeviceClasses' view of the pod's extended resources."""
+        if first_request_beyond_int64(pod, self._compared) is not None:
+            return QueueingHint.QUEUE_SKIP  # refused in PreFilter whatever the nodes hold
         delegated = self._delegated(compute_pod_resource_request(pod))
         return is_schedulable_after_node_change(pod, old, new, delegated)
 

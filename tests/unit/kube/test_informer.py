@@ -158,6 +158,7 @@ class Recorder:
 
     def __init__(self) -> None:
         self.events: list[tuple[str, str, str]] = []
+        self.forgotten: list[tuple[str, str]] = []  # objects that left the store
         self._changed = threading.Condition()
 
     def _log(self, *entry: str) -> None:
@@ -173,6 +174,9 @@ class Recorder:
 
     def on_delete(self, obj: dict) -> None:
         self._log("delete", obj["metadata"]["name"], obj["metadata"]["resourceVersion"])
+
+    def on_forget(self, obj: dict) -> None:
+        self.forgotten.append((obj["metadata"]["name"], obj["metadata"]["resourceVersion"]))
 
     def wait_for(self, count: int, timeout: float = 10.0) -> list[tuple[str, str, str]]:
         with self._changed:
@@ -194,6 +198,7 @@ def informer_for(client: KubeClient, recorder: Recorder, **kwargs: Any) -> Infor
         on_add=recorder.on_add,
         on_update=recorder.on_update,
         on_delete=recorder.on_delete,
+        on_forget=recorder.on_forget,
         watch_timeout=60,
         min_backoff=0.01,
         max_backoff=0.05,
@@ -264,6 +269,9 @@ def test_list_watch_bookmark_then_gone_relists_and_reconciles(
         assert informer.get("c")["metadata"]["resourceVersion"] == "7"
         assert informer.relists == 2
         assert informer.resource_version == "9"
+        # Every stored object that left the store, the very dict readers had: a replaced by
+        # the watch, then the re-list's (new dicts for all, unchanged a and d included).
+        assert recorder.forgotten == [("a", "1"), ("a", "5"), ("b", "2"), ("c", "3"), ("d", "4")]
     finally:
         informer.stop()
     assert not informer._thread.is_alive()  # stop() interrupted the held watch
