@@ -154,7 +154,12 @@ def set_ephemeral_storage(kube: Any, node: str, size: str) -> None:
     kube.request(
         "PATCH",
         f"/api/v1/nodes/{node}/status",
-        {"status": {"capacity": {"ephemeral-storage": size}, "allocatable": {"ephemeral-storage": size}}},
+        {
+            "status": {
+                "capacity": {"ephemeral-storage": size},
+                "allocatable": {"ephemeral-storage": size},
+            }
+        },
         content_type="application/merge-patch+json",
     )
 
@@ -189,7 +194,9 @@ def _class_selector_setup(kube: Any, tag: str) -> None:
     _gpu_node(kube, tag)
     expression = f'device.driver == "{driver(tag)}" && {heavy_selector()}'
     kube.create(f"{RESOURCE}/deviceclasses", device_class(f"{tag}-heavy", expression))
-    kube.create(kube.namespaced(RESOURCE, "resourceclaims"), resource_claim("heavy", f"{tag}-heavy"))
+    kube.create(
+        kube.namespaced(RESOURCE, "resourceclaims"), resource_claim("heavy", f"{tag}-heavy")
+    )
 
 
 def _claim_selector_setup(kube: Any, tag: str) -> None:
@@ -295,7 +302,7 @@ def _huge_storage_pod(tag: str, scheduler: str) -> list[dict]:
 
 
 QUANTITY = Case(
-    "ephemeral-8Ei",
+    "ephemeral-8ei",
     "a pod of two containers requesting 8Ei ephemeral-storage each, a node of 100Gi",
     _disk_setup,
     _huge_storage_pod,
@@ -361,7 +368,9 @@ def _label_selecting_pod(tag: str, scheduler: str) -> list[dict]:
         ]
     }
     affinity = {
-        "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [term]}}
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [term]}
+        }
     }
     return [
         pod(
