@@ -63,6 +63,7 @@ bench-cluster: setup test-binaries
 	$(BIN)/python bench/extender_overhead.py
 	$(BIN)/python bench/throughput.py
 	$(BIN)/python bench/burst_skew.py
+	$(BIN)/python -m bench.hostile
 
 ## Differential tests against the real kube-scheduler: make conformance SEEDS=50
 SEEDS ?= 20

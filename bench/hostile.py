@@ -227,7 +227,7 @@ def seconds(value: float | None, cap: float) -> str:
         return f">{cap:.0f} s"
     if value != value:  # NaN: not measured
         return "-"
-    return f"{value:.3f} s" if value < 1 else f"{value:.1f} s"
+    return f"{value * 1000:.1f} ms" if value < 1 else f"{value:.1f} s"
 
 
 def load() -> str:
