@@ -157,11 +157,16 @@ def measure(
     # The first failed attempt, if the hostile pods are to fail (else: not waited for).
     first: float | None = None if case.reasons else float("nan")
     rss: float | None = None
-    next_metrics = 0.0
+    next_metrics = next_bound = 0.0
+    names = [body["metadata"]["name"] for body in bodies]
     while time.monotonic() - created < cap and (canary_wait is None or first is None):
         now = time.monotonic()
         if canary_wait is None and kube.node_of(canary):
             canary_wait = now - created
+        if canary_wait is not None and first is None and now >= next_bound:
+            next_bound = now + 1
+            if all_bound(kube, names):
+                first = float("nan")  # no attempt failed: the scheduler bound them all
         if first is None and now >= next_metrics:
             seen = metrics.failed_attempts()
             next_metrics = time.monotonic() + 0.2
@@ -171,8 +176,13 @@ def measure(
         if pid is not None:
             rss = max(rss or 0.0, rss_mib(pid) or 0.0)
         time.sleep(0.02)
-    names = [body["metadata"]["name"] for body in bodies]
     return Result(canary_wait, first, outcome(kube, names), rss)
+
+
+def all_bound(kube: Kube, names: list[str]) -> bool:
+    pods = kube.get(f"/api/v1/namespaces/{kube.namespace}/pods")["items"]
+    bound = {p["metadata"]["name"] for p in pods if (p.get("spec") or {}).get("nodeName")}
+    return bound >= set(names)
 
 
 def delete_pods(kube: Kube, prefix: str) -> None:
