@@ -289,7 +289,7 @@ def main() -> int:
     for case, ours, theirs in rows:
         ratio = "-"
         if ours.canary is not None and theirs.canary:
-            ratio = f"{ours.canary / theirs.canary:.1f}"
+            ratio = f"{ours.canary / theirs.canary:.2g}"
         elif ours.canary is None and theirs.canary:
             ratio = f">{args.cap / theirs.canary:.0f}"
         rss = f"{ours.rss_mib:.0f} MiB" if ours.rss_mib else "-"
