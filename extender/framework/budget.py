@@ -45,29 +45,23 @@ REPEAT = 0.5
 _TICK = 0.05
 
 
-class BudgetExceeded(Exception):
+class _OutOfBudget(BaseException):
+    """The text and the budget's length, shared by the two exceptions below."""
+
+    seconds: float = 0.0  # the watchdog's subclasses set it (see _class_for)
+
+    def __init__(self, seconds: float | None = None) -> None:
+        self.seconds = type(self).seconds if seconds is None else seconds
+        super().__init__(f"the pod's scheduling budget of {self.seconds:g}s ran out")
+
+
+class BudgetExceeded(_OutOfBudget, Exception):
     """A pod's scheduling attempt ran past its budget."""
 
-    seconds: float = 0.0
 
-    def __init__(self, seconds: float | None = None) -> None:
-        if seconds is None:
-            seconds = type(self).seconds
-        self.seconds = seconds
-        super().__init__(f"the pod's scheduling budget of {seconds:g}s ran out")
-
-
-class BudgetInterrupt(BaseException):
+class BudgetInterrupt(_OutOfBudget):
     """What the watchdog raises when a :class:`BudgetExceeded` it raised was swallowed (a
     plugin's ``except Exception``): not an ``Exception``, so only the shell catches it."""
-
-    seconds: float = 0.0
-
-    def __init__(self, seconds: float | None = None) -> None:
-        if seconds is None:
-            seconds = type(self).seconds
-        self.seconds = seconds
-        super().__init__(f"the pod's scheduling budget of {seconds:g}s ran out")
 
 
 # What a shell catches around an attempt run under enforced().
@@ -126,7 +120,8 @@ class _Watchdog:
                 self._thread = threading.Thread(target=self._run, daemon=True, name="pod-budget")
                 self._thread.start()
 
-    def disarm(self) -> None:
+    def disarm(self) -> list[Any] | None:
+        """Stop watching this thread; its entry (for :meth:`resume`), if it was armed."""
         ident = threading.get_ident()
         while True:
             try:
@@ -134,22 +129,11 @@ class _Watchdog:
                     entry = self._armed.pop(ident, None)
                     if entry is not None and entry[2]:
                         _raise_in(ident, None)  # one still pending is withdrawn
-                return
-            except OVER:
-                continue  # delivered while disarming: the attempt is over, drop it
-
-    def suspend(self) -> list[Any] | None:
-        """Stop watching this thread for a while (its entry, for :meth:`resume`)."""
-        ident = threading.get_ident()
-        while True:
-            try:
-                with self._lock:
-                    entry = self._armed.pop(ident, None)
-                    if entry is not None and entry[2]:
-                        _raise_in(ident, None)
                 return entry
             except OVER:
-                continue  # the budget ran out just now: resume() will raise it again
+                # Delivered while disarming: at the end of an attempt, it is over; in
+                # suspended(), resume() raises again if the budget has run out.
+                continue
 
     def resume(self, entry: list[Any] | None) -> None:
         if entry is not None:
@@ -201,7 +185,7 @@ def suspended() -> Iterator[None]:
     """A block the watchdog never interrupts (API writes: a request cut half-way is worse
     than a late one). The runtime's checks still see the deadline; the watchdog resumes
     after the block, raising at once if the budget ran out meanwhile."""
-    entry = WATCHDOG.suspend()
+    entry = WATCHDOG.disarm()
     try:
         yield
     finally:

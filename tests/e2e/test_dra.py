@@ -68,8 +68,11 @@ def driver(kube: Kube) -> str:
     return f"gpu.{kube.namespace}.example.com"
 
 
-def device_class(kube: Kube) -> str:
-    name = f"{kube.namespace}-gpu"
+def device_class(kube: Kube, suffix: str = "gpu", expression: str | None = None) -> str:
+    """A DeviceClass (removed after the test); by default, every device of this test's driver."""
+    name = f"{kube.namespace}-{suffix}"
+    if expression is None:
+        expression = f'device.driver == "{driver(kube)}"'
     kube.request(
         "POST",
         f"{RESOURCE}/deviceclasses",
@@ -77,7 +80,7 @@ def device_class(kube: Kube) -> str:
             "apiVersion": "resource.k8s.io/v1",
             "kind": "DeviceClass",
             "metadata": {"name": name},
-            "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{driver(kube)}"'}}]},
+            "spec": {"selectors": [{"cel": {"expression": expression}}]},
         },
     )
     _cluster_objects.setdefault(kube.namespace, []).append(f"{RESOURCE}/deviceclasses/{name}")
@@ -413,18 +416,7 @@ def test_a_hostile_selector_is_answered_in_seconds(dra, control_plane, processes
     publish_slice(kube, node, devices=128)
     left = "[" + ",".join(f"[{i % 10}]" for i in range(990)) + "]"
     right = "[" + ",".join(f"[{10 + i % 10}]" for i in range(990)) + "]"
-    name = f"{kube.namespace}-hostile"
-    kube.request(
-        "POST",
-        f"{RESOURCE}/deviceclasses",
-        {
-            "apiVersion": "resource.k8s.io/v1",
-            "kind": "DeviceClass",
-            "metadata": {"name": name},
-            "spec": {"selectors": [{"cel": {"expression": f"sets.intersects({left}, {right})"}}]},
-        },
-    )
-    _cluster_objects.setdefault(kube.namespace, []).append(f"{RESOURCE}/deviceclasses/{name}")
+    name = device_class(kube, "hostile", f"sets.intersects({left}, {right})")
     gpu_pod(kube, "hostile", claim_template(kube, name))
     wait_until(
         lambda: "cannot allocate all claims" in kube.why_pending("hostile"), 30, "FailedScheduling"
