@@ -157,6 +157,7 @@ from google.protobuf import descriptor_pb2, descriptor_pool, message_factory, st
 from extender.dra import cel_lists, cel_net, celast, celcost
 from extender.dra import quantity as quantity_lib
 from extender.dra import semver as semver_lib
+from extender.framework import budget
 
 # resource.k8s.io/v1 CELSelectorExpressionMaxCost.
 CEL_SELECTOR_EXPRESSION_MAX_COST = 1_000_000
@@ -198,13 +199,16 @@ class _Meter:
     cel-go cancels the whole evaluation.
     """
 
-    __slots__ = ("cost", "deadline", "failure", "ticks")
+    __slots__ = ("cost", "deadline", "failure", "ticks", "interrupted")
 
     def __init__(self, deadline: float | None) -> None:
         self.cost = 0
         self.deadline = deadline
         self.failure: str | None = None
         self.ticks = 0
+        # The pod budget's exception (extender.framework.budget), raised in this thread while
+        # a library function ran: the evaluation ends with it (see _metered).
+        self.interrupted: BaseException | None = None
 
     def charge(self, units: int) -> None:
         self.cost += units
@@ -213,6 +217,10 @@ class _Meter:
         self.check()
 
     def check(self) -> None:
+        if self.interrupted is None:
+            self.interrupted = budget.overran()
+        if self.interrupted is not None:
+            raise CELError(INTERRUPTED)
         if self.failure is None and self.deadline is not None:
             if time.monotonic() > self.deadline:
                 self.failure = INTERRUPTED
@@ -246,10 +254,21 @@ def _metered(cost: Callable[..., int], impl: Callable[..., Any]) -> Callable[...
     """``impl`` charging ``cost(*args)`` (upstream's runtime cost of the call) first."""
 
     def call(*args: Any) -> Any:
+        # The watchdog's exception may land on this function's first line, before the `try`:
+        # then the meter learns of it from budget.overran() at its next check.
         meter = _current_meter()
-        if meter is not None:
-            meter.charge(cost(*args))
-        return impl(*args)
+        try:
+            if meter is not None:
+                meter.charge(cost(*args))
+            return impl(*args)
+        except budget.OVER as exc:
+            # Raised in this thread from outside (the pod budget's watchdog). The C++ runtime
+            # would make it an error value that an operator may absorb (`e && false`), and
+            # the search would go on to the next device: the meter keeps it, and the
+            # evaluation ends with it (see CompilationResult._evaluate).
+            if meter is not None and meter.interrupted is None:
+                meter.interrupted = exc
+            raise
 
     return call
 
@@ -1478,7 +1497,7 @@ class CompilationResult:
         try:
             result = self._program.eval(data=variables)
         except RuntimeError as e:
-            if meter.failure is None:
+            if meter.failure is None and meter.interrupted is None:
                 raise CELError(_runtime_message(str(e))) from None
         finally:
             _LOCAL.meter = outer
@@ -1487,6 +1506,9 @@ class CompilationResult:
             if meter.failure == INTERRUPTED:
                 raise CELDeadlineExceeded(INTERRUPTED)
             raise CELError(meter.failure)
+        interrupted = meter.interrupted or budget.overran()
+        if interrupted is not None:
+            raise interrupted  # not an answer for the device: never kept
         value = result.value()
         if type(value) is bool:
             return value

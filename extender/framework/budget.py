@@ -68,6 +68,19 @@ class BudgetInterrupt(_OutOfBudget):
 OVER = (BudgetExceeded, BudgetInterrupt)
 
 
+def overran() -> BudgetExceeded | None:
+    """The exception to raise if the watchdog has already raised into this thread's attempt.
+
+    For code that runs under a layer that turns exceptions into values (the CEL runtime makes
+    a Python exception in a library function an error value, which ``e && false`` absorbs): it
+    asks here, at its next step, whether the attempt is over.
+    """
+    entry = WATCHDOG._armed.get(threading.get_ident())
+    if entry is None or not entry[2]:
+        return None
+    return BudgetExceeded(entry[1])
+
+
 def message(seconds: float) -> str:
     return str(BudgetExceeded(seconds))
 
