@@ -32,6 +32,7 @@ evictions run :func:`suspended` (a request cut half-way is worse than a late one
 from __future__ import annotations
 
 import ctypes
+import os
 import threading
 import time
 from collections.abc import Iterator
@@ -170,6 +171,8 @@ class _Watchdog:
 
 
 WATCHDOG = _Watchdog()
+# A forked child (a gunicorn worker) has no watchdog thread: it starts its own at its first arm.
+os.register_at_fork(after_in_child=WATCHDOG.__init__)
 
 
 @contextmanager

@@ -172,3 +172,28 @@ def test_a_suspended_block_is_not_interrupted_and_the_budget_is_enforced_after_i
             while time.monotonic() < end:
                 pass  # interrupted here
     assert finished_suspended
+
+
+def test_a_forked_child_starts_its_own_watchdog() -> None:
+    """gunicorn forks its workers: a watchdog thread of the parent does not exist there."""
+    import os
+
+    with budget.enforced(CycleState(), 5):
+        pass  # the parent's watchdog thread runs from here on
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: a spinning attempt must still be ended
+        code = 1
+        try:
+            with budget.enforced(CycleState(), 0.05):
+                end = time.monotonic() + 10
+                while time.monotonic() < end:
+                    pass
+        except budget.BudgetExceeded:
+            code = 0
+        os.write(write, bytes([code]))
+        os._exit(0)
+    os.close(write)
+    answer = os.read(read, 1)
+    os.waitpid(pid, 0)
+    assert answer == b"\x00"
