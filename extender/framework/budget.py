@@ -121,11 +121,15 @@ class _Watchdog:
     """One thread for the process: the armed attempts, by thread, and when each is due."""
 
     def __init__(self) -> None:
+        self.reset()
+        self.raised = 0  # how many times it raised (tests and metrics read it)
+
+    def reset(self) -> None:
+        """Nothing armed, no thread (also in a forked child: the parent's thread is not there)."""
         self._lock = threading.Lock()
         # thread ident -> [due (monotonic), budget seconds, raised at least once]
         self._armed: dict[int, list[Any]] = {}
         self._thread: threading.Thread | None = None
-        self.raised = 0  # how many times it raised (tests and metrics read it)
 
     def arm(self, deadline: float, seconds: float) -> None:
         with self._lock:
@@ -172,7 +176,7 @@ class _Watchdog:
 
 WATCHDOG = _Watchdog()
 # A forked child (a gunicorn worker) has no watchdog thread: it starts its own at its first arm.
-os.register_at_fork(after_in_child=WATCHDOG.__init__)
+os.register_at_fork(after_in_child=WATCHDOG.reset)
 
 
 @contextmanager
