@@ -34,9 +34,21 @@ RIGHT = "[" + ",".join(f"[{10 + i % 10}]" for i in range(990)) + "]"
 INTERSECTS = f"sets.intersects({LEFT}, {RIGHT})"
 PAIRS = "[" + ",".join(f"[{i}]" for i in range(985)) + "]"
 CONTAINS_EACH = f"cel.bind(a, {PAIRS}, a.all(x, sets.contains(a, [x])) && false)"
+# Many small library calls: milliseconds a device, and a search that notices its deadline
+# within one call (CONTAINS_EACH hands the whole list over on every call: a call past the
+# deadline still costs a millisecond or two, for up to 985 calls).
+SMALL_CALLS = f"cel.bind(a, {PAIRS}, a.all(x, sets.contains([x], [x])) && false)"
 
 
-def client(expression: str, *, in_claim: bool, pod_budget: float = 10.0, filter_timeout=None):
+def client(
+    expression: str,
+    *,
+    in_claim: bool,
+    pod_budget: float = 10.0,
+    filter_timeout=None,
+    nodes: list[str] = NODES,
+    devices: int = 128,
+):
     cls = device_class()
     pending = claim()
     if in_claim:
@@ -48,7 +60,7 @@ def client(expression: str, *, in_claim: bool, pod_budget: float = 10.0, filter_
         {
             RESOURCE_CLAIMS: [pending],
             DEVICE_CLASSES: [cls],
-            RESOURCE_SLICES: [node_slice(name, devices=128) for name in NODES],
+            RESOURCE_SLICES: [node_slice(name, devices=devices) for name in nodes],
         }
     )
     profile = copy.deepcopy(default_profile())
@@ -57,7 +69,7 @@ def client(expression: str, *, in_claim: bool, pod_budget: float = 10.0, filter_
         profile.plugin_config["DynamicResources"]["filterTimeout"] = filter_timeout
     metrics = Metrics()
     fwk = Framework(profile, in_tree_registry(), Services(listers=listers, metrics=metrics))
-    service = ExtenderService(fwk, cache=FakeCache([node(name) for name in NODES]))
+    service = ExtenderService(fwk, cache=FakeCache([node(name) for name in nodes]))
     return create_app(service, metrics=metrics).test_client()
 
 
@@ -76,14 +88,36 @@ def test_the_largest_accepted_selector_gets_a_per_node_answer() -> None:
 
 
 def test_a_selector_slower_than_the_budget_ends_with_the_budget() -> None:
-    """The search on the first node ends at the budget (DynamicResources' own filterTimeout
-    off here: the budget reaches the device search, not only the watchdog): an Error naming the
-    node, as upstream's filter timeout; prioritize fails the same way."""
-    app = client(CONTAINS_EACH, in_claim=True, pod_budget=0.5, filter_timeout="0s")
-    args = {"Pod": pod_with_claim_name(), "NodeNames": NODES}
+    """The search ends at the budget (DynamicResources' own filterTimeout off here: the budget
+    reaches the device search, not only the watchdog): an Error naming the node, as upstream's
+    filter timeout; prioritize fails the same way. One node, so the deadline falls inside its
+    search (seconds of devices), never between nodes."""
+    app = client(
+        SMALL_CALLS,
+        in_claim=True,
+        pod_budget=0.3,
+        filter_timeout="0s",
+        nodes=["gpu-a"],
+        devices=1024,
+    )
+    args = {"Pod": pod_with_claim_name(), "NodeNames": ["gpu-a"]}
     status, reply = post(app, "filter", args)
     assert status == 200
-    assert reply["Error"].endswith("timed out trying to allocate devices")
+    assert reply["Error"] == (
+        'running "DynamicResources" filter plugin: node gpu-a: timed out trying to allocate devices'
+    )
     status, reply = post(app, "prioritize", args)
     assert status == 500
-    assert "timed out trying to allocate devices" in reply["error"]
+    assert reply["error"].endswith("node gpu-a: timed out trying to allocate devices")
+
+
+def test_a_selector_that_hands_big_lists_over_is_ended_too() -> None:
+    """Each call of CONTAINS_EACH costs milliseconds even once the deadline has passed: the
+    search ends at the deadline or, at the latest, by the watchdog; either way an Error within
+    the budget and its grace, never the minutes the search would take."""
+    app = client(CONTAINS_EACH, in_claim=True, pod_budget=0.5, filter_timeout="0s")
+    status, reply = post(app, "filter", {"Pod": pod_with_claim_name(), "NodeNames": NODES})
+    assert status == 200
+    assert reply["Error"].endswith(
+        ("node gpu-a: timed out trying to allocate devices", "scheduling budget of 0.5s ran out")
+    )
