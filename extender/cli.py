@@ -54,8 +54,13 @@ def main(argv: list[str] | None = None) -> int:
     if command is None:
         print(f"kube-extender: unknown command {args[0]!r}\n\n{usage()}", file=sys.stderr)
         return 2
+    from extender.framework.runtime import ProfileError
+
     try:
+        # An extra's module is imported by the command's module or, deferred so that --help
+        # works without it, only when the command runs: one message for both.
         module = importlib.import_module(command[0])
+        return int(module.main(args[1:]) or 0)
     except ModuleNotFoundError as exc:
         extra = OPTIONAL_MODULES.get((exc.name or "").split(".")[0])
         if extra is None:
@@ -66,10 +71,6 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 2
-    from extender.framework.runtime import ProfileError
-
-    try:
-        return int(module.main(args[1:]) or 0)
     except ProfileError as exc:
         # A profile that cannot be built (a plugin whose constructor raises): the same one
         # line and exit 2 in every command, wherever the command builds its frameworks.
