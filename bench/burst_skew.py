@@ -37,7 +37,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.cluster import (  # noqa: E402
+from bench.cluster import (
     BENCH_NAMESPACE,
     BindRecorder,
     delete_all_pods,
@@ -45,8 +45,8 @@ from bench.cluster import (  # noqa: E402
     kube_for,
     start_control_plane,
 )
-from extender.controlplane import free_port, kube_extender, spawn, stop_pid  # noqa: E402
-from extender.controlplane.certs import generate, issue_serving_cert  # noqa: E402
+from extender.controlplane import free_port, kube_extender, spawn, stop_pid
+from extender.controlplane.certs import generate, issue_serving_cert
 
 REPO = Path(__file__).resolve().parents[1]
 CLIENT = "kube-scheduler-bench"

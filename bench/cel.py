@@ -20,7 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from extender.dra import cel  # noqa: E402
+from extender.dra import cel
 
 DRIVER = "gpu.example.com"
 DEVICE = cel.CELDevice(

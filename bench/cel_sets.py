@@ -22,8 +22,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from extender.dra import cel  # noqa: E402
-from extender.dra.structured import AllocatedState, Allocator, Features  # noqa: E402
+from extender.dra import cel
+from extender.dra.structured import AllocatedState, Allocator, Features
 
 
 def _pairs(n: int, sign: int, offset: int) -> str:

@@ -20,11 +20,11 @@ import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.progress import bar, steps  # noqa: E402
-from bench.workload import make_node, mixed_pod  # noqa: E402
-from extender.controlplane import ControlPlane  # noqa: E402
-from extender.kube import api_client, raw_request  # noqa: E402
-from extender.scenario.kube import Kube  # noqa: E402
+from bench.progress import bar, steps
+from bench.workload import make_node, mixed_pod
+from extender.controlplane import ControlPlane
+from extender.kube import api_client, raw_request
+from extender.scenario.kube import Kube
 
 BENCH_NAMESPACE = "bench"
 

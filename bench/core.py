@@ -27,8 +27,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.progress import steps  # noqa: E402
-from bench.workload import (  # noqa: E402
+from bench.progress import steps
+from bench.workload import (
     MIXED_WORKLOADS,
     describe_mixed,
     make_cluster,
@@ -36,10 +36,10 @@ from bench.workload import (  # noqa: E402
     mixed_pod,
     mixed_workload,
 )
-from extender.config import default_profile  # noqa: E402
-from extender.framework import CycleState, Framework, SchedulingAlgorithm, Snapshot  # noqa: E402
-from extender.framework.resources import pod_requests  # noqa: E402
-from extender.plugins import in_tree_registry  # noqa: E402
+from extender.config import default_profile
+from extender.framework import CycleState, Framework, SchedulingAlgorithm, Snapshot
+from extender.framework.resources import pod_requests
+from extender.plugins import in_tree_registry
 
 
 def time_per_pod(fn, repeats: int, cpu: list[float] | None = None) -> list[float]:

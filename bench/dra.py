@@ -31,7 +31,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.cluster import (  # noqa: E402
+from bench.cluster import (
     BENCH_NAMESPACE,
     create_nodes,
     delete_all_nodes,
@@ -39,10 +39,10 @@ from bench.cluster import (  # noqa: E402
     kube_for,
     start_control_plane,
 )
-from bench.dra_objects import CLASS, device_class, resource_slice  # noqa: E402
-from bench.progress import steps  # noqa: E402
-from bench.throughput import Hooks, print_profile, run_kube_scheduler, run_ours  # noqa: E402
-from extender.scenario.kube import Kube  # noqa: E402
+from bench.dra_objects import CLASS, device_class, resource_slice
+from bench.progress import steps
+from bench.throughput import Hooks, print_profile, run_kube_scheduler, run_ours
+from extender.scenario.kube import Kube
 
 TEMPLATE = "test-claim-template"
 CLAIMS = f"/apis/resource.k8s.io/v1/namespaces/{BENCH_NAMESPACE}/resourceclaims"

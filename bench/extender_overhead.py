@@ -22,7 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.cluster import (  # noqa: E402
+from bench.cluster import (
     BindRecorder,
     create_nodes,
     create_pods,
@@ -33,7 +33,7 @@ from bench.cluster import (  # noqa: E402
     kube_scheduler_config,
     start_control_plane,
 )
-from extender.controlplane import free_port, kube_extender, spawn, stop_pid, wait_http_ok  # noqa: E402
+from extender.controlplane import free_port, kube_extender, spawn, stop_pid, wait_http_ok
 
 EXTENDER_CONFIG = """\
 apiVersion: kubescheduler.config.k8s.io/v1

@@ -29,9 +29,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench import hostile_objects as hostile  # noqa: E402
-from bench.cluster import kube_scheduler_config, start_control_plane  # noqa: E402
-from extender.controlplane import (  # noqa: E402
+from bench import hostile_objects as hostile
+from bench.cluster import kube_scheduler_config, start_control_plane
+from extender.controlplane import (
     ControlPlane,
     free_port,
     kube_extender,
@@ -39,8 +39,8 @@ from extender.controlplane import (  # noqa: E402
     stop_pid,
     wait_http_ok,
 )
-from extender.kube import api_client  # noqa: E402
-from extender.scenario.kube import Kube  # noqa: E402
+from extender.kube import api_client
+from extender.scenario.kube import Kube
 
 REPO = Path(__file__).resolve().parents[1]
 ATTEMPTS = "scheduler_scheduling_attempt_duration_seconds"

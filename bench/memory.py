@@ -25,7 +25,7 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.cluster import (  # noqa: E402
+from bench.cluster import (
     BENCH_NAMESPACE,
     create_nodes,
     ensure_namespace,
@@ -33,8 +33,8 @@ from bench.cluster import (  # noqa: E402
     kube_scheduler_config,
     start_control_plane,
 )
-from bench.workload import make_node, make_running_pod  # noqa: E402
-from extender.controlplane import free_port, kube_extender, spawn, stop_pid, wait_http_ok  # noqa: E402
+from bench.workload import make_node, make_running_pod
+from extender.controlplane import free_port, kube_extender, spawn, stop_pid, wait_http_ok
 
 SERVE_CONFIG = """\
 apiVersion: kubescheduler.config.k8s.io/v1

@@ -35,7 +35,7 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.cluster import (  # noqa: E402
+from bench.cluster import (
     BindRecorder,
     create_nodes,
     create_pods,
@@ -46,8 +46,8 @@ from bench.cluster import (  # noqa: E402
     kube_scheduler_config,
     start_control_plane,
 )
-from bench.workload import describe_mixed  # noqa: E402
-from extender.controlplane import free_port, kube_extender, spawn, stop_pid  # noqa: E402
+from bench.workload import describe_mixed
+from extender.controlplane import free_port, kube_extender, spawn, stop_pid
 
 PROFILED = Path(__file__).resolve().parent / "profiled.py"
 TICKS = os.sysconf("SC_CLK_TCK")

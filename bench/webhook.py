@@ -25,9 +25,9 @@ import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.cluster import create_nodes, ensure_namespace, kube_for, start_control_plane  # noqa: E402
-from bench.extender_overhead import start_extender  # noqa: E402
-from extender.controlplane import stop_pid  # noqa: E402
+from bench.cluster import create_nodes, ensure_namespace, kube_for, start_control_plane
+from bench.extender_overhead import start_extender
+from extender.controlplane import stop_pid
 
 POD = {
     "metadata": {"name": "bench-pod-7", "namespace": "bench", "uid": "bench-uid"},

@@ -6,7 +6,7 @@ Each subcommand lives in the package that implements it and is imported only whe
 * ``run``      the standalone scheduler                 (``extender.scheduler.cli``)
 * ``scenario`` run a scenario file against a cluster    (``extender.scenario.cli``)
 * ``cluster``  a local control plane for tests/demos    (``extender.controlplane.cli``)
-* ``demo``     the README's first command, end to end   (``extender.demo``)
+* ``demo``     ``make start``'s last step, end to end (``extender.demo``)
 * ``new-plugin`` write an out-of-tree plugin package    (``extender.scaffold``)
 * ``explain``  why a pod is Pending / landed there      (``extender.explain.cli``)
 * ``simulate`` offline what-if over a cluster dump      (``extender.explain.simulate_cli``)
@@ -54,8 +54,13 @@ def main(argv: list[str] | None = None) -> int:
     if command is None:
         print(f"kube-extender: unknown command {args[0]!r}\n\n{usage()}", file=sys.stderr)
         return 2
+    from extender.framework.runtime import ProfileError
+
     try:
+        # An extra's module is imported by the command's module or, deferred so that --help
+        # works without it, only when the command runs: one message for both.
         module = importlib.import_module(command[0])
+        return int(module.main(args[1:]) or 0)
     except ModuleNotFoundError as exc:
         extra = OPTIONAL_MODULES.get((exc.name or "").split(".")[0])
         if extra is None:
@@ -66,10 +71,6 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 2
-    from extender.framework.runtime import ProfileError
-
-    try:
-        return int(module.main(args[1:]) or 0)
     except ProfileError as exc:
         # A profile that cannot be built (a plugin whose constructor raises): the same one
         # line and exit 2 in every command, wherever the command builds its frameworks.

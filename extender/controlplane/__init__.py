@@ -31,10 +31,22 @@ import urllib.request
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import yaml
 
-from . import certs
+if TYPE_CHECKING:
+    # certs needs ``cryptography``, the ``controlplane`` extra: imported where certificates are
+    # made, so that ``cluster --help`` (and ``status``, ``down``) work without it.
+    from . import certs
+
+
+def generate_certs(directory: Path) -> certs.CertFiles:
+    """The cluster's certificates (``certs.generate``), importing the extra only now."""
+    from . import certs
+
+    return certs.generate(directory)
+
 
 DEFAULT_CACHE = Path(os.environ.get("KUBE_EXTENDER_CACHE", Path.home() / ".cache/kube-extender"))
 DISABLED_ADMISSION = "ServiceAccount,TaintNodesByCondition"
@@ -383,7 +395,7 @@ class ControlPlane:
         self.state = State(str(self.directory))
         self.directory.mkdir(parents=True, exist_ok=True)
         shutil.rmtree(self.directory / "etcd", ignore_errors=True)
-        self.certs = certs.generate(self.directory / "pki")
+        self.certs = generate_certs(self.directory / "pki")
         try:
             self.start_etcd()
             self.start_apiserver()
@@ -394,7 +406,7 @@ class ControlPlane:
 
     def attach(self) -> None:
         """Use an already running control plane started from this directory."""
-        self.certs = certs.generate(self.directory / "pki")
+        self.certs = generate_certs(self.directory / "pki")
 
     def down(self) -> None:
         for name in reversed(list(self.state.pids)):

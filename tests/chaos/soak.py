@@ -266,7 +266,7 @@ class Soak:
             t = time.monotonic()
             try:
                 self._churn_once(kube, rng)
-            except (ApiError, OSError, Exception) as exc:  # noqa: BLE001 - the apiserver may be down
+            except (ApiError, OSError, Exception) as exc:  # the apiserver may be down
                 self.report.churn[f"api errors ({type(exc).__name__})"] += 1
                 self.stop.wait(0.5)
             self.stop.wait(max(0.0, period - (time.monotonic() - t)))
@@ -337,7 +337,7 @@ class Soak:
         while not self.stop.wait(1.5):
             try:
                 snap = self.snapshot(kube)
-            except Exception:  # noqa: BLE001 - the apiserver may be down: next time
+            except Exception:  # the apiserver may be down: next time
                 continue
             self.examine(snap)
 
@@ -480,7 +480,7 @@ class Soak:
             self.out(f"[chaos] {time.strftime('%H:%M:%S')} fault {k}: {kind}")
             try:
                 self.inject(kind, k)
-            except Exception as exc:  # noqa: BLE001
+            except Exception as exc:
                 self.report.findings.check("fault injected and recovered", False, f"{kind}: {exc}")
                 self._heal()
                 continue

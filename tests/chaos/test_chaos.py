@@ -10,7 +10,7 @@ from .soak import FAULTS, Options, run
 pytestmark = pytest.mark.chaos
 
 
-def test_short_soak(tmp_path) -> None:  # noqa: ANN001
+def test_short_soak(tmp_path) -> None:
     lines: list[str] = []
     # Every fault kind once, one every 6 s (faults take 1-15 s each): about 2 minutes.
     options = Options(minutes=0.5, fault_every=6.0, settle=45.0)

@@ -106,7 +106,7 @@ class DraGenerator:
     def chance(self, p: float) -> bool:
         return self.rng.random() < p
 
-    def pick(self, seq):  # noqa: ANN001, ANN201
+    def pick(self, seq):
         return self.rng.choice(list(seq))
 
     def name(self, suffix: str) -> str:

@@ -134,10 +134,10 @@ class Generator:
     def chance(self, p: float) -> bool:
         return self.rng.random() < p
 
-    def pick(self, seq):  # noqa: ANN001, ANN201
+    def pick(self, seq):
         return self.rng.choice(list(seq))
 
-    def sample(self, seq, k: int) -> list:  # noqa: ANN001
+    def sample(self, seq, k: int) -> list:
         seq = list(seq)
         return self.rng.sample(seq, min(k, len(seq)))
 

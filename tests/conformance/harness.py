@@ -145,7 +145,7 @@ class RecordingExtender:
             # the peer's delayed ACK.
             disable_nagle_algorithm = True
 
-            def do_POST(self) -> None:  # noqa: N802 - http.server's naming
+            def do_POST(self) -> None:  # http.server's naming
                 length = int(self.headers.get("Content-Length") or 0)
                 args = orjson.loads(self.rfile.read(length) or b"{}")
                 answer = recorder.filter(args)
@@ -274,12 +274,12 @@ def missing_plugins(dra: bool = False) -> dict[str, str]:
     for name in (*ALL_FILTER_PLUGINS, *(DRA_PLUGINS if dra else ())):
         try:
             plugin_class(name)
-        except Exception as exc:  # noqa: BLE001 - any import problem means "not usable yet"
+        except Exception as exc:  # any import problem means "not usable yet"
             missing[name] = f"{type(exc).__name__}: {exc}"
     return missing
 
 
-def base_profile():  # noqa: ANN201
+def base_profile():
     from extender.config import default_profile
 
     return default_profile()
@@ -305,7 +305,7 @@ def filter_profile(plugins: Iterable[str] | None = None) -> Profile:
     )
 
 
-def registry():  # noqa: ANN201
+def registry():
     from extender.plugins import in_tree_registry
 
     return in_tree_registry()
@@ -1445,7 +1445,7 @@ class Conformance:
             verdict = our_verdict(filter_profile(), nodes, bound, pending, objects)
             try:
                 mine = our_allocations(verdict.state, node)
-            except Exception as exc:  # noqa: BLE001 - the plugin's state changed shape
+            except Exception as exc:  # the plugin's state changed shape
                 mine = f"reading our allocation failed: {exc!r}"
             if verdict.feasible is None:
                 mine = f"our filter failed: {verdict.error}"
@@ -1568,7 +1568,7 @@ def our_allocations(state: CycleState | None, node: str) -> dict[str, dict | Non
         return "our filter did not run"
     try:
         s = state.read("DynamicResources")
-    except Exception as exc:  # noqa: BLE001 - a missing or renamed state: report, not crash
+    except Exception as exc:  # a missing or renamed state: report, not crash
         return f"no DynamicResources state: {exc!r}"
     entry = getattr(s, "node_allocations", {}).get(node)
     if entry is None:

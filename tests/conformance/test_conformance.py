@@ -131,7 +131,7 @@ def test_clear_choices_in_generated_cases_agree(ci_tally: Tally) -> None:
     ("case", "best"),
     [pytest.param(case, best, id=case.case_id) for case, best in clear_choice_cases()],
 )
-def test_clear_choice_binding(conformance: Conformance, plugins_ready: None, case, best) -> None:  # noqa: ANN001
+def test_clear_choice_binding(conformance: Conformance, plugins_ready: None, case, best) -> None:
     result = conformance.run_score_case(case)
     REPORTS.append(
         f"  clear choice {case.case_id}: expected {best}, kube-scheduler bound {result.theirs}, "

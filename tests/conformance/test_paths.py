@@ -21,7 +21,7 @@ PODS_PER_CASE = 10
 BINDS_PER_CASE = 2
 
 
-def regression_cases() -> list:  # noqa: ANN201
+def regression_cases() -> list:
     """Cases that once disagreed. DRA seed 1000: its first pod asks for an extended resource
     a DeviceClass provides; bound through kube-scheduler and our bind verb, the verb filtered
     the extended-resource claim PreBind had made again, and refused every such pod."""

@@ -70,7 +70,7 @@ class VolumeGenerator:
     def chance(self, p: float) -> bool:
         return self.rng.random() < p
 
-    def pick(self, seq):  # noqa: ANN001, ANN201
+    def pick(self, seq):
         return self.rng.choice(list(seq))
 
     def name(self, suffix: str) -> str:

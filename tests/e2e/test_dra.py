@@ -54,7 +54,7 @@ _cluster_objects: dict[str, list[str]] = {}
 
 
 @pytest.fixture
-def dra(kube: Kube, claim_controller) -> Iterator[Kube]:  # noqa: ANN001
+def dra(kube: Kube, claim_controller) -> Iterator[Kube]:
     yield kube
     for path in reversed(_cluster_objects.pop(kube.namespace, [])):
         try:

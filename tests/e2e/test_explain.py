@@ -26,7 +26,7 @@ def run(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run(kube_extender(*args), capture_output=True, text=True, timeout=60)
 
 
-def explain(control_plane, kube, pod: str, *extra: str) -> dict:  # noqa: ANN001
+def explain(control_plane, kube, pod: str, *extra: str) -> dict:
     done = run(
         "explain", pod, "-n", kube.namespace, "--kubeconfig", str(control_plane.kubeconfig),
         "-o", "json", *extra,
@@ -47,14 +47,14 @@ def counts(message: str) -> dict[str, int]:
 
 
 @pytest.fixture
-def dkube(kube, kube_scheduler):  # noqa: ANN001, ANN201
+def dkube(kube, kube_scheduler):
     """Pods for the real kube-scheduler's default profile."""
     kube.scheduler_name = "default-scheduler"
     kube_scheduler(scheduler_config(None))
     return kube
 
 
-def test_pending_pod_reasons_equal_kube_schedulers(dkube, control_plane) -> None:  # noqa: ANN001
+def test_pending_pod_reasons_equal_kube_schedulers(dkube, control_plane) -> None:
     ns = dkube.namespace
     for i in range(3):
         dkube.create_node(f"{ns}-small-{i}", cpu="1")
@@ -75,7 +75,7 @@ def test_pending_pod_reasons_equal_kube_schedulers(dkube, control_plane) -> None
     assert data["preemption"] is not None
 
 
-def test_bound_pod_is_on_a_chosen_node(dkube, control_plane) -> None:  # noqa: ANN001
+def test_bound_pod_is_on_a_chosen_node(dkube, control_plane) -> None:
     ns = dkube.namespace
     dkube.create_node(f"{ns}-a", cpu="2")
     dkube.create_node(f"{ns}-b", cpu="8")
@@ -90,7 +90,7 @@ def test_bound_pod_is_on_a_chosen_node(dkube, control_plane) -> None:  # noqa: A
     assert "Would choose" in table and max(len(line) for line in table.splitlines()) <= 80
 
 
-def test_bad_input_is_one_line_and_exit_2(kube, control_plane, tmp_path) -> None:  # noqa: ANN001
+def test_bad_input_is_one_line_and_exit_2(kube, control_plane, tmp_path) -> None:
     kc = str(control_plane.kubeconfig)
     missing = run("explain", "nope", "-n", kube.namespace, "--kubeconfig", kc)
     assert missing.returncode == 2
@@ -105,7 +105,7 @@ def test_bad_input_is_one_line_and_exit_2(kube, control_plane, tmp_path) -> None
     assert unknown.stderr.strip().count("\n") == 0
 
 
-def _config(tmp_path):  # noqa: ANN001, ANN202
+def _config(tmp_path):
     path = tmp_path / "config.yaml"
     path.write_text(
         "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
@@ -117,7 +117,7 @@ def _config(tmp_path):  # noqa: ANN001, ANN202
 def test_explain_calls_the_configs_extender_and_refuses_unknown_profiles(
     kube,
     control_plane,
-    tmp_path,  # noqa: ANN001
+    tmp_path,
 ) -> None:
     """A pod for a profile nobody serves stays Pending; explain with the config runs that
     profile and the config's extender (a real HTTP extender rejecting one node); without the
@@ -174,7 +174,7 @@ def test_explain_calls_the_configs_extender_and_refuses_unknown_profiles(
 def test_a_pod_only_the_extender_rejects_is_noted_without_the_config(
     kube,
     control_plane,
-    kube_scheduler,  # noqa: ANN001
+    kube_scheduler,
 ) -> None:
     """The real kube-scheduler with an extender that rejects the only node: the pod's
     PodScheduled condition says why. explain without --config runs the default plugins only,
@@ -211,9 +211,9 @@ def test_a_pod_only_the_extender_rejects_is_noted_without_the_config(
 
 
 def test_dra_pending_pod_detail_names_the_claim_holding_the_device(
-    dra,  # noqa: ANN001, F811
-    control_plane,  # noqa: ANN001
-    kube_scheduler,  # noqa: ANN001
+    dra,  # noqa: F811
+    control_plane,
+    kube_scheduler,
 ) -> None:
     """The real kube-scheduler and resource-claim controller: the second GPU pod on a node with
     one GPU stays Pending; explain's FitError is the Event's and its detail names the claim

@@ -16,7 +16,7 @@ PROFILE = "kube-extender"
 
 
 @pytest.fixture
-def start(control_plane, processes):  # noqa: ANN001, ANN201
+def start(control_plane, processes):
     def start(extra: list[str]) -> Standalone:
         proc = Standalone(control_plane, standalone_config(PROFILE), extra=extra)
         processes.append(proc)
@@ -26,7 +26,7 @@ def start(control_plane, processes):  # noqa: ANN001, ANN201
     return start
 
 
-def _unfit_cluster(kube) -> dict[str, tuple[str, str]]:  # noqa: ANN001
+def _unfit_cluster(kube) -> dict[str, tuple[str, str]]:
     """Three nodes rejecting a 2-CPU pod for three different reasons; node -> (plugin, reason)."""
     ns = kube.namespace
     kube.create_node(f"{ns}-small", cpu="1")
@@ -40,12 +40,12 @@ def _unfit_cluster(kube) -> dict[str, tuple[str, str]]:  # noqa: ANN001
     }
 
 
-def _failed_note(kube) -> str:  # noqa: ANN001
+def _failed_note(kube) -> str:
     events = wait_until(lambda: events_for(kube, "big", "FailedScheduling"), 60, "the event")
     return events[-1]["note"]
 
 
-def test_recorded_with_the_flag(kube, start) -> None:  # noqa: ANN001
+def test_recorded_with_the_flag(kube, start) -> None:
     kube.scheduler_name = PROFILE
     start(["--record-decisions"])
     expected = _unfit_cluster(kube)
@@ -81,7 +81,7 @@ def test_recorded_with_the_flag(kube, start) -> None:  # noqa: ANN001
         assert f"{node}: {plugin}: " in per_node and reason in per_node, (node, note)
 
 
-def test_not_recorded_without_the_flag(kube, start) -> None:  # noqa: ANN001
+def test_not_recorded_without_the_flag(kube, start) -> None:
     kube.scheduler_name = PROFILE
     start([])
     _unfit_cluster(kube)

@@ -30,7 +30,7 @@ def _prefer(node: str) -> dict:
     return {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": preferred}}
 
 
-def _dump(kube, config: Path, path: Path) -> None:  # noqa: ANN001
+def _dump(kube, config: Path, path: Path) -> None:
     """What ``kubectl get nodes,pods,namespaces,<the kinds the profile reads> -A -o yaml``
     writes: one v1 List, each item with its apiVersion and kind."""
     cfg = load(str(config))
@@ -48,7 +48,7 @@ def _dump(kube, config: Path, path: Path) -> None:  # noqa: ANN001
     path.write_text(yaml.safe_dump(body, sort_keys=False))
 
 
-def test_simulate_of_a_dump_agrees_with_run(kube, control_plane, processes, tmp_path) -> None:  # noqa: ANN001
+def test_simulate_of_a_dump_agrees_with_run(kube, control_plane, processes, tmp_path) -> None:
     ns = kube.namespace
     kube.scheduler_name = PROFILE
     group = {"e2e.io/group": ns}

@@ -16,8 +16,8 @@ PROFILE = "kube-extender"
 
 
 @pytest.fixture
-def standalone(control_plane, processes):  # noqa: ANN001, ANN201
-    def start(config: dict | None = None, name: str = "standalone", **kwargs) -> Standalone:  # noqa: ANN003
+def standalone(control_plane, processes):
+    def start(config: dict | None = None, name: str = "standalone", **kwargs) -> Standalone:
         proc = Standalone(control_plane, config or standalone_config(), name=name, **kwargs)
         processes.append(proc)
         proc.wait_ready()
@@ -27,12 +27,12 @@ def standalone(control_plane, processes):  # noqa: ANN001, ANN201
 
 
 @pytest.fixture
-def skube(kube):  # noqa: ANN001, ANN201
+def skube(kube):
     kube.scheduler_name = PROFILE
     return kube
 
 
-def test_seed_scenario(skube, standalone):  # noqa: ANN001
+def test_seed_scenario(skube, standalone):
     """Nine cordoned nodes; pod1 waits; node10 appears (a Node/Add event); pod1 lands there."""
     sched = standalone()
     lines: list[str] = []
@@ -48,7 +48,7 @@ def test_seed_scenario(skube, standalone):  # noqa: ANN001
         assert name in metrics, name
 
 
-def test_events_and_condition(skube, standalone):  # noqa: ANN001
+def test_events_and_condition(skube, standalone):
     standalone()
     skube.create_node(f"{skube.namespace}-small", cpu="1")
     skube.create_pod("big", cpu="2")
@@ -64,7 +64,7 @@ def test_events_and_condition(skube, standalone):  # noqa: ANN001
     assert failed[0]["note"].startswith("0/1 nodes are available: 1 Insufficient cpu.")
 
 
-def test_permit_wait_and_timeout(skube, standalone):  # noqa: ANN001
+def test_permit_wait_and_timeout(skube, standalone):
     """NodeNumber makes a pod wait N seconds at Permit on nodeN; a 2 s timeout rejects N=5."""
     plugins = {"multiPoint": {"enabled": [{"name": "NodeNumber"}]}}
     args = [{"name": "NodeNumber", "args": {"permitTimeoutSeconds": 2}}]
@@ -83,7 +83,7 @@ def test_permit_wait_and_timeout(skube, standalone):  # noqa: ANN001
     assert skube.node_of("wait-5") is None
 
 
-def test_requeue_on_node_add(skube, standalone):  # noqa: ANN001
+def test_requeue_on_node_add(skube, standalone):
     standalone()
     skube.create_pod("early")
     with pytest.raises(ScenarioError):
@@ -93,7 +93,7 @@ def test_requeue_on_node_add(skube, standalone):  # noqa: ANN001
     assert skube.wait_bound("early", timeout=15) == f"{skube.namespace}-late"
 
 
-def test_preemption(skube, standalone):  # noqa: ANN001
+def test_preemption(skube, standalone):
     sched = standalone()
     skube.create_priority_class("e2e-low", 10)
     skube.create_priority_class("e2e-high", 1000)
@@ -110,7 +110,7 @@ def test_preemption(skube, standalone):  # noqa: ANN001
     assert preempted and "Preempted by pod" in preempted[0]["note"]
 
 
-def test_leader_failover_binds_every_pod_once(skube, standalone):  # noqa: ANN001
+def test_leader_failover_binds_every_pod_once(skube, standalone):
     lease = f"lease-{skube.namespace}"
     config = standalone_config(leader_elect=True, lease=lease)
     first = standalone(config, name="leader-a", identity="a")
@@ -155,7 +155,7 @@ def test_leader_failover_binds_every_pod_once(skube, standalone):  # noqa: ANN00
     assert follower.alive()
 
 
-def test_apiserver_restart(skube, standalone, control_plane):  # noqa: ANN001
+def test_apiserver_restart(skube, standalone, control_plane):
     sched = standalone()
     skube.create_node(f"{skube.namespace}-n", cpu="16")
     for i in range(5):

@@ -24,7 +24,7 @@ SELECTED_NODE = "volume.kubernetes.io/selected-node"
 
 
 @pytest.fixture(scope="module")
-def volume_machinery(control_plane: ControlPlane, tmp_path_factory) -> Iterator[None]:  # noqa: ANN001
+def volume_machinery(control_plane: ControlPlane, tmp_path_factory) -> Iterator[None]:
     """The PV binder and the hostpath provisioner, for this module's tests."""
     control_plane.start_controller_manager()
     log = control_plane.logs / "hostpath-provisioner.log"
@@ -47,7 +47,7 @@ def volume_machinery(control_plane: ControlPlane, tmp_path_factory) -> Iterator[
 
 
 @pytest.fixture
-def vkube(kube: Kube, control_plane: ControlPlane, processes, volume_machinery) -> Iterator[Kube]:  # noqa: ANN001
+def vkube(kube: Kube, control_plane: ControlPlane, processes, volume_machinery) -> Iterator[Kube]:
     """A client in a fresh namespace with ``kube-extender run`` (the default profile, the
     volume plugins included) scheduling it; its storage classes and PVs removed afterwards."""
     kube.scheduler_name = PROFILE
@@ -263,7 +263,7 @@ def test_a_pod_whose_volumes_need_binding_is_nominated_before_prebind(vkube: Kub
     _nominated_then_bound(vkube)
 
 
-def test_kube_scheduler_nominates_the_same_way(vkube: Kube, kube_scheduler) -> None:  # noqa: ANN001
+def test_kube_scheduler_nominates_the_same_way(vkube: Kube, kube_scheduler) -> None:
     """The same pods under the real kube-scheduler v1.36.3 go through the same states."""
     kube_scheduler(
         {

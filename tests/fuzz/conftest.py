@@ -4,7 +4,9 @@
 from __future__ import annotations
 
 import os
+import sys
 
+import pytest
 from hypothesis import HealthCheck, settings
 
 settings.register_profile(
@@ -16,3 +18,11 @@ settings.register_profile(
     database=None,
 )
 settings.load_profile("fuzz")
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """How many bad (4xx) and good (2xx) inputs the verbs were fed: a report, not a test."""
+    verbs = sys.modules.get(f"{__package__}.test_verbs")
+    tried = getattr(verbs, "TRIED", None)
+    if tried:
+        terminalreporter.write_line(f"fuzz inputs tried: {dict(sorted(tried.items()))}")

@@ -36,7 +36,7 @@ class RejectsB(BaseHTTPRequestHandler):
     reject = "b"
     prefer = "c"
 
-    def do_POST(self) -> None:  # noqa: N802
+    def do_POST(self) -> None:
         verb = self.path.rstrip("/").rsplit("/", 1)[-1]
         args = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         type(self).calls.append(verb)
@@ -86,7 +86,7 @@ def extender_url() -> Iterator[str]:
         yield url
 
 
-def _config(  # noqa: ANN202
+def _config(
     url: str,
     *,
     ignorable: bool = False,
@@ -107,7 +107,7 @@ def _config(  # noqa: ANN202
 CLUSTER = Cluster(nodes=[node("a", cpu="8"), node("b", cpu="16"), node("c", cpu="4")])
 
 
-def _explain(config, p: dict, cluster: Cluster = CLUSTER):  # noqa: ANN001, ANN202
+def _explain(config, p: dict, cluster: Cluster = CLUSTER):
     config, profile, notes = profile_for_pods(config, [p], None)
     fwk = dry_run_framework(config, profile, cluster)
     ex = Explainer(fwk, extenders=extenders_of(config)).explain(p, cluster.snapshot())

@@ -38,7 +38,7 @@ class Truthy:
     def __init__(self, args: dict, handle: object) -> None:
         pass
 
-    def filter(self, state, pod, node_info):  # noqa: ANN001, ANN201
+    def filter(self, state, pod, node_info):
         return True
 
 
@@ -50,7 +50,7 @@ class BareScore:
     def __init__(self, args: dict, handle: object) -> None:
         pass
 
-    def score(self, state, pod, node_info):  # noqa: ANN001, ANN201
+    def score(self, state, pod, node_info):
         return 7
 
     def score_extensions(self) -> None:
@@ -65,7 +65,7 @@ class Lookup:
     def __init__(self, args: dict, handle: object) -> None:
         pass
 
-    def filter(self, state, pod, node_info):  # noqa: ANN001, ANN201
+    def filter(self, state, pod, node_info):
         return None if node_info.labels["zone"] else unresolvable("no zone")
 
 
@@ -110,7 +110,7 @@ class NoState:
     def __init__(self, args: dict, handle: object) -> None:
         pass
 
-    def filter(self, pod, node_info):  # noqa: ANN001, ANN201
+    def filter(self, pod, node_info):
         return None
 
 
@@ -120,7 +120,7 @@ class OneArgConstructor:
     def __init__(self, args: dict) -> None:
         pass
 
-    def filter(self, state, pod, node_info):  # noqa: ANN001, ANN201
+    def filter(self, state, pod, node_info):
         return None
 
 
@@ -130,20 +130,20 @@ class ScoreOnly:
     def __init__(self, args: dict, handle: object) -> None:
         pass
 
-    def score(self, state, pod, node_info):  # noqa: ANN001, ANN201
+    def score(self, state, pod, node_info):
         return 0, None
 
 
 class BadNormalize(BareScore):
     name = "BadNormalize"
 
-    def score(self, state, pod, node_info):  # noqa: ANN001, ANN201
+    def score(self, state, pod, node_info):
         return 0, None
 
-    def score_extensions(self):  # noqa: ANN201
+    def score_extensions(self):
         return self
 
-    def normalize_score(self, state, scores):  # noqa: ANN001, ANN201
+    def normalize_score(self, state, scores):
         return None
 
 
@@ -153,10 +153,10 @@ class BadPreFlight:
     def __init__(self, args: dict, handle: object) -> None:
         pass
 
-    def filter(self, state, pod, node_info):  # noqa: ANN001, ANN201
+    def filter(self, state, pod, node_info):
         return None
 
-    def pre_bind_pre_flight(self, pod, node_name):  # noqa: ANN001, ANN201
+    def pre_bind_pre_flight(self, pod, node_name):
         return None
 
 
@@ -192,17 +192,17 @@ def test_right_signatures_in_every_form_load() -> None:
     class Forms:
         name = "Forms"
 
-        def __init__(self, args, handle, extra=None):  # noqa: ANN001
+        def __init__(self, args, handle, extra=None):
             pass
 
-        def filter(self, *args):  # noqa: ANN002, ANN201
+        def filter(self, *args):
             return None
 
         @staticmethod
-        def pre_score(state, pod, nodes):  # noqa: ANN001, ANN205
+        def pre_score(state, pod, nodes):
             return None
 
-        def score(self, state, pod, node_info, hint=None):  # noqa: ANN001, ANN201
+        def score(self, state, pod, node_info, hint=None):
             return 0, None
 
         def score_extensions(self) -> None:
@@ -273,7 +273,7 @@ class CountsPods:
     def __init__(self, args: dict, handle: object) -> None:
         pass
 
-    def score(self, state, pod, node_info):  # noqa: ANN001, ANN201
+    def score(self, state, pod, node_info):
         return max(0, 100 - 10 * len(node_info.pods)), None
 
     def score_extensions(self) -> None:
@@ -305,10 +305,10 @@ def test_a_plugin_reading_pods_without_declaring_them_sees_none_as_behind_kube_s
 class ReadsConfigMaps:
     name = "ReadsConfigMaps"
 
-    def __init__(self, args: dict, handle) -> None:  # noqa: ANN001
+    def __init__(self, args: dict, handle) -> None:
         self.handle = handle
 
-    def filter(self, state, pod, node_info):  # noqa: ANN001, ANN201
+    def filter(self, state, pod, node_info):
         from extender.framework import SERVICES
 
         if self.handle.lister(SERVICES).list():
@@ -467,7 +467,7 @@ def test_events_to_register_with_bare_events_falls_back_to_every_event() -> None
     class BareEvents(Truthy):
         name = "BareEvents"
 
-        def events_to_register(self):  # noqa: ANN201
+        def events_to_register(self):
             return [ClusterEvent(EventResource.NODE, ActionType.ADD)]
 
     fwk = Framework(

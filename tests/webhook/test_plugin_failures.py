@@ -115,7 +115,7 @@ class NeedsPreFilter:
         return None
 
 
-def scoring_client(*names: str):  # noqa: ANN201
+def scoring_client(*names: str):
     metrics = Metrics()
     plugins = {"score": [PluginSpec(n, 1) for n in names]}
     if "NeedsPreFilter" in names:

@@ -38,7 +38,7 @@ def node(name: str, features: list[str] | None = None) -> dict:
     return n
 
 
-def plugin_with(features: list[Feature], version: tuple[int, int, int] = (1, 35, 0)):  # noqa: ANN201
+def plugin_with(features: list[Feature], version: tuple[int, int, int] = (1, 35, 0)):
     pl = NodeDeclaredFeatures({}, None)
     pl.features = sorted(features, key=lambda f: f.name)
     pl.names = tuple(f.name for f in pl.features)
@@ -46,7 +46,7 @@ def plugin_with(features: list[Feature], version: tuple[int, int, int] = (1, 35,
     return pl
 
 
-def const(value: bool):  # noqa: ANN201
+def const(value: bool):
     return lambda spec: value
 
 
@@ -97,7 +97,7 @@ def by_label(spec: dict) -> bool:
         ),
     ],
 )
-def test_pre_filter(features, version, skip: bool, required: list[str]) -> None:  # noqa: ANN001
+def test_pre_filter(features, version, skip: bool, required: list[str]) -> None:
     pl = plugin_with(features, version)
     state = CycleState()
     result, status = pl.pre_filter(state, make_pod("test-pod"), [])
@@ -115,7 +115,7 @@ def test_pre_filter(features, version, skip: bool, required: list[str]) -> None:
 ABC = [Feature(n, const(False)) for n in ("FeatureA", "FeatureB", "FeatureC")]
 
 
-def run_filter(declared: list[str] | None, required: list[str] | None):  # noqa: ANN201
+def run_filter(declared: list[str] | None, required: list[str] | None):
     pl = plugin_with(ABC)
     state = CycleState()
     if required is not None:

@@ -50,7 +50,7 @@ def taint(key: str, effect: str, value: str = "") -> dict:
         ),
     ],
 )
-def test_taint_toleration_filter(taints, tolerations, fits) -> None:  # noqa: ANN001
+def test_taint_toleration_filter(taints, tolerations, fits) -> None:
     pod = make_pod("p", tolerations=tolerations)
     result = filter_all(TaintToleration({}, None), pod, [make_node("n", taints=taints)])
     expected = None if fits else (UNRESOLVABLE, ("node(s) had untolerated taint(s)",))
@@ -203,7 +203,7 @@ MISMATCH = (UNRESOLVABLE, ("node(s) didn't match Pod's node affinity/selector",)
         ),
     ],
 )
-def test_node_affinity_filter(spec, fit) -> None:  # noqa: ANN001
+def test_node_affinity_filter(spec, fit) -> None:
     result = filter_all(NodeAffinity({}, None), make_pod("p", **spec), NODES)
     assert {n for n, status in result.items() if status is None} == fit
     assert all(status == MISMATCH for n, status in result.items() if n not in fit)
@@ -297,7 +297,7 @@ def with_ports(name: str, *ports: dict, node: str | None = None) -> dict:
         ({"containerPort": 80}, {"containerPort": 80}, True),
     ],
 )
-def test_node_ports(existing, wanted, fits) -> None:  # noqa: ANN001
+def test_node_ports(existing, wanted, fits) -> None:
     result = filter_all(
         NodePorts({}, None),
         with_ports("new", wanted),

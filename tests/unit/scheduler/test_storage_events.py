@@ -12,7 +12,7 @@ class RecordingQueue:
     def __init__(self) -> None:
         self.events: list = []
 
-    def move_all_to_active_or_backoff(self, event, old=None, new=None) -> int:  # noqa: ANN001
+    def move_all_to_active_or_backoff(self, event, old=None, new=None) -> int:
         self.events.append((event, old, new))
         return 0
 

@@ -363,7 +363,7 @@ def test_filter_timeout_is_an_error_naming_the_node() -> None:
     from extender.dra.structured import AllocationTimeout
 
     class Slow:
-        def allocate(self, node, claims, deadline):  # noqa: ANN001, ANN202
+        def allocate(self, node, claims, deadline):
             assert deadline is not None
             raise AllocationTimeout("deadline")
 
@@ -380,11 +380,11 @@ def test_filter_timeout_zero_disables_the_deadline() -> None:
     seen = []
     real = pl.new_allocator
 
-    def spy(*args):  # noqa: ANN002, ANN202
+    def spy(*args):
         allocator = real(*args)
 
         class Spy:
-            def allocate(self, node, claims, deadline):  # noqa: ANN001, ANN202
+            def allocate(self, node, claims, deadline):
                 seen.append(deadline)
                 return allocator.allocate(node, claims, deadline)
 
