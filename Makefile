@@ -10,12 +10,12 @@ export KUBE_EXTENDER_CACHE ?= $(HOME)/.cache/kube-extender
 
 .PHONY: start test unit fuzz lint setup controlplane test-binaries bench bench-cluster conformance chaos cluster-up cluster-down clean
 
-## The README's first command on a fresh machine: build what the demo runs once (etcd,
-## kube-apiserver, kube-scheduler), run the seed scenario on it.
+## The README's first command: build what the demo runs once (etcd, kube-apiserver,
+## kube-scheduler), run the seed scenario on it.
 start: setup controlplane
 	$(BIN)/kube-extender demo
 
-## The README's second command on a fresh machine: lint, unit, webhook and end-to-end tests.
+## The README's second command: lint, unit, webhook and end-to-end tests.
 test: setup test-binaries lint
 	$(BIN)/python -m pytest -q -p no:cacheprovider tests $(EXAMPLE_TESTS)
 

@@ -6,7 +6,7 @@ Each subcommand lives in the package that implements it and is imported only whe
 * ``run``      the standalone scheduler                 (``extender.scheduler.cli``)
 * ``scenario`` run a scenario file against a cluster    (``extender.scenario.cli``)
 * ``cluster``  a local control plane for tests/demos    (``extender.controlplane.cli``)
-* ``demo``     ``make start``'s last step, end to end (``extender.demo``)
+* ``demo``     the README's first command, end to end   (``extender.demo``)
 * ``new-plugin`` write an out-of-tree plugin package    (``extender.scaffold``)
 * ``explain``  why a pod is Pending / landed there      (``extender.explain.cli``)
 * ``simulate`` offline what-if over a cluster dump      (``extender.explain.simulate_cli``)

@@ -1,4 +1,4 @@
-"""``kube-extender demo``: what the README's ``make start`` runs last.
+"""``kube-extender demo``: the README's first command.
 
 Starts a real control plane (or uses ``$KUBECONFIG``), then runs the seed's scenario twice:
 

@@ -1,13 +1,9 @@
-"""The README's opening and its commands for a fresh machine.
-
-It opens with what the project is, then the fastest path (a plain install, the extender served
-offline, curl: tests/webhook/test_readme.py runs those lines), then the two commands for a fresh
-machine. Those are Makefile targets that do what the README says, without running the Go build
-(``make -n`` prints the recipe): ``make start`` builds only etcd, kube-apiserver and
-kube-scheduler (one build script call for both binaries) and then runs the demo; ``make test``
-builds everything its tests run itself (``.ci/run`` runs it on a fresh clone); the cache
-directory it names is the one the Makefile and the scripts use; the demo's closing lines it
-shows are the ones the demo prints."""
+"""The README's first screen: its commands are Makefile targets that do what it says, without
+running the Go build (``make -n`` prints the recipe): ``make start`` builds only etcd,
+kube-apiserver and kube-scheduler (one build script call for both binaries) and then runs the
+demo; ``make test`` builds everything its tests run itself (``.ci/run`` runs it on a fresh
+clone); the cache directory it names is the one the Makefile and the scripts use; the demo's
+closing lines it shows are the ones the demo prints."""
 
 from __future__ import annotations
 
@@ -18,16 +14,12 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 README = (REPO / "README.md").read_text(encoding="utf-8")
-FRESH_MACHINE = "## The whole thing: a real control plane, the demo, the tests"
-FASTEST = "## Try the extender with curl"
-# The fresh machine's screen: from its heading to the explain paragraph after the commands.
-FIRST_SCREEN = README.partition(FRESH_MACHINE)[2].split("Why is a pod Pending?", 1)[0]
-# The plain install the fastest path starts with: no extras, no Go, no cluster.
-PLAIN_INSTALL = "`python3 -m venv .venv && .venv/bin/pip install -e . && . .venv/bin/activate`"
+# The first screen: everything before the first section after the two commands' explanation.
+FIRST_SCREEN = README.split("Why is a pod Pending?", 1)[0]
 
 
 def first_commands() -> list[tuple[str, str]]:
-    """(command, comment) for each line of the fresh machine's ``sh`` block."""
+    """(command, comment) for each line of the README's first ``sh`` block."""
     block = re.search(r"```sh\n(.*?)```", FIRST_SCREEN, re.S)
     assert block, "the README lost its first sh block"
     out = []
@@ -109,20 +101,3 @@ def test_the_first_screen_gives_measured_times_and_the_demo_end() -> None:
             said = message in demo or message.startswith("demo ") and '"demo "' in demo
             assert said, f"the demo does not print {line!r}"
     assert "### demo passed" in end.group(1)
-
-
-def test_the_readme_opens_with_what_the_project_is() -> None:
-    opening = README.split("\n## ", 1)[0]
-    assert "is a Kubernetes scheduler written in Python" in opening
-    for said in ("one plugin core", "`kube-extender serve`", "`kube-extender run`"):
-        assert said in opening, said
-    assert "```" not in opening, "nothing to run before the README says what it is"
-
-
-def test_the_fastest_path_comes_first_and_needs_no_extra() -> None:
-    sections = [line for line in README.splitlines() if line.startswith("## ")]
-    assert sections[:2] == [FASTEST, FRESH_MACHINE], sections[:3]
-    fastest = README.split(FASTEST, 1)[1].split(FRESH_MACHINE, 1)[0]
-    assert PLAIN_INSTALL in fastest
-    # Then the lines tests/webhook/test_readme.py runs, on the command the install provides.
-    assert fastest.index(PLAIN_INSTALL) < fastest.index("```sh\nkube-extender serve ")
