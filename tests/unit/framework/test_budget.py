@@ -104,13 +104,15 @@ def test_a_plugin_that_swallows_the_exception_gets_the_interrupt() -> None:
     assert elapsed < _NEVER / 2
 
 
-def test_calls_blocked_in_c_are_ended_between_nodes_by_the_runtime() -> None:
-    """time.sleep cannot be interrupted: the runtime's check before each node ends the pass."""
+def test_calls_blocked_in_c_are_ended_between_nodes_by_the_runtime(monkeypatch) -> None:
+    """time.sleep cannot be interrupted: the runtime's check before each node ends the pass
+    (the watchdog held back, so that a loaded machine cannot make it the first to act)."""
+    monkeypatch.setattr(budget, "GRACE", 30.0)
     plugin = Spinner(sleep=0.1)
     _, exc = attempt(framework(plugin), 0.35)
     assert isinstance(exc, SchedulingError)
     assert exc.status.message.startswith("the pod's scheduling budget of 0.35s ran out before node")
-    assert 3 <= plugin.calls < len(NODES)
+    assert 1 <= plugin.calls < len(NODES)
 
 
 def test_score_plugins_are_checked_too() -> None:
@@ -127,13 +129,13 @@ def test_score_plugins_are_checked_too() -> None:
 def test_an_attempt_within_its_budget_leaves_nothing_pending() -> None:
     """Nothing raised after the block: not the watchdog, not one it withdrew."""
     fwk = framework(Spinner(seconds=0.0))
-    for _ in range(3):
+    for _ in range(2):
         state = CycleState()
-        with budget.enforced(state, 0.01):
+        with budget.enforced(state, 1.0):
             SchedulingAlgorithm().find_nodes_that_fit(
                 fwk, state, make_pod("p"), Snapshot(NODES), evaluate_all=True
             )
-            end = time.monotonic() + 0.02
+            end = state.deadline + budget.GRACE / 2
             while time.monotonic() < end:
                 pass  # past the deadline inside the block (GRACE not yet reached)
         end = time.monotonic() + budget.GRACE + 2 * budget.REPEAT
