@@ -82,10 +82,6 @@ def overran() -> BudgetExceeded | None:
     return BudgetExceeded(entry[1])
 
 
-def message(seconds: float) -> str:
-    return str(BudgetExceeded(seconds))
-
-
 def check(state: Any) -> None:
     """Raise :class:`BudgetExceeded` if ``state``'s deadline has passed."""
     deadline = state.deadline
