@@ -14,6 +14,7 @@ the hostile pod) and the next case starts a fresh one once the failed case's obj
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -198,8 +199,13 @@ def test_thousands_of_tolerations_against_hundreds_of_taints(
     """Fixed by indexing the pod's tolerations (its cycle: 19-32 s before, 0.23 s
     after; kube-scheduler's 9 ms: docs/benchmarks.md)."""
     (message,) = run_case(hkube, scheduler, hostile.TAINTS_CASE).values()
-    # The canary's node counts too: its taint is checked before the hostile pod's selector.
-    assert f"{hostile.TAINTED_NODES + 1} node(s) had untolerated taint" in message, message
+    # Every node the scheduler saw refused the pod for its taints (the canary's node too: its
+    # taint is checked before the hostile pod's selector). How many it saw depends on when the
+    # first attempt ran: CI once saw 84 of the 101 still arriving through the informer, and a
+    # node whose taints the pod does not tolerate does not requeue it (TaintToleration's hint).
+    seen = re.search(r"0/(\d+) nodes are available: (\d+) node\(s\) had untolerated taint", message)
+    assert seen and seen[1] == seen[2], message
+    assert 1 <= int(seen[1]) <= hostile.TAINTED_NODES + 1, message
 
 
 def test_quantity_beyond_int64_is_refused(hkube: Kube, scheduler: Scheduler) -> None:
