@@ -23,17 +23,36 @@ if TYPE_CHECKING:
 
 @runtime_checkable
 class Plugin(Protocol):
+    """What every plugin is: a ``name``, the one the configuration enables and weights it by.
+
+    A plugin is built once per profile by its factory, ``factory(args, handle)``, and then
+    called from several threads (the scheduling cycle, binding cycles, the webhook's request
+    threads): keep per-pod data in the :class:`CycleState`, never on ``self``.
+    """
+
     name: str
 
 
 @runtime_checkable
 class PreEnqueuePlugin(Plugin, Protocol):
-    def pre_enqueue(self, pod: dict) -> Status | None: ...
+    """Gates a pod before it enters the active queue (upstream ``PreEnqueuePlugin``)."""
+
+    def pre_enqueue(self, pod: dict) -> Status | None:
+        """Called before the pod is added to the active queue, from the event handlers; any
+        non-success keeps it out (gated) until an event it registered for moves it again. Must
+        be cheap: no API calls, no waiting, for it holds up the enqueueing of other pods.
+        Standalone scheduler only (an extender is called for pods already dequeued)."""
+        ...
 
 
 @runtime_checkable
 class QueueSortPlugin(Plugin, Protocol):
-    def less(self, a: QueuedPodInfoLike, b: QueuedPodInfoLike) -> bool: ...
+    """Orders the scheduling queue (upstream ``QueueSortPlugin``); one per process, the same in
+    every profile."""
+
+    def less(self, a: QueuedPodInfoLike, b: QueuedPodInfoLike) -> bool:
+        """Whether ``a`` is scheduled before ``b``. A strict weak order; pure and cheap."""
+        ...
 
 
 class PreFilterExtensions(Protocol):
@@ -42,25 +61,52 @@ class PreFilterExtensions(Protocol):
 
     def add_pod(
         self, state: CycleState, pod: dict, pod_to_add: PodInfo, node_info: NodeInfo
-    ) -> Status | None: ...
+    ) -> Status | None:
+        """Update ``state`` as if ``pod_to_add`` ran on ``node_info`` while ``pod`` is being
+        scheduled. Called only after this plugin's PreFilter, possibly on a clone of the state,
+        and possibly several times before the next Filter of that node."""
+        ...
 
     def remove_pod(
         self, state: CycleState, pod: dict, pod_to_remove: PodInfo, node_info: NodeInfo
-    ) -> Status | None: ...
+    ) -> Status | None:
+        """Update ``state`` as if ``pod_to_remove`` no longer ran on ``node_info``; the same
+        calling rules as :meth:`add_pod`."""
+        ...
 
 
 @runtime_checkable
 class PreFilterPlugin(Plugin, Protocol):
+    """Per-pod work once per cycle, before Filter (upstream ``PreFilterPlugin``)."""
+
     def pre_filter(
         self, state: CycleState, pod: dict, nodes: list[NodeInfo]
-    ) -> tuple[PreFilterResult | None, Status | None]: ...
+    ) -> tuple[PreFilterResult | None, Status | None]:
+        """Called at the start of the scheduling cycle; computes what this plugin's Filter
+        needs into ``state`` under its own key. Every PreFilter must succeed or the pod is
+        rejected on every node. A :class:`PreFilterResult` restricts the nodes evaluated
+        downstream (``None``: all of them). ``SKIP``: the result and message are ignored, and
+        this plugin's Filter and extensions are not called in this cycle. ``nodes`` and the
+        pod are shared: never mutate them."""
+        ...
 
-    def pre_filter_extensions(self) -> PreFilterExtensions | None: ...
+    def pre_filter_extensions(self) -> PreFilterExtensions | None:
+        """The object that updates this plugin's PreFilter state incrementally, or ``None``
+        when that state does not depend on other pods."""
+        ...
 
 
 @runtime_checkable
 class FilterPlugin(Plugin, Protocol):
-    def filter(self, state: CycleState, pod: dict, node_info: NodeInfo) -> Status | None: ...
+    """Whether the pod can run on one node (upstream ``FilterPlugin``)."""
+
+    def filter(self, state: CycleState, pod: dict, node_info: NodeInfo) -> Status | None:
+        """``None`` (Success): the pod fits the node; else Unschedulable (preemption may help),
+        UnschedulableAndUnresolvable (it may not) or Error. Called concurrently for different
+        nodes, and also while evaluating nominated pods and preemption victims: read the node
+        from ``node_info`` (which may hold pods that are not in the snapshot), not from a
+        lister, and write nothing to ``state``."""
+        ...
 
 
 @runtime_checkable
@@ -74,7 +120,9 @@ class BatchFilterPlugin(Plugin, Protocol):
     rejected node it reports on, so the status (reasons, code) always comes from ``filter``.
     """
 
-    def filter_batch(self, state: CycleState, pod: dict, table: NodeTable) -> np.ndarray | None: ...
+    def filter_batch(self, state: CycleState, pod: dict, table: NodeTable) -> np.ndarray | None:
+        """Per table row, True where ``filter`` would answer Success; ``None``: declined."""
+        ...
 
 
 @runtime_checkable
@@ -85,7 +133,9 @@ class BatchScorePlugin(Plugin, Protocol):
 
     def score_batch(
         self, state: CycleState, pod: dict, table: NodeTable, rows: np.ndarray
-    ) -> np.ndarray | None: ...
+    ) -> np.ndarray | None:
+        """Per row of ``rows``, what ``score`` returns; ``None``: declined."""
+        ...
 
 
 @runtime_checkable
@@ -97,53 +147,98 @@ class BatchNormalizeScore(Protocol):
 
     def normalize_score_batch(
         self, state: CycleState, pod: dict, nodes: list[NodeInfo], scores: np.ndarray
-    ) -> np.ndarray | None: ...
+    ) -> np.ndarray | None:
+        """The normalized copy of ``scores`` (one per node of ``nodes``); ``None``: declined."""
+        ...
 
 
 @runtime_checkable
 class PostFilterPlugin(Plugin, Protocol):
+    """Runs when no node fits, e.g. preemption (upstream ``PostFilterPlugin``)."""
+
     def post_filter(
         self, state: CycleState, pod: dict, filtered_node_status: dict[str, Status]
-    ) -> tuple[PostFilterResult | None, Status | None]: ...
+    ) -> tuple[PostFilterResult | None, Status | None]:
+        """Called after PreFilter or Filter rejected the pod everywhere;
+        ``filtered_node_status`` maps each node to the status it got. Success: the pod can be
+        made schedulable (a :class:`PostFilterResult` may nominate a node); Unschedulable: it
+        cannot; Error: the plugin failed. The first Success ends the PostFilter phase, so
+        informational plugins go first and answer Unschedulable."""
+        ...
 
 
 @runtime_checkable
 class PreScorePlugin(Plugin, Protocol):
-    def pre_score(self, state: CycleState, pod: dict, nodes: list[NodeInfo]) -> Status | None: ...
+    """Per-pod work once per cycle over the feasible nodes (upstream ``PreScorePlugin``)."""
+
+    def pre_score(self, state: CycleState, pod: dict, nodes: list[NodeInfo]) -> Status | None:
+        """Called with the nodes that passed Filter; every PreScore must succeed or the cycle
+        fails. ``SKIP``: this plugin's Score is not called in this cycle."""
+        ...
 
 
 class ScoreExtensions(Protocol):
+    """NormalizeScore for a Score plugin (upstream ``ScoreExtensions``)."""
+
     def normalize_score(
         self, state: CycleState, pod: dict, scores: list[NodeScore]
-    ) -> Status | None: ...
+    ) -> Status | None:
+        """Rewrite ``scores[i].score`` in place, for all the scores this plugin's Score gave in
+        this cycle; afterwards each must be in ``MIN_NODE_SCORE..MAX_NODE_SCORE``."""
+        ...
 
 
 @runtime_checkable
 class ScorePlugin(Plugin, Protocol):
-    def score(
-        self, state: CycleState, pod: dict, node_info: NodeInfo
-    ) -> tuple[int, Status | None]: ...
+    """Ranks the feasible nodes (upstream ``ScorePlugin``)."""
 
-    def score_extensions(self) -> ScoreExtensions | None: ...
+    def score(self, state: CycleState, pod: dict, node_info: NodeInfo) -> tuple[int, Status | None]:
+        """The node's score, called for each feasible node (concurrently). It must succeed or
+        the cycle fails. Without NormalizeScore the score must already be in
+        ``MIN_NODE_SCORE..MAX_NODE_SCORE``; the runtime multiplies it by the plugin's weight."""
+        ...
+
+    def score_extensions(self) -> ScoreExtensions | None:
+        """The NormalizeScore of this plugin, or ``None`` if it has none."""
+        ...
 
 
 @runtime_checkable
 class ReservePlugin(Plugin, Protocol):
-    def reserve(self, state: CycleState, pod: dict, node_name: str) -> Status | None: ...
+    """Claims and releases per-node resources of the plugin's own (upstream ``ReservePlugin``)."""
 
-    def unreserve(self, state: CycleState, pod: dict, node_name: str) -> None: ...
+    def reserve(self, state: CycleState, pod: dict, node_name: str) -> Status | None:
+        """Called once the pod is assumed on ``node_name`` in the scheduler's cache. On any
+        failure the runtime calls ``unreserve`` of every Reserve plugin."""
+        ...
+
+    def unreserve(self, state: CycleState, pod: dict, node_name: str) -> None:
+        """Undo ``reserve``: the pod was rejected, a later Reserve failed, or a later phase
+        (Permit, PreBind, Bind) failed. Must be idempotent, and tolerate being called when this
+        plugin's ``reserve`` was not (or not for this pod)."""
+        ...
 
 
 @runtime_checkable
 class PermitPlugin(Plugin, Protocol):
-    def permit(
-        self, state: CycleState, pod: dict, node_name: str
-    ) -> tuple[Status | None, float]: ...
+    """Allows, rejects or delays binding (upstream ``PermitPlugin``)."""
+
+    def permit(self, state: CycleState, pod: dict, node_name: str) -> tuple[Status | None, float]:
+        """Called after Reserve, before PreBind. ``None``: allowed; ``Status(Code.WAIT)`` with
+        a timeout in seconds: the pod waits (after the remaining Permit plugins ran) until
+        ``handle.get_waiting_pod(uid).allow(self.name)`` or reject, and is rejected at the
+        timeout; any other status rejects the pod."""
+        ...
 
 
 @runtime_checkable
 class PreBindPlugin(Plugin, Protocol):
-    def pre_bind(self, state: CycleState, pod: dict, node_name: str) -> Status | None: ...
+    """Work before the binding (upstream ``PreBindPlugin``), e.g. provisioning a volume."""
+
+    def pre_bind(self, state: CycleState, pod: dict, node_name: str) -> Status | None:
+        """Called in the binding cycle, after Permit. Every PreBind must succeed or the pod is
+        not bound (and Unreserve runs)."""
+        ...
 
 
 @runtime_checkable
@@ -158,24 +253,42 @@ class PreBindPreFlightPlugin(Plugin, Protocol):
     anything: no API calls, no cycle state. A PreBind plugin without it counts as Success
     (its ``pre_bind`` may be slow)."""
 
-    def pre_bind_pre_flight(
-        self, state: CycleState, pod: dict, node_name: str
-    ) -> Status | None: ...
+    def pre_bind_pre_flight(self, state: CycleState, pod: dict, node_name: str) -> Status | None:
+        """``None``: ``pre_bind`` has work for this pod; ``SKIP``: it has none; else an Error."""
+        ...
 
 
 @runtime_checkable
 class BindPlugin(Plugin, Protocol):
-    def bind(self, state: CycleState, pod: dict, node_name: str) -> Status | None: ...
+    """Binds the pod to its node (upstream ``BindPlugin``)."""
+
+    def bind(self, state: CycleState, pod: dict, node_name: str) -> Status | None:
+        """Called in the configured order after every PreBind succeeded. ``SKIP``: this plugin
+        does not handle the pod, the next one is asked; ``None``: bound, the rest are skipped;
+        an Error: the pod is not bound (and Unreserve runs)."""
+        ...
 
 
 @runtime_checkable
 class PostBindPlugin(Plugin, Protocol):
-    def post_bind(self, state: CycleState, pod: dict, node_name: str) -> None: ...
+    """Informational, after a successful binding (upstream ``PostBindPlugin``)."""
+
+    def post_bind(self, state: CycleState, pod: dict, node_name: str) -> None:
+        """Called once the pod is bound; the place to clean up per-pod state. Cannot fail."""
+        ...
 
 
 @runtime_checkable
 class EnqueueExtensions(Plugin, Protocol):
-    def events_to_register(self) -> list[ClusterEventWithHint]: ...
+    """The cluster events that may make a pod this plugin rejected schedulable (upstream
+    ``EnqueueExtensions``)."""
+
+    def events_to_register(self) -> list[ClusterEventWithHint]:
+        """Asked once at start-up (the answer must not depend on the cluster's state); the
+        standalone scheduler requeues a pod this plugin rejected only on these events, and
+        each event's queueing hint may skip events that cannot help. Not implementing it
+        means every event."""
+        ...
 
 
 # The extension points by config name, in execution order (upstream

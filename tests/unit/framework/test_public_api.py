@@ -56,3 +56,48 @@ def test_in_tree_helper_still_imports() -> None:
     from extender.plugins.helper import default_normalize_score as old
 
     assert old is default_normalize_score
+
+
+def rows(section: str) -> dict[str, str]:
+    """Each first-column name of the tables under ``## section`` -> its whole row."""
+    found: dict[str, str] = {}
+    inside = False
+    for line in DOC.read_text(encoding="utf-8").splitlines():
+        if line.startswith("## "):
+            inside = line[3:].strip().startswith(section)
+            continue
+        match = ROW.match(line) if inside else None
+        if match:
+            found[match.group(1)] = line
+    return found
+
+
+def protocols() -> list[type]:
+    from extender.framework import interfaces
+
+    return [
+        value
+        for value in vars(interfaces).values()
+        if isinstance(value, type)
+        and value.__module__ == interfaces.__name__
+        and getattr(value, "_is_protocol", False)
+    ]
+
+
+@pytest.mark.parametrize("protocol", protocols(), ids=lambda p: p.__name__)
+def test_every_extension_point_states_its_contract(protocol: type) -> None:
+    """The contracts live on the Protocols (upstream's ``interface.go`` comments), and the
+    doc's row of a public Protocol names each of its methods."""
+    assert (protocol.__doc__ or "").strip(), f"{protocol.__name__} has no docstring"
+    methods = [
+        name
+        for name, value in vars(protocol).items()
+        if callable(value) and not name.startswith("_")
+    ]
+    for name in methods:
+        assert (getattr(protocol, name).__doc__ or "").strip(), f"{protocol.__name__}.{name}"
+    public = importlib.import_module("extender.framework").__all__
+    if protocol.__name__ in public:
+        row = rows("Public names")[protocol.__name__]
+        for name in methods:
+            assert f"{name}(" in row, f"docs/plugin-api.md's {protocol.__name__} row: {name}"
