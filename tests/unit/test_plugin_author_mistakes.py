@@ -339,8 +339,8 @@ def test_listers_answer_only_for_declared_kinds() -> None:
 
 RAISING = textwrap.dedent(
     """
-    class NeedsPool:
-        name = "NeedsPool"
+    class InPool:
+        name = "InPool"
 
         def __init__(self, args, handle):
             raise ValueError("no pool label configured")
@@ -352,8 +352,8 @@ RAISING = textwrap.dedent(
 
 NO_STATE = textwrap.dedent(
     """
-    class NeedsPool:
-        name = "NeedsPool"
+    class InPool:
+        name = "InPool"
 
         def __init__(self, args, handle):
             pass
@@ -373,12 +373,12 @@ CONFIG = textwrap.dedent(
           multiPoint:
             disabled: [{name: "*"}]
           queueSort: {enabled: [{name: PrioritySort}]}
-          filter: {enabled: [{name: NeedsPool}]}
+          filter: {enabled: [{name: InPool}]}
           bind: {enabled: [{name: DefaultBinder}]}
     ---
     apiVersion: kube-extender.io/v1alpha1
     kind: ExtenderConfiguration
-    pluginModules: ["needs_pool.py:NeedsPool"]
+    pluginModules: ["in_pool.py:InPool"]
     """
 )
 
@@ -396,7 +396,7 @@ KUBECONFIG = textwrap.dedent(
 
 
 def _project(tmp_path: Path, plugin: str) -> Path:
-    (tmp_path / "needs_pool.py").write_text(plugin)
+    (tmp_path / "in_pool.py").write_text(plugin)
     (tmp_path / "config.yaml").write_text(CONFIG)
     (tmp_path / "kubeconfig").write_text(KUBECONFIG)
     (tmp_path / "dump.yaml").write_text(
@@ -438,7 +438,7 @@ def test_a_raising_constructor_is_one_line_and_exit_2(tmp_path: Path, command: s
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1, done.stderr
     assert lines[0].startswith(f"kube-extender {command}: ")
-    assert "plugin 'NeedsPool' failed to start: ValueError: no pool label configured" in lines[0]
+    assert "plugin 'InPool' failed to start: ValueError: no pool label configured" in lines[0]
 
 
 @pytest.mark.parametrize("command", list(COMMANDS))
@@ -447,8 +447,8 @@ def test_a_wrong_signature_is_one_line_and_exit_2(tmp_path: Path, command: str) 
     assert done.returncode == 2, done.stderr
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and "Traceback" not in done.stderr, done.stderr
-    assert 'plugin "NeedsPool"' in lines[0]
-    assert "NeedsPool.filter(self, pod, node) does not take the arguments" in lines[0]
+    assert 'plugin "InPool"' in lines[0]
+    assert "InPool.filter(self, pod, node) does not take the arguments" in lines[0]
 
 
 def test_events_to_register_with_bare_events_falls_back_to_every_event() -> None:
