@@ -165,7 +165,7 @@ class Timed:
 def measure(n: int, pods: int, claims: int, devices: int) -> dict:
     """CPU ms per pod and the split, for this interpreter's ``extender``."""
     from bench.workload import make_cluster
-    from extender.composition import StoreLister
+    from extender.cache.informers import StoreLister
     from extender.config import default_profile
     from extender.framework import (
         DEVICE_CLASSES,

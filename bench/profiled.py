@@ -76,7 +76,7 @@ def main() -> int:
             profile.disable()
 
     threading.Thread.run = run  # type: ignore[method-assign]
-    from extender.cli import main as extender_main
+    from extender.cli.main import main as extender_main
 
     profile = cProfile.Profile(timer)
     with _lock:

@@ -43,7 +43,7 @@ TIMEOUT = 2.0
 
 
 def gthread_app():  # gunicorn's factory for the peer: the same app build_app makes
-    from extender.webhook.cli import build_app
+    from extender.cli.serve import build_app
 
     return build_app(str(CONFIG), None, True)
 

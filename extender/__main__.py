@@ -2,6 +2,6 @@
 
 import sys
 
-from extender.cli import main
+from extender.cli.main import main
 
 sys.exit(main())

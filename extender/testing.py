@@ -36,12 +36,12 @@ Example::
     assert result.feasible == ["a"]
     assert result.reasons("b") == ("node(s) didn't have label pool",)
 
-One module (~570 lines) on purpose: a plugin author reads one page to learn the kit.
+One module on purpose: a plugin author reads one page to learn the kit; the cluster itself
+(:class:`Cluster`, :func:`apiserver_defaults`) is :mod:`extender.offline`'s, re-exported here.
 """
 
 from __future__ import annotations
 
-import copy
 import random
 import warnings
 from collections.abc import Iterable, Mapping
@@ -54,14 +54,8 @@ import yaml
 from extender.config import API_VERSION, KIND, ConfigError, SchedulerConfig, load, loads
 from extender.config.plugins import check_plugin, points_of
 from extender.framework import (
-    CONFIG_MAPS,
     NAMESPACES,
-    POD_DISRUPTION_BUDGETS,
     PODS,
-    REPLICA_SETS,
-    REPLICATION_CONTROLLERS,
-    SERVICES,
-    STATEFUL_SETS,
     Code,
     CycleState,
     Diagnosis,
@@ -76,8 +70,9 @@ from extender.framework import (
     fit_error_message,
 )
 from extender.framework.handle import CACHE_KINDS, EmptyLister, Services
-from extender.framework.resources import pod_requests
 from extender.framework.schedule import NO_NODES_AVAILABLE
+from extender.offline import Cluster, apiserver_defaults
+from extender.offline.cluster import is_path
 from extender.plugins import IN_TREE
 
 __all__ = [
@@ -204,67 +199,6 @@ def pod(
     }
 
 
-# Resources a pod-level ``resources`` may name (upstream IsSupportedPodLevelResource), and
-# those of them that may be overcommitted (requests below limits: not hugepages).
-_POD_LEVEL = ("cpu", "memory")
-_HUGEPAGES = "hugepages-"
-
-
-def _defaulted_requests(container: dict) -> dict | None:
-    """The container with requests defaulted to its limits, or ``None`` if none is missing."""
-    resources = container.get("resources") or {}
-    limits = resources.get("limits") or {}
-    requests = resources.get("requests") or {}
-    missing = {k: v for k, v in limits.items() if k not in requests}
-    if not missing:
-        return None
-    return {**container, "resources": {**resources, "requests": {**requests, **missing}}}
-
-
-def apiserver_defaults(pod: dict) -> dict:
-    """The pod as the apiserver stores it, for the resources the scheduler reads (upstream
-    ``pkg/apis/core/v1/defaults.go``, ``SetDefaults_Pod``): a container's or init container's
-    requests default to its limits where unset; with pod-level ``resources.limits``, pod-level
-    requests default to the containers' aggregate requests (cpu, memory), then to the
-    pod-level limits (feature PodLevelResources, on by default). Returns ``pod`` itself when
-    nothing needs a default, else a copy; never mutates ``pod``."""
-    spec = pod.get("spec") or {}
-    changed = False
-    new_spec = dict(spec)
-    for key in ("containers", "initContainers"):
-        containers = spec.get(key) or []
-        defaulted = [_defaulted_requests(c) for c in containers]
-        if any(d is not None for d in defaulted):
-            new_spec[key] = [
-                d if d is not None else c for c, d in zip(containers, defaulted, strict=True)
-            ]
-            changed = True
-    pod_resources = spec.get("resources") or {}
-    pod_limits = pod_resources.get("limits") or {}
-    if pod_limits:
-        requests = dict(pod_resources.get("requests") or {})
-        named: set[str] = set()
-        for key in ("containers", "initContainers"):
-            for container in new_spec.get(key) or ():
-                named.update((container.get("resources") or {}).get("requests") or {})
-        aggregate = pod_requests(
-            {"spec": {k: v for k, v in new_spec.items() if k not in ("resources", "overhead")}}
-        )
-        if "cpu" in named and "cpu" not in requests:
-            requests["cpu"] = f"{aggregate.milli_cpu}m"
-        if "memory" in named and "memory" not in requests:
-            requests["memory"] = str(aggregate.memory)
-        for key, value in pod_limits.items():
-            if key not in requests and (key in _POD_LEVEL or key.startswith(_HUGEPAGES)):
-                requests[key] = value
-        if requests != (pod_resources.get("requests") or {}):
-            new_spec["resources"] = {**pod_resources, "requests": requests}
-            changed = True
-    if not changed:
-        return pod
-    return {**copy.copy(pod), "spec": new_spec}
-
-
 def taint(key: str, value: str = "", effect: str = "NoSchedule") -> dict:
     """A node taint, for ``node(taints=[...])``."""
     return {"key": key, "value": value, "effect": effect}
@@ -280,161 +214,6 @@ def toleration(
     if effect:
         entry["effect"] = effect
     return entry
-
-
-# -- the cluster -------------------------------------------------------------------------------
-
-_BUILT_IN_KINDS = {
-    kind.name: kind
-    for kind in (
-        PODS,
-        NAMESPACES,
-        SERVICES,
-        REPLICATION_CONTROLLERS,
-        CONFIG_MAPS,
-        REPLICA_SETS,
-        STATEFUL_SETS,
-        POD_DISRUPTION_BUDGETS,
-    )
-}
-
-
-def _plural(kind: str) -> str:
-    lower = kind.lower()
-    if lower.endswith("y") and lower[-2:-1] not in ("a", "e", "i", "o", "u"):
-        return lower[:-1] + "ies"
-    if lower.endswith(("s", "x", "z", "ch", "sh")):
-        return lower + "es"
-    return lower + "s"
-
-
-def _resource_of(obj: dict) -> str:
-    """``resource.group`` (``Kind.name``) of an object from its ``apiVersion`` and ``kind``."""
-    group, _, _version = (obj.get("apiVersion") or "v1").rpartition("/")
-    resource = _plural(obj.get("kind") or "")
-    return f"{resource}.{group}" if group else resource
-
-
-class _ObjectLister:
-    """A lister over a list of objects (what ``handle.lister(kind)`` returns in the kit)."""
-
-    def __init__(self, objects: list[dict]) -> None:
-        self._objects = objects
-
-    def list(self, namespace: str | None = None) -> list[dict]:
-        if namespace is None:
-            return list(self._objects)
-        return [o for o in self._objects if _meta(o).get("namespace") == namespace]
-
-    def get(self, namespace: str, name: str) -> dict | None:
-        for obj in self._objects:
-            meta = _meta(obj)
-            if meta.get("name") == name and (meta.get("namespace") or "") == (namespace or ""):
-                return obj
-        return None
-
-
-def _meta(obj: dict) -> dict:
-    return obj.get("metadata") or {}
-
-
-class Cluster:
-    """Nodes, pods and other objects, as the API's dicts.
-
-    ``objects`` maps a :class:`~extender.framework.Kind` or its name (``"configmaps"``,
-    ``"widgets.example.com"``: plural resource, dot, group) to that kind's objects; a plugin
-    reads them with ``handle.lister(kind)`` (matched on resource and group). Namespaces
-    (``"namespaces"``) also answer ``handle.namespace_labels``. Pods with ``spec.nodeName``
-    count on their node; the kit never mutates what it is given.
-    """
-
-    def __init__(
-        self,
-        nodes: Iterable[dict] = (),
-        pods: Iterable[dict] = (),
-        objects: Mapping[Kind | str, Iterable[dict]] | None = None,
-    ) -> None:
-        self.nodes: list[dict] = list(nodes)
-        self.pods: list[dict] = list(pods)
-        self.objects: dict[str, list[dict]] = {}
-        for kind, items in (objects or {}).items():
-            self.objects.setdefault(_kind_name(kind), []).extend(items)
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> Cluster:
-        """``{"nodes": [...], "pods": [...], "configmaps": [...], "widgets.example.com": [...]}``
-        (keys other than nodes and pods are kind names), or ``{"items": [...]}`` as a v1 List
-        whose objects are sorted by their ``apiVersion`` and ``kind``."""
-        if "items" in data:
-            return cls.from_objects(data["items"])
-        rest = {k: v for k, v in data.items() if k not in ("nodes", "pods")}
-        return cls(data.get("nodes") or (), data.get("pods") or (), rest)
-
-    @classmethod
-    def from_objects(cls, objects: Iterable[dict]) -> Cluster:
-        """Manifests of any kinds (``kind: Node``, ``kind: Pod``, ``kind: ConfigMap``...)."""
-        cluster = cls()
-        for obj in objects:
-            cluster.add(obj)
-        return cluster
-
-    @classmethod
-    def from_yaml(cls, source: str | Path) -> Cluster:
-        """A YAML file (a ``Path``, or a ``str`` without a newline) or YAML text: either one
-        mapping in the :meth:`from_dict` shape, or manifests (``---``-separated documents, or a
-        ``kind: List``)."""
-        text = Path(source).read_text() if _is_path(source) else str(source)
-        documents = [d for d in yaml.safe_load_all(text) if d is not None]
-        if len(documents) == 1 and "kind" not in documents[0]:
-            return cls.from_dict(documents[0])
-        objects: list[dict] = []
-        for document in documents:
-            objects.extend(
-                document.get("items") or [] if document.get("kind") == "List" else [document]
-            )
-        return cls.from_objects(objects)
-
-    def add(self, obj: dict) -> Cluster:
-        """Add one manifest, sorted by its ``kind``; returns the cluster."""
-        kind = obj.get("kind")
-        if kind == "Node":
-            self.nodes.append(obj)
-        elif kind == "Pod":
-            self.pods.append(obj)
-        else:
-            self.objects.setdefault(_resource_of(obj), []).append(obj)
-        return self
-
-    def snapshot(self) -> Snapshot:
-        """A fresh snapshot: every node with its assigned pods, as the apiserver stores them
-        (:func:`apiserver_defaults`), built once per run."""
-        return Snapshot.from_objects(self.nodes, [apiserver_defaults(p) for p in self.pods])
-
-    def lister(self, kind: Kind) -> Lister:
-        """What ``handle.lister(kind)`` answers; pods come from ``pods``."""
-        if kind.name == PODS.name:
-            return _ObjectLister(self.pods)
-        return _ObjectLister(self.objects.get(kind.name, []))
-
-    def namespace_labels(self, namespace: str) -> dict | None:
-        found = self.lister(NAMESPACES).get("", namespace)
-        return None if found is None else dict(_meta(found).get("labels") or {})
-
-    def services(self, seed: int = 0) -> Services:
-        """The handle's services: these listers, no client, no events, a seeded RNG."""
-        return Services(
-            listers=self.lister, namespace_labels=self.namespace_labels, rng=random.Random(seed)
-        )
-
-
-def _kind_name(kind: Kind | str) -> str:
-    if isinstance(kind, Kind):
-        return kind.name
-    return _BUILT_IN_KINDS[kind].name if kind in _BUILT_IN_KINDS else kind
-
-
-def _is_path(source: str | Path) -> bool:
-    return isinstance(source, Path) or "\n" not in source
 
 
 def _as_cluster(cluster: Cluster | Mapping[str, Any]) -> Cluster:
@@ -624,7 +403,7 @@ def _load_config(
 ) -> SchedulerConfig:
     if isinstance(config, Mapping):
         return loads(yaml.safe_dump(dict(config)), "<dict>", plugins=plugins)
-    if _is_path(config):
+    if is_path(config):
         return load(config, plugins=plugins)
     return loads(str(config), "<string>", plugins=plugins)
 

@@ -1,7 +1,7 @@
 """The cluster cache and the informers that feed it.
 
-``extender.composition`` builds the informers a process needs for its cache (nodes, pods,
-namespaces) from what its plugins declare they read.
+:mod:`.informers` builds the informers a process needs for its cache (nodes, pods,
+namespaces) and its listers, from what its plugins declare they read.
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ from typing import Any
 
 import yaml
 
-from . import DEFAULT_CACHE, ControlPlane, ControlPlaneError, binary
+from extender.controlplane import DEFAULT_CACHE, ControlPlane, ControlPlaneError, binary
 
 # Components `up` starts under these names: `scheduler --name` may not take them.
 RESERVED = frozenset({"etcd", "kube-apiserver", "kube-controller-manager"})

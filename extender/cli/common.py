@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from extender.logs import LEVELS
+from extender.cli.logs import LEVELS
 
 
 def parse_bind(value: str, flag: str) -> tuple[str, int]:

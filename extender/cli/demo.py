@@ -33,7 +33,7 @@ from extender.controlplane import (
     wait_http_ok,
 )
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 EXTENDER_PROFILE = "extender-demo"
 STANDALONE_PROFILE = "kube-extender"
 
@@ -43,8 +43,8 @@ def _say(message: str) -> None:
 
 
 def _scenario(path: Path, kubeconfig: str, scheduler_name: str) -> bool:
+    from extender.cli.scenario import run_scenario
     from extender.kube import api_client
-    from extender.scenario.cli import run_scenario
     from extender.scenario.kube import Kube, ScenarioError
 
     kube = Kube(api_client(kubeconfig), namespace="default", scheduler_name=scheduler_name)

@@ -15,12 +15,10 @@ import sys
 import time
 from pathlib import Path
 
-from extender.cliutil import check_kubeconfig, connect
+from extender.cli.common import check_kubeconfig, connect
 from extender.config import ConfigError, SchedulerConfig, load
-from extender.scheduler.http_extender import HTTPExtender, build_extenders
-
-from . import render
-from .cluster import (
+from extender.explain import render
+from extender.explain.cluster import (
     InputError,
     dry_run_framework,
     find_pod,
@@ -29,7 +27,8 @@ from .cluster import (
     profile_for_pods,
     without,
 )
-from .engine import Explainer, disagreement_note, unbind
+from extender.explain.engine import Explainer, disagreement_note, unbind
+from extender.scheduler.http_extender import HTTPExtender, build_extenders
 
 PROG = "kube-extender explain"
 

@@ -1,7 +1,7 @@
 """Logging set-up shared by the commands: text for people, JSON lines for log pipelines.
 
 gunicorn's own lines (``kube-extender serve``) go through the same formatter
-(``extender.webhook.server.JSONLogger``).
+(:class:`extender.cli.serve.JSONLogger`).
 """
 
 from __future__ import annotations

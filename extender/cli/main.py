@@ -1,15 +1,15 @@
 """``kube-extender``: the command line.
 
-Each subcommand lives in the package that implements it and is imported only when used:
+Each subcommand is a module of this package, imported only when used:
 
-* ``serve``    the extender service under gunicorn      (``extender.webhook.cli``)
-* ``run``      the standalone scheduler                 (``extender.scheduler.cli``)
-* ``scenario`` run a scenario file against a cluster    (``extender.scenario.cli``)
-* ``cluster``  a local control plane for tests/demos    (``extender.controlplane.cli``)
-* ``demo``     the README's first command, end to end   (``extender.demo``)
-* ``new-plugin`` write an out-of-tree plugin package    (``extender.scaffold``)
-* ``explain``  why a pod is Pending / landed there      (``extender.explain.cli``)
-* ``simulate`` offline what-if over a cluster dump      (``extender.explain.simulate_cli``)
+* ``serve``    the extender service under gunicorn      (``extender.cli.serve``)
+* ``run``      the standalone scheduler                 (``extender.cli.run``)
+* ``scenario`` run a scenario file against a cluster    (``extender.cli.scenario``)
+* ``cluster``  a local control plane for tests/demos    (``extender.cli.cluster``)
+* ``demo``     the README's first command, end to end   (``extender.cli.demo``)
+* ``new-plugin`` write an out-of-tree plugin package    (``extender.cli.new_plugin``)
+* ``explain``  why a pod is Pending / landed there      (``extender.cli.explain``)
+* ``simulate`` offline what-if over a cluster dump      (``extender.cli.simulate``)
 """
 
 from __future__ import annotations
@@ -20,14 +20,17 @@ import sys
 from extender import __version__
 
 COMMANDS: dict[str, tuple[str, str]] = {
-    "serve": ("extender.webhook.cli", "serve the scheduler extender over HTTP(S)"),
-    "run": ("extender.scheduler.cli", "run the standalone scheduler"),
-    "scenario": ("extender.scenario.cli", "run a scenario file against a cluster"),
-    "cluster": ("extender.controlplane.cli", "start/stop a local control plane"),
-    "demo": ("extender.demo", "set up a control plane, run the seed scenario, tear down"),
-    "new-plugin": ("extender.scaffold", "write an out-of-tree plugin package (tests, config)"),
-    "explain": ("extender.explain.cli", "why a pod is Pending, or why it landed where it did"),
-    "simulate": ("extender.explain.simulate_cli", "offline what-if: schedule pods into a dump"),
+    "serve": ("extender.cli.serve", "serve the scheduler extender over HTTP(S)"),
+    "run": ("extender.cli.run", "run the standalone scheduler"),
+    "scenario": ("extender.cli.scenario", "run a scenario file against a cluster"),
+    "cluster": ("extender.cli.cluster", "start/stop a local control plane"),
+    "demo": ("extender.cli.demo", "set up a control plane, run the seed scenario, tear down"),
+    "new-plugin": (
+        "extender.cli.new_plugin",
+        "write an out-of-tree plugin package (tests, config)",
+    ),
+    "explain": ("extender.cli.explain", "why a pod is Pending, or why it landed where it did"),
+    "simulate": ("extender.cli.simulate", "offline what-if: schedule pods into a dump"),
 }
 
 

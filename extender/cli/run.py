@@ -20,11 +20,12 @@ from typing import Any
 
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from extender import health, logs
-from extender.cliutil import add_log_flags, bind_type, check_kubeconfig, connect, parse_bind
-from extender.composition import StandaloneScheduler
+from extender import health
+from extender.cli import logs
+from extender.cli.common import add_log_flags, bind_type, check_kubeconfig, connect, parse_bind
 from extender.config import ConfigError, load
 from extender.scheduler.http_extender import build_extenders
+from extender.scheduler.standalone import StandaloneScheduler
 
 log = logging.getLogger("extender.scheduler")
 

@@ -14,9 +14,8 @@ import traceback
 from pathlib import Path
 from types import ModuleType
 
-from extender.cliutil import check_kubeconfig
-
-from .kube import Kube
+from extender.cli.common import check_kubeconfig
+from extender.scenario.kube import Kube
 
 
 def load_scenario(path: str) -> ModuleType:

@@ -1,5 +1,7 @@
-"""``kube-extender serve``: the extender service under gunicorn (``server.ExtenderWorker``:
-an event loop for the connections, a thread pool for the app).
+"""``kube-extender serve``: the extender service under gunicorn
+(:class:`extender.webhook.server.ExtenderWorker`: an event loop for the connections, a thread
+pool for the app), whose own lines (arbiter, workers, access log) :class:`JSONLogger` formats
+with the commands' formatter, so ``--log-format json`` gives one object a line.
 
 Each gunicorn worker process builds the app once: the config, the framework, and one
 watch-fed cache shared by all of its request threads. Scale out with replicas.
@@ -18,14 +20,14 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from gunicorn import glogging
 from gunicorn.app.base import BaseApplication
 
-from extender import logs
-from extender.cliutil import add_log_flags, bind_type, check_kubeconfig, parse_bind
+from extender.cli import logs
+from extender.cli.common import add_log_flags, bind_type, check_kubeconfig, parse_bind
 from extender.config import ConfigError, SchedulerConfig, load
 from extender.framework.runtime import Framework, ProfileError
-
-from .server import ExtenderWorker, HealthListener
+from extender.webhook.server import ExtenderWorker, HealthListener
 
 log = logging.getLogger("extender.webhook")
 
@@ -55,8 +57,8 @@ def _profile(config: SchedulerConfig) -> Any:
 def offline_pods_problem(profile: Any, registry: Any) -> str | None:
     """Why ``profile`` cannot be served without a cluster connection (a plugin that needs the
     pods on each node), or ``None``."""
-    from extender.composition import kinds_read
     from extender.framework.handle import PODS
+    from extender.framework.registry import kinds_read
 
     if PODS not in kinds_read([profile], registry):
         return None
@@ -128,11 +130,10 @@ def build_app(
     allowed_flags: list[str] | None = None,
 ) -> Any:
     """The app of one worker process: framework, cache and informers, Flask routes."""
-    from extender.composition import build_extender
-
-    from .app import Metrics, create_app
-    from .limits import BytesInFlight
-    from .service import ExtenderService
+    from extender.webhook.app import Metrics, create_app
+    from extender.webhook.limits import BytesInFlight
+    from extender.webhook.service import ExtenderService
+    from extender.wiring import build_extender
 
     config = load(config_path)
     settings = config.extender
@@ -408,7 +409,7 @@ def main(argv: list[str]) -> int:
     health = None
     if args.health_bind != "off":
         try:
-            health = HealthListener(args.health_bind)
+            health = HealthListener(*parse_bind(args.health_bind, "--health-bind"))
         except OSError as exc:
             print(f"kube-extender serve: --health-bind {args.health_bind}: {exc}", file=sys.stderr)
             return 2
@@ -432,7 +433,7 @@ def main(argv: list[str]) -> int:
         "worker_connections": max_connections,
         "timeout": args.timeout,
         "loglevel": args.log_level,
-        "logger_class": "extender.webhook.server.JSONLogger",
+        "logger_class": "extender.cli.serve.JSONLogger",
         "accesslog": "-" if args.access_log else None,
         "errorlog": "-",
         "keepalive": args.keepalive,
@@ -468,3 +469,34 @@ def main(argv: list[str]) -> int:
             return 2  # a config error, already logged on one line by _Server.load
         raise
     return 0
+
+
+class JSONLogger(glogging.Logger):
+    """gunicorn's logger with the project's formatter, and a structured access log."""
+
+    def setup(self, cfg: Any) -> None:
+        super().setup(cfg)
+        fmt = logs.formatter(logs.current_format())
+        for logger in (self.error_log, self.access_log):
+            for handler in logger.handlers:
+                handler.setFormatter(fmt)
+
+    def access(self, resp: Any, req: Any, environ: dict, request_time: Any) -> None:
+        if not self.access_log_enabled:
+            return
+        status = getattr(resp, "status_code", None) or str(getattr(resp, "status", "")).split()[0]
+        fields = {
+            "method": getattr(req, "method", "-"),
+            "path": getattr(req, "path", "-"),
+            "status": int(status) if str(status).isdigit() else status,
+            "duration_ms": round(request_time.total_seconds() * 1000, 3),
+            "request_bytes": int(environ.get("CONTENT_LENGTH") or 0),
+            "response_bytes": getattr(resp, "sent", 0),
+            "remote": environ.get("REMOTE_ADDR", "-"),
+        }
+        self.access_log.info(
+            "%(method)s %(path)s %(status)s %(duration_ms)sms in=%(request_bytes)s "
+            "out=%(response_bytes)s from %(remote)s",
+            fields,
+            extra={"fields": fields},
+        )

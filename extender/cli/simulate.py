@@ -22,10 +22,16 @@ from typing import Any
 from tqdm import tqdm
 
 from extender.config import ConfigError, load
-
-from . import render
-from .cluster import InputError, dry_run_framework, load_dump, load_objects, profile_for_pods
-from .simulate import Simulation, apiserver_defaults, expand, placements_dict, utilisation
+from extender.explain import render
+from extender.explain.cluster import (
+    InputError,
+    dry_run_framework,
+    load_dump,
+    load_objects,
+    profile_for_pods,
+)
+from extender.explain.simulate import Simulation, expand, placements_dict, utilisation
+from extender.offline import apiserver_defaults
 
 PROG = "kube-extender simulate"
 

@@ -1,6 +1,6 @@
 """The cluster an explanation or a simulation reads: live (listed once, read-only) or a dump.
 
-Both give an :class:`extender.testing.Cluster` (nodes, pods, the other kinds the plugins
+Both give an :class:`extender.offline.Cluster` (nodes, pods, the other kinds the plugins
 read), the same object the plugin testing kit runs on, and a framework whose handle reads it
 and cannot write (:class:`~extender.explain.engine.DryRunClient`).
 """
@@ -16,7 +16,6 @@ from typing import Any
 
 import yaml
 
-from extender.composition import kinds_read
 from extender.config import SchedulerConfig
 from extender.config.loader import default_config
 from extender.framework.handle import (
@@ -28,8 +27,9 @@ from extender.framework.handle import (
     Services,
 )
 from extender.framework.profile import Profile
+from extender.framework.registry import kinds_read
 from extender.framework.runtime import Framework
-from extender.testing import Cluster
+from extender.offline import Cluster
 
 from .engine import DryRunClient
 

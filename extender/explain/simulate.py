@@ -20,7 +20,7 @@ from extender.framework.cycle_state import CycleState
 from extender.framework.runtime import Framework
 from extender.framework.schedule import FitError, SchedulingAlgorithm, SchedulingError
 from extender.framework.types import Snapshot, pod_priority
-from extender.testing import Cluster, apiserver_defaults
+from extender.offline import Cluster, apiserver_defaults
 
 from .engine import Explainer, Explanation
 from .simulate_dra import ClaimWorld
@@ -71,7 +71,7 @@ def _from_template(obj: dict, name: str, owner: dict, extra_labels: dict | None 
 def expand(objects: Iterable[dict], seed: int = 0) -> list[dict]:
     """Pods as given, and controllers' pods (replicas x template, named like the controllers
     name them, with owner references), each as the apiserver would store it on create
-    (:func:`extender.testing.apiserver_defaults`: requests default to limits)."""
+    (:func:`extender.offline.apiserver_defaults`: requests default to limits)."""
     return [apiserver_defaults(p) for p in _expand(objects, seed)]
 
 

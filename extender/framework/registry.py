@@ -10,10 +10,11 @@ profile only pays for the plugins it enables.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from .handle import Kind, reads_of
+from .profile import Profile
 
 PluginFactory = Callable[[dict, Any], Any]
 
@@ -95,3 +96,12 @@ class Registry(dict[str, PluginFactory]):
         """The kinds the plugin declares it reads (``reads`` on its class)."""
         cls = self.plugin_class(name)
         return reads_of(cls) if cls is not None else ()
+
+
+def kinds_read(profiles: Iterable[Profile], registry: Registry) -> set[Kind]:
+    """The union of the kinds the enabled plugins of ``profiles`` declare they read."""
+    kinds: set[Kind] = set()
+    for profile in profiles:
+        for name in profile.plugin_names():
+            kinds.update(registry.reads(name))
+    return kinds

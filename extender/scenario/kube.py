@@ -10,8 +10,6 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from kubernetes.client import ApiClient
-
 from extender.kube import ApiError, KubeClient
 
 # Dynamic Resource Allocation: DeviceClasses, ResourceSlices, ResourceClaims and their templates.
@@ -25,7 +23,7 @@ class ScenarioError(AssertionError):
 class Kube:
     def __init__(
         self,
-        api_client: ApiClient,
+        api_client: Any,  # the process's ApiClient (extender.kube.api_client)
         *,
         namespace: str = "default",
         scheduler_name: str = "default-scheduler",

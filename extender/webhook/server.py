@@ -1,4 +1,4 @@
-"""gunicorn, hardened for kube-extender: the worker class, the logger class, the health listener.
+"""gunicorn, hardened for kube-extender: the worker class, the health listener.
 
 * :class:`ExtenderWorker`: a gunicorn worker whose connections live in an asyncio event loop
   (:mod:`extender.webhook.front`, HTTP/1.1 by ``h11``) and whose complete requests run in a
@@ -8,8 +8,6 @@
   request limits and a cap on connections are the front's; its error answers (400, 413, 414,
   431, 501, 503) are JSON, ``{"error": ...}``, like the app's. gunicorn's arbiter stays: worker
   processes, heartbeats (``--timeout``), signals, graceful shutdown, logging.
-* :class:`JSONLogger` formats gunicorn's lines (arbiter, workers, access log) with the
-  project's formatter (``extender.logs``), so ``--log-format json`` gives one object a line.
 * :class:`HealthListener`: ``/healthz`` and ``/readyz`` on a port of their own
   (``--health-bind``), served by a dedicated thread in every worker. The socket is bound by
   the arbiter before it forks, so the workers share it like gunicorn's own listener. All the
@@ -28,15 +26,12 @@ import threading
 import time
 from collections.abc import Callable
 from http import HTTPStatus
-from typing import Any
 
 import orjson
-from gunicorn import glogging
 from gunicorn import sock as gsock
 from gunicorn.workers import base
 
-from extender import health, logs
-from extender.cliutil import parse_bind
+from extender import health
 
 from .front import Front, Limits
 
@@ -122,37 +117,6 @@ class ExtenderWorker(base.Worker):
         await self.front.shutdown(0.0 if self.quick else float(self.cfg.graceful_timeout))
 
 
-class JSONLogger(glogging.Logger):
-    """gunicorn's logger with the project's formatter, and a structured access log."""
-
-    def setup(self, cfg: Any) -> None:
-        super().setup(cfg)
-        fmt = logs.formatter(logs.current_format())
-        for logger in (self.error_log, self.access_log):
-            for handler in logger.handlers:
-                handler.setFormatter(fmt)
-
-    def access(self, resp: Any, req: Any, environ: dict, request_time: Any) -> None:
-        if not self.access_log_enabled:
-            return
-        status = getattr(resp, "status_code", None) or str(getattr(resp, "status", "")).split()[0]
-        fields = {
-            "method": getattr(req, "method", "-"),
-            "path": getattr(req, "path", "-"),
-            "status": int(status) if str(status).isdigit() else status,
-            "duration_ms": round(request_time.total_seconds() * 1000, 3),
-            "request_bytes": int(environ.get("CONTENT_LENGTH") or 0),
-            "response_bytes": getattr(resp, "sent", 0),
-            "remote": environ.get("REMOTE_ADDR", "-"),
-        }
-        self.access_log.info(
-            "%(method)s %(path)s %(status)s %(duration_ms)sms in=%(request_bytes)s "
-            "out=%(response_bytes)s from %(remote)s",
-            fields,
-            extra={"fields": fields},
-        )
-
-
 class HealthListener:
     """``GET /healthz`` and ``/readyz`` on a socket bound before the fork.
 
@@ -165,8 +129,7 @@ class HealthListener:
     DEADLINE = 2.0
     MAX_HEAD = 8192
 
-    def __init__(self, bind: str) -> None:
-        host, port = parse_bind(bind, "--health-bind")
+    def __init__(self, host: str, port: int) -> None:
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
         # "::" is every address, IPv4 too, as gunicorn's listener on "[::]" (the default
         # health address of --bind [::]:PORT): a kubelet may probe the pod's IPv4 address.

@@ -812,7 +812,7 @@ def _case_snapshot(cluster: Any, case: Case) -> Snapshot:
         for n in cluster.nodes
         if (n["metadata"].get("labels") or {}).get(gen.CASE_LABEL) == case.case_id
     ]
-    from extender.testing import apiserver_defaults
+    from extender.offline import apiserver_defaults
 
     return Snapshot.from_objects(nodes, [apiserver_defaults(p) for p in cluster.pods])
 

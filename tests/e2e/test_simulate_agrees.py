@@ -10,10 +10,10 @@ from pathlib import Path
 
 import yaml
 
-from extender.composition import kinds_read
 from extender.config import load
 from extender.controlplane import kube_extender
 from extender.framework.handle import CACHE_KINDS
+from extender.framework.registry import kinds_read
 
 from .harness import Standalone, standalone_config, wait_until
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from extender.scenario.cli import run_scenario
+from extender.cli.scenario import run_scenario
 from extender.scenario.kube import Kube, ScenarioError
 
 from .harness import Standalone, events_for, standalone_config, wait_until

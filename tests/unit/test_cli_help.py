@@ -17,13 +17,13 @@ from pathlib import Path
 
 import pytest
 
-from extender.cli import COMMANDS
+from extender.cli.main import COMMANDS
 
 REPO = Path(__file__).resolve().parents[2]
 
 PROBE = """
 import contextlib, io, json, sys
-from extender.cli import main
+from extender.cli.main import main
 out = io.StringIO()
 with contextlib.redirect_stdout(out):
     try:
@@ -81,7 +81,7 @@ def test_a_command_run_without_its_extra_names_the_extra(tmp_path: Path) -> None
     extra and exit 2, as when the command's module itself needed it."""
     probe = (
         "import sys; sys.modules['cryptography'] = None\n"
-        "from extender.cli import main\n"
+        "from extender.cli.main import main\n"
         "sys.exit(main(['cluster', '--dir', sys.argv[1], 'up']))\n"
     )
     done = subprocess.run(

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import yaml
 
-from extender.scenario.cli import load_scenario
+from extender.cli.scenario import load_scenario
 
 REPO = Path(__file__).resolve().parents[2]
 DOC = (REPO / "docs" / "dra.md").read_text(encoding="utf-8")

@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
+from extender.cli.explain import extenders_of
 from extender.config import loads
 from extender.explain import render
-from extender.explain.cli import extenders_of
 from extender.explain.cluster import InputError, dry_run_framework, pick_profile, profile_for_pods
 from extender.explain.engine import Explainer, disagreement_note
 from extender.testing import Cluster, node, pod

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import logging
 
-from extender.logs import JSONFormatter
+from extender.cli.logs import JSONFormatter
 
 
 def test_json_lines() -> None:

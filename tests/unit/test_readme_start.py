@@ -94,7 +94,7 @@ def test_the_first_screen_gives_measured_times_and_the_demo_end() -> None:
     assert re.search(r"every later run: \*\*\d+ s\*\*", FIRST_SCREEN), "a warm run's time"
     end = re.search(r"```text\n(.*?)```", FIRST_SCREEN, re.S)
     assert end, "what the newcomer sees at the end"
-    demo = (REPO / "extender" / "demo.py").read_text()
+    demo = (REPO / "extender" / "cli" / "demo.py").read_text()
     for line in end.group(1).splitlines():
         if line.startswith("### "):
             message = line.removeprefix("### ")

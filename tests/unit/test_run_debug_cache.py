@@ -7,8 +7,8 @@ import urllib.request
 from types import SimpleNamespace
 
 from extender.cache import Cache
+from extender.cli.run import serve_http
 from extender.controlplane import free_port
-from extender.scheduler.cli import serve_http
 
 
 def test_debug_cache_lists_assumed_pods() -> None:

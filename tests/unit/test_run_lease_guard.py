@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import threading
 
-from extender.scheduler.cli import watch_lease
+from extender.cli.run import watch_lease
 
 
 class FakeElector:

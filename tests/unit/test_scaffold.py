@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 import extender
-from extender.cli import main as cli_main
-from extender.scaffold import generate, snake_case
+from extender.cli.main import main as cli_main
+from extender.cli.new_plugin import generate, snake_case
 
 REPO = Path(extender.__file__).resolve().parent.parent
 
@@ -116,7 +116,7 @@ def test_config_loads_once_the_entry_point_is_visible(package: Path, tmp_path: P
     assert done.returncode == 0, done.stderr
     assert "'LabelScore': {'required_label': 'example.com/pool'" in done.stdout
     # The offline extender accepts it as it is (no plugin needs the cluster's pods).
-    app = "from extender.webhook.cli import build_app; print(build_app('config.yaml', None, True))"
+    app = "from extender.cli.serve import build_app; print(build_app('config.yaml', None, True))"
     done = _run(app, package, site, package)
     assert done.returncode == 0, done.stderr
 

@@ -8,7 +8,7 @@ import re
 
 import yaml
 
-from extender.explain import simulate_cli
+from extender.cli import simulate as simulate_cli
 from extender.explain.cluster import dry_run_framework, pick_profile
 from extender.explain.simulate import Simulation
 from extender.testing import Cluster

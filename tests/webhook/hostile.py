@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from extender.composition import build_extender
 from extender.config.loader import load, loads
 from extender.framework.types import Snapshot
 from extender.webhook.app import create_app
 from extender.webhook.service import ExtenderService
+from extender.wiring import build_extender
 from tests.unit.builders import make_node, make_pod
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
+from extender.cli.serve import StartupError, allowed_clients, check_client_auth
 from extender.config import ConfigError, load
-from extender.webhook.cli import StartupError, allowed_clients, check_client_auth
 from extender.webhook.service import ExtenderService
 from tests.unit.builders import make_node, make_pod
 from tests.webhook.test_contract import (

@@ -9,11 +9,11 @@ from types import SimpleNamespace
 
 import pytest
 
+from extender.cli.run import serve_http
 from extender.controlplane import free_port
 from extender.framework.profile import Profile
 from extender.framework.registry import Registry
 from extender.framework.runtime import Framework
-from extender.scheduler.cli import serve_http
 from extender.webhook.app import create_app
 from extender.webhook.server import HealthListener
 from extender.webhook.service import ExtenderService
@@ -47,7 +47,7 @@ def servers():
         SimpleNamespace(synced=lambda: synced[0]),  # type: ignore[arg-type]
         f"127.0.0.1:{run_port}",
     )
-    listener = HealthListener(f"127.0.0.1:{free_port()}")
+    listener = HealthListener("127.0.0.1", free_port())
     listener.start(lambda: synced[0])
     service = ExtenderService(Framework(Profile("p", {}), Registry({})), ready=lambda: synced[0])
     client = create_app(service).test_client()

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from extender.cli.serve import default_health_bind
 from extender.controlplane import free_port_pair, kube_extender, spawn, stop_pid, wait_http_ok
-from extender.webhook.cli import default_health_bind
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIG = ROOT / "examples" / "extender-offline.yaml"

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from extender.cli.cluster import main
 from extender.controlplane import ControlPlane, ControlPlaneError
-from extender.controlplane.cli import main
 
 
 def fake_binary(directory: Path, name: str, marker: Path) -> None:

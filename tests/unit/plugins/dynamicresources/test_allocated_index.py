@@ -15,7 +15,7 @@ from collections import deque
 
 import pytest
 
-from extender.composition import StoreLister
+from extender.cache.informers import StoreLister
 from extender.kube.informer import Informer
 from extender.plugins.dynamicresources.manager import AllocatedDevices, ClaimTracker
 

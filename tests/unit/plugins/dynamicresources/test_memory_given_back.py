@@ -13,7 +13,7 @@ import pytest
 import extender.dra.cel as cel
 import extender.dra.structured.allocator as allocator
 import extender.plugins.dynamicresources.manager as manager
-from extender.composition import Listers
+from extender.cache.informers import Listers
 from extender.dra.cel import CELDevice
 from extender.framework.cycle_state import CycleState
 from extender.framework.handle import RESOURCE_SLICES

@@ -1,15 +1,10 @@
-"""The composition root (``extender/composition.py``): what a process watches follows from the
-kinds its plugins declare (``reads``), and ``handle.lister(kind)`` reads those informers."""
+"""The composition root (``extender/wiring.py``) and the informers it builds
+(``extender/cache/informers.py``): what a process watches follows from the kinds its plugins
+declare (``reads``), and ``handle.lister(kind)`` reads those informers."""
 
 from __future__ import annotations
 
-from extender.composition import (
-    ExtenderParts,
-    Listers,
-    StoreLister,
-    build_extender,
-    kinds_read,
-)
+from extender.cache.informers import Listers, StoreLister
 from extender.config import default_profile
 from extender.framework.handle import (
     NAMESPACES,
@@ -22,8 +17,10 @@ from extender.framework.handle import (
     EmptyLister,
 )
 from extender.framework.profile import PluginSpec, Profile
+from extender.framework.registry import kinds_read
 from extender.kube import Informer
 from extender.plugins import in_tree_registry
+from extender.wiring import ExtenderParts, build_extender
 
 NODES = "/api/v1/nodes"
 PODS_PATH = "/api/v1/pods"
@@ -181,8 +178,8 @@ def test_the_standalone_scheduler_freezes_its_synced_cache_out_of_the_gc() -> No
     collections during scheduling do not walk every cached node and pod."""
     import gc
 
-    from extender.composition import StandaloneScheduler
     from extender.config import default_config
+    from extender.scheduler.standalone import StandaloneScheduler
 
     runtime = StandaloneScheduler(default_config(), DummyClient())
     cached = runtime.cache

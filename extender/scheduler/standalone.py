@@ -1,0 +1,209 @@
+"""The standalone scheduler's process: its dispatchers route the informers' events to the
+cache and the scheduling queue, and :class:`StandaloneScheduler` holds everything one
+``kube-extender run`` process runs, wired in dependency order."""
+
+from __future__ import annotations
+
+import gc
+import logging
+import threading
+from typing import Any
+
+from extender.cache import Cache
+from extender.cache.informers import Listers, cache_informers
+from extender.config import SchedulerConfig
+from extender.framework.handle import CACHE_KINDS, NAMESPACES, Extender, Services
+from extender.framework.registry import Registry, kinds_read
+from extender.framework.runtime import Framework
+from extender.framework.schedule import SchedulingAlgorithm
+from extender.framework.status import Status
+from extender.kube import EventRecorder
+
+from .decisions import Decisions
+from .http_extender import build_extenders
+from .metrics import PrometheusMetrics
+from .queue import Nominator, SchedulingQueue
+from .scheduler import Scheduler
+from .storage_events import wire_storage_events
+
+log = logging.getLogger(__name__)
+
+
+def _assigned(pod: dict) -> bool:
+    return bool((pod.get("spec") or {}).get("nodeName"))
+
+
+class PodDispatcher:
+    """Routes pod events: assigned pods to the cache, unassigned ones to the queue
+    (upstream ``pkg/scheduler/eventhandlers.go``)."""
+
+    def __init__(self, cache: Cache, scheduler: Scheduler) -> None:
+        self.cache = cache
+        self.scheduler = scheduler
+
+    def on_add(self, pod: dict) -> None:
+        if _assigned(pod):
+            self.cache.add_pod(pod)
+            self.scheduler.on_assigned_pod_add(pod)
+        else:
+            self.scheduler.on_unassigned_pod_add(pod)
+
+    def on_update(self, old: dict, new: dict) -> None:
+        if _assigned(new):
+            if _assigned(old):
+                self.cache.update_pod(old, new)
+                self.scheduler.on_assigned_pod_update(old, new)
+            else:
+                self.cache.add_pod(new)
+                self.scheduler.on_assigned_pod_add(new)
+        else:
+            self.scheduler.on_unassigned_pod_update(old, new)
+
+    def on_delete(self, pod: dict) -> None:
+        if _assigned(pod):
+            self.cache.remove_pod(pod)
+            self.scheduler.on_assigned_pod_delete(pod)
+        else:
+            self.scheduler.on_unassigned_pod_delete(pod)
+
+
+class NodeDispatcher:
+    def __init__(self, cache: Cache, scheduler: Scheduler) -> None:
+        self.cache = cache
+        self.scheduler = scheduler
+
+    def on_add(self, node: dict) -> None:
+        self.cache.add_node(node)
+        self.scheduler.on_node_add(node)
+
+    def on_update(self, old: dict, new: dict) -> None:
+        self.cache.update_node(old, new)
+        self.scheduler.on_node_update(old, new)
+
+    def on_delete(self, node: dict) -> None:
+        self.cache.remove_node(node)
+        self.scheduler.on_node_delete(node)
+
+
+class StandaloneScheduler:
+    """Everything one ``kube-extender run`` process holds, wired in dependency order."""
+
+    def __init__(
+        self,
+        config: SchedulerConfig,
+        client: Any,
+        *,
+        registry: Registry | None = None,
+        extenders: list[Extender] | None = None,
+        record_decisions: bool = False,
+    ) -> None:
+        registry = registry or config.registry
+        self.config = config
+        self.client = client
+        self.metrics = PrometheusMetrics()
+        self.cache = Cache()
+        self.events = EventRecorder(client)
+        nominator = Nominator()
+        self.kinds = kinds_read(config.profiles, registry)
+        self.listers = Listers.watching(client, self.kinds - CACHE_KINDS)
+        if extenders is None:
+            extenders = list(build_extenders(config))
+        services = Services(
+            client=client,
+            event_recorder=self.events,
+            nominator=nominator,
+            metrics=self.metrics,
+            extenders=extenders,
+            listers=self.listers,
+            namespace_labels=self.cache.namespace_labels,
+        )
+        self.frameworks: dict[str, Framework] = {
+            profile.scheduler_name: Framework(profile, registry, services)
+            for profile in config.profiles
+        }
+        # Profiles share one queue and so one QueueSort plugin (upstream validates that).
+        sorter = next(iter(self.frameworks.values()))
+        self.queue = SchedulingQueue(
+            sorter.queue_sort_less,
+            nominator=nominator,
+            pre_enqueue=self._pre_enqueue,
+            plugin_events=self._plugin_events,
+            pod_initial_backoff=config.pod_initial_backoff_seconds,
+            pod_max_backoff=config.pod_max_backoff_seconds,
+        )
+        self.scheduler = Scheduler(
+            self.frameworks,
+            self.cache,
+            self.queue,
+            self.events,
+            client,
+            algorithm=SchedulingAlgorithm(
+                extenders, percentage_of_nodes_to_score=config.percentage_of_nodes_to_score
+            ),
+            get_pod=self._informer_pod,
+            bind_workers=config.parallelism,
+            metrics=self.metrics,
+            # --record-decisions: each unschedulable pod's per-node reasons written to it.
+            decisions=Decisions(client if record_decisions else None),
+        )
+        self.informers = cache_informers(
+            client,
+            self.cache,
+            pods=True,
+            namespaces=NAMESPACES in self.kinds,
+            node_handler=NodeDispatcher(self.cache, self.scheduler),
+            pod_handler=PodDispatcher(self.cache, self.scheduler),
+        )
+        self._pods = self.informers[1]
+        wire_storage_events(self.listers.informers, self.queue)
+        self.informers += self.listers.informers.values()
+        self.stop_event = threading.Event()
+        self.leading = threading.Event()
+
+    def _framework_of(self, pod: dict) -> Framework | None:
+        return self.frameworks.get((pod.get("spec") or {}).get("schedulerName") or "")
+
+    def _pre_enqueue(self, pod: dict) -> Status | None:
+        fwk = self._framework_of(pod)
+        return fwk.run_pre_enqueue_plugins(pod) if fwk is not None else None
+
+    def _plugin_events(self, pod: dict) -> dict:
+        fwk = self._framework_of(pod)
+        return fwk.events_to_register() if fwk is not None else {}
+
+    def _informer_pod(self, namespace: str, name: str) -> dict | None:
+        # As upstream, the failure handler reads the informer's copy, not the API.
+        return self._pods.get(f"{namespace}/{name}")
+
+    def synced(self) -> bool:
+        return all(informer.has_synced() for informer in self.informers)
+
+    def start_informers(self, timeout: float = 60) -> None:
+        # Nodes first, so that the pods arriving next find their NodeInfos.
+        for informer in self.informers:
+            informer.start()
+            if not informer.wait_for_sync(timeout):
+                raise RuntimeError(f"informer {informer.path} did not sync in {timeout:.0f} s")
+        # As the extender service does (extender/cli/serve.py): the synced objects (every
+        # node and pod, their NodeInfos and PodInfos) leave the cyclic GC's reach. Otherwise
+        # each old-generation collection, which the scheduling cycles' allocations trigger,
+        # walks all of them: at 5000 nodes that was a good part of the loop's time.
+        gc.collect()
+        gc.freeze()
+
+    def schedule(self) -> None:
+        self.leading.set()
+        log.info("scheduling pods of profiles %s", ", ".join(self.frameworks))
+        threading.Thread(target=self._report_pending, daemon=True, name="pending").start()
+        self.scheduler.run(self.stop_event)
+
+    def _report_pending(self) -> None:
+        while not self.stop_event.wait(5):
+            self.metrics.pending(self.queue.pending_pods())
+
+    def stop(self) -> None:
+        self.stop_event.set()
+        self.scheduler.stop()
+        for informer in self.informers:
+            informer.stop()
+        self.events.close()
