@@ -15,6 +15,7 @@ from pathlib import Path
 from types import ModuleType
 
 from extender.cli.common import check_kubeconfig
+from extender.config import DEFAULT_SCHEDULER_NAME
 from extender.scenario.kube import Kube
 
 
@@ -49,7 +50,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--kubeconfig", help="kubeconfig (default: $KUBECONFIG or in-cluster)")
     parser.add_argument(
         "--scheduler-name",
-        default="default-scheduler",
+        default=DEFAULT_SCHEDULER_NAME,
         help="schedulerName of the pods the scenario creates",
     )
     parser.add_argument("--namespace", default="default")

@@ -19,6 +19,9 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+# Upstream's name for the profile created when a config names none, defined next to Profile
+# (whose default it is) and exported here with the other defaults.
+from extender.framework.profile import DEFAULT_SCHEDULER_NAME as DEFAULT_SCHEDULER_NAME
 from extender.framework.profile import PluginSpec
 from extender.kube.leader_election import (
     DEFAULT_LEASE_DURATION,
@@ -30,8 +33,6 @@ from extender.kube.leader_election import (
 )
 from extender.plugins.noderesources.resource_allocation import DEFAULT_RESOURCES
 
-# Upstream's name for the profile created when a config names none.
-DEFAULT_SCHEDULER_NAME = "default-scheduler"
 # Our own default when code asks for a profile without a config (the extender's profile).
 OWN_SCHEDULER_NAME = "kube-extender"
 

@@ -16,7 +16,7 @@ from typing import Any
 
 import yaml
 
-from extender.config import SchedulerConfig
+from extender.config import DEFAULT_SCHEDULER_NAME, SchedulerConfig
 from extender.config.loader import default_config
 from extender.framework.handle import (
     CACHE_KINDS,
@@ -35,7 +35,6 @@ from .engine import DryRunClient
 
 __all__ = ["kinds_read", "list_cluster", "load_dump", "InputError"]
 
-DEFAULT_SCHEDULER = "default-scheduler"
 TERMINATED = ("Succeeded", "Failed")
 
 
@@ -143,14 +142,14 @@ def load_dump(source: str | Path) -> Cluster:
 
 
 def scheduler_name(pod: dict) -> str:
-    return (pod.get("spec") or {}).get("schedulerName") or DEFAULT_SCHEDULER
+    return (pod.get("spec") or {}).get("schedulerName") or DEFAULT_SCHEDULER_NAME
 
 
 def known_profiles(config: SchedulerConfig | None) -> list[str]:
     """The profile names a scheduler with ``config`` runs; without a config, kube-scheduler's
     default configuration: one profile, ``default-scheduler``."""
     if config is None:
-        return [DEFAULT_SCHEDULER]
+        return [DEFAULT_SCHEDULER_NAME]
     return [p.scheduler_name for p in config.profiles]
 
 
@@ -158,7 +157,8 @@ def _profiles_of(config: SchedulerConfig | None) -> str:
     names = ", ".join(known_profiles(config))
     if config is None:
         return (
-            f"without --config the only profile is {DEFAULT_SCHEDULER!r}, kube-scheduler's default"
+            f"without --config the only profile is {DEFAULT_SCHEDULER_NAME!r}, "
+            "kube-scheduler's default"
         )
     return f"the config's profiles: {names}"
 
@@ -183,7 +183,7 @@ def profile_for_pods(
     the pods' ``schedulerName``. A pod whose schedulerName no profile has is never scheduled
     by this scheduler: without ``--profile`` that is an :class:`InputError` naming the known
     profiles (not an answer for a profile the pod does not ask for); with it, a note."""
-    names = sorted({scheduler_name(p) for p in pods}) or [DEFAULT_SCHEDULER]
+    names = sorted({scheduler_name(p) for p in pods}) or [DEFAULT_SCHEDULER_NAME]
     known = known_profiles(config)
     profiles = _profiles_of(config)
     unknown = [n for n in names if n not in known]

@@ -8,6 +8,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+# Upstream's name for the profile a config that names none gets, and the ``schedulerName`` the
+# apiserver gives a pod that names none: the one definition (``extender.config`` exports it).
+DEFAULT_SCHEDULER_NAME = "default-scheduler"
+
 
 @dataclass(slots=True)
 class PluginSpec:
@@ -17,7 +21,7 @@ class PluginSpec:
 
 @dataclass(slots=True)
 class Profile:
-    scheduler_name: str = "default-scheduler"
+    scheduler_name: str = DEFAULT_SCHEDULER_NAME
     # extension point (config name, e.g. "filter") -> enabled plugins in run order
     plugins: dict[str, list[PluginSpec]] = field(default_factory=dict)
     # plugin name -> args (the pluginConfig entry, defaults applied)

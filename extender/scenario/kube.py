@@ -10,6 +10,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from extender.config import DEFAULT_SCHEDULER_NAME
 from extender.kube import ApiError, KubeClient
 
 # Dynamic Resource Allocation: DeviceClasses, ResourceSlices, ResourceClaims and their templates.
@@ -26,7 +27,7 @@ class Kube:
         api_client: Any,  # the process's ApiClient (extender.kube.api_client)
         *,
         namespace: str = "default",
-        scheduler_name: str = "default-scheduler",
+        scheduler_name: str = DEFAULT_SCHEDULER_NAME,
         out: Any = print,
     ) -> None:
         self.api = api_client

@@ -37,6 +37,7 @@ from extender.framework.events import (
     Resource,
 )
 from extender.framework.handle import EventRecorder
+from extender.framework.profile import DEFAULT_SCHEDULER_NAME
 from extender.framework.runtime import Framework
 from extender.framework.schedule import (
     Diagnosis,
@@ -57,8 +58,6 @@ from .decisions import Decisions
 from .queue import SchedulingQueue, pod_update_event
 
 log = logging.getLogger(__name__)
-
-DEFAULT_PROFILE = "default-scheduler"
 
 
 class Cache(Protocol):
@@ -172,7 +171,8 @@ class Scheduler:
             log.exception("failure handler of %s failed", info.pod_info.key)
 
     def _framework_of(self, pod: dict) -> Framework | None:
-        return self.frameworks.get((pod.get("spec") or {}).get("schedulerName") or DEFAULT_PROFILE)
+        name = (pod.get("spec") or {}).get("schedulerName") or DEFAULT_SCHEDULER_NAME
+        return self.frameworks.get(name)
 
     def _scheduling_cycle(self, info: QueuedPodInfo) -> None:
         pod = info.pod
