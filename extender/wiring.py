@@ -1,9 +1,10 @@
 """The composition root: builds the parts one process runs, and runs nothing itself.
 
-``kube-extender serve`` builds its framework and the watch-fed cache behind it with
-:func:`build_extender`; ``kube-extender run`` builds
-:class:`~extender.scheduler.standalone.StandaloneScheduler`, the standalone engine's process
-object, which wires its own parts in dependency order. Nothing is patched in afterwards.
+Both shells build here: ``kube-extender serve`` its framework and the watch-fed cache behind
+it (:func:`build_extender`), ``kube-extender run`` the client's consumers and one framework
+per profile, handed to the standalone scheduler's process object, which wires its queue, loop
+and informers (:func:`build_standalone`). Construction runs in dependency order, so nothing is
+patched in afterwards.
 
 What a process watches follows from its plugins: each plugin class declares the kinds it reads
 (``reads``, :func:`~extender.framework.registry.kinds_read`); nodes are always watched, pods
@@ -18,13 +19,26 @@ from typing import Any
 
 from extender.cache import Cache
 from extender.cache.informers import Listers, cache_informers
-from extender.framework.handle import CACHE_KINDS, NAMESPACES, PODS, Kind, NoMetrics, Services
+from extender.config import SchedulerConfig
+from extender.framework.handle import (
+    CACHE_KINDS,
+    NAMESPACES,
+    PODS,
+    Extender,
+    Kind,
+    NoMetrics,
+    Services,
+)
 from extender.framework.handle import Metrics as HandleMetrics
 from extender.framework.profile import Profile
 from extender.framework.registry import Registry, kinds_read
 from extender.framework.runtime import Framework
-from extender.kube import Informer
+from extender.kube import EventRecorder, Informer
 from extender.plugins import in_tree_registry
+from extender.scheduler.http_extender import build_extenders
+from extender.scheduler.metrics import PrometheusMetrics
+from extender.scheduler.queue import Nominator
+from extender.scheduler.standalone import StandaloneScheduler
 
 
 @dataclass
@@ -93,3 +107,51 @@ def build_extender(
 
 def _no_labels(namespace: str) -> dict | None:
     return None
+
+
+def build_standalone(
+    config: SchedulerConfig,
+    client: Any,
+    *,
+    registry: Registry | None = None,
+    extenders: list[Extender] | None = None,
+    record_decisions: bool = False,
+) -> StandaloneScheduler:
+    """One ``kube-extender run`` process for ``config`` (informers unstarted). ``extenders``:
+    the HTTP extenders (default: built from ``config``); ``record_decisions``: each
+    unschedulable pod's per-node reasons written to it."""
+    registry = registry or config.registry
+    metrics = PrometheusMetrics()
+    cache = Cache()
+    events = EventRecorder(client)
+    nominator = Nominator()
+    kinds = kinds_read(config.profiles, registry)
+    listers = Listers.watching(client, kinds - CACHE_KINDS)
+    if extenders is None:
+        extenders = list(build_extenders(config))
+    services = Services(
+        client=client,
+        event_recorder=events,
+        nominator=nominator,
+        metrics=metrics,
+        extenders=extenders,
+        listers=listers,
+        namespace_labels=cache.namespace_labels,
+    )
+    frameworks = {
+        profile.scheduler_name: Framework(profile, registry, services)
+        for profile in config.profiles
+    }
+    return StandaloneScheduler(
+        config,
+        client,
+        frameworks,
+        cache=cache,
+        events=events,
+        metrics=metrics,
+        nominator=nominator,
+        listers=listers,
+        kinds=kinds,
+        extenders=extenders,
+        record_decisions=record_decisions,
+    )

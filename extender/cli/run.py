@@ -26,6 +26,7 @@ from extender.cli.common import add_log_flags, bind_type, check_kubeconfig, conn
 from extender.config import ConfigError, load
 from extender.scheduler.http_extender import build_extenders
 from extender.scheduler.standalone import StandaloneScheduler
+from extender.wiring import build_standalone
 
 log = logging.getLogger("extender.scheduler")
 
@@ -131,7 +132,7 @@ def main(argv: list[str]) -> int:
     client = connect("kube-extender run", args.kubeconfig)
     if client is None:
         return 2
-    runtime = StandaloneScheduler(
+    runtime = build_standalone(
         config, client, extenders=list(extenders), record_decisions=args.record_decisions
     )
     try:

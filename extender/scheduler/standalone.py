@@ -1,6 +1,6 @@
 """The standalone scheduler's process: its dispatchers route the informers' events to the
 cache and the scheduling queue, and :class:`StandaloneScheduler` holds everything one
-``kube-extender run`` process runs, wired in dependency order."""
+``kube-extender run`` process runs."""
 
 from __future__ import annotations
 
@@ -12,15 +12,13 @@ from typing import Any
 from extender.cache import Cache
 from extender.cache.informers import Listers, cache_informers
 from extender.config import SchedulerConfig
-from extender.framework.handle import CACHE_KINDS, NAMESPACES, Extender, Services
-from extender.framework.registry import Registry, kinds_read
+from extender.framework.handle import NAMESPACES, Extender, Kind
 from extender.framework.runtime import Framework
 from extender.framework.schedule import SchedulingAlgorithm
 from extender.framework.status import Status
 from extender.kube import EventRecorder
 
 from .decisions import Decisions
-from .http_extender import build_extenders
 from .metrics import PrometheusMetrics
 from .queue import Nominator, SchedulingQueue
 from .scheduler import Scheduler
@@ -86,41 +84,34 @@ class NodeDispatcher:
 
 
 class StandaloneScheduler:
-    """Everything one ``kube-extender run`` process holds, wired in dependency order."""
+    """Everything one ``kube-extender run`` process holds and runs. Given the parts the
+    composition root builds (:func:`extender.wiring.build_standalone`: the cache, the event
+    recorder, the metrics, the nominator, the listers and one framework per profile), it wires
+    its loop in dependency order: the queue, the scheduler, then the informers feeding both."""
 
     def __init__(
         self,
         config: SchedulerConfig,
         client: Any,
+        frameworks: dict[str, Framework],
         *,
-        registry: Registry | None = None,
-        extenders: list[Extender] | None = None,
+        cache: Cache,
+        events: EventRecorder,
+        metrics: PrometheusMetrics,
+        nominator: Nominator,
+        listers: Listers,
+        kinds: set[Kind],
+        extenders: list[Extender],
         record_decisions: bool = False,
     ) -> None:
-        registry = registry or config.registry
         self.config = config
         self.client = client
-        self.metrics = PrometheusMetrics()
-        self.cache = Cache()
-        self.events = EventRecorder(client)
-        nominator = Nominator()
-        self.kinds = kinds_read(config.profiles, registry)
-        self.listers = Listers.watching(client, self.kinds - CACHE_KINDS)
-        if extenders is None:
-            extenders = list(build_extenders(config))
-        services = Services(
-            client=client,
-            event_recorder=self.events,
-            nominator=nominator,
-            metrics=self.metrics,
-            extenders=extenders,
-            listers=self.listers,
-            namespace_labels=self.cache.namespace_labels,
-        )
-        self.frameworks: dict[str, Framework] = {
-            profile.scheduler_name: Framework(profile, registry, services)
-            for profile in config.profiles
-        }
+        self.metrics = metrics
+        self.cache = cache
+        self.events = events
+        self.kinds = kinds
+        self.listers = listers
+        self.frameworks = frameworks
         # Profiles share one queue and so one QueueSort plugin (upstream validates that).
         sorter = next(iter(self.frameworks.values()))
         self.queue = SchedulingQueue(

@@ -179,9 +179,9 @@ def test_the_standalone_scheduler_freezes_its_synced_cache_out_of_the_gc() -> No
     import gc
 
     from extender.config import default_config
-    from extender.scheduler.standalone import StandaloneScheduler
+    from extender.wiring import build_standalone
 
-    runtime = StandaloneScheduler(default_config(), DummyClient())
+    runtime = build_standalone(default_config(), DummyClient())
     cached = runtime.cache
     runtime.informers = [_SyncedInformer()]  # type: ignore[list-item]
     gc.unfreeze()
