@@ -24,6 +24,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from extender.config import DEFAULT_SCHEDULER_NAME
 from extender.framework import budget
 from extender.framework.cycle_state import CycleState
 from extender.framework.events import (
@@ -37,7 +38,6 @@ from extender.framework.events import (
     Resource,
 )
 from extender.framework.handle import EventRecorder
-from extender.framework.profile import DEFAULT_SCHEDULER_NAME
 from extender.framework.runtime import Framework
 from extender.framework.schedule import (
     Diagnosis,
