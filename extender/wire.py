@@ -21,7 +21,7 @@ from typing import Any
 
 from marshmallow import EXCLUDE, Schema, ValidationError, fields, validates_schema
 
-from extender.framework.types import NodeInfo
+from extender.framework.node_info import NodeInfo
 from extender.wire_fields import MAX_NODES, check_node, check_pod
 
 

@@ -53,14 +53,9 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from extender.framework.types import (
-    NodeInfo,
-    PodInfo,
-    Snapshot,
-    next_generation,
-    pod_key,
-    zone_key,
-)
+from extender.framework.node_info import NodeInfo, next_generation
+from extender.framework.pod_info import PodInfo, pod_key
+from extender.framework.snapshot import Snapshot, zone_key
 
 log = logging.getLogger(__name__)
 # What a malformed object raises while it is parsed into a NodeInfo/PodInfo (QuantityError is a

@@ -13,7 +13,7 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from extender.framework.cycle_state import CycleState
-from extender.framework.types import Snapshot
+from extender.framework.snapshot import Snapshot
 from extender.plugins.dynamicresources.claims import allocation, kobj
 from extender.plugins.dynamicresources.dynamic_resources import (
     ERR_CANNOT_ALLOCATE,

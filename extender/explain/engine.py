@@ -31,7 +31,9 @@ from typing import Any
 from extender.framework import budget
 from extender.framework.cycle_state import CycleState
 from extender.framework.handle import MAX_EXTENDER_PRIORITY, NoEvents, NoMetrics, NoNominator
+from extender.framework.node_info import NodeInfo
 from extender.framework.normalize import MAX_NODE_SCORE
+from extender.framework.pod_info import pod_priority
 from extender.framework.registry import Registry
 from extender.framework.runtime import Framework
 from extender.framework.schedule import (
@@ -41,8 +43,8 @@ from extender.framework.schedule import (
     SchedulingError,
     fit_error_message,
 )
+from extender.framework.snapshot import Snapshot
 from extender.framework.status import _CODE_NAMES, Code, Status
-from extender.framework.types import NodeInfo, Snapshot, pod_priority
 
 from .dra import add_details as add_dra_details
 

@@ -17,9 +17,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from extender.framework.cycle_state import CycleState
+from extender.framework.pod_info import pod_priority
 from extender.framework.runtime import Framework
 from extender.framework.schedule import FitError, SchedulingAlgorithm, SchedulingError
-from extender.framework.types import Snapshot, pod_priority
+from extender.framework.snapshot import Snapshot
 from extender.offline import Cluster, apiserver_defaults
 
 from .engine import Explainer, Explanation

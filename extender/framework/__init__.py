@@ -53,19 +53,22 @@ from .interfaces import (
     ScoreExtensions,
     ScorePlugin,
 )
+from .node_info import NodeInfo
 from .normalize import (
     MAX_NODE_SCORE,
     MIN_NODE_SCORE,
     default_normalize_score,
     default_normalize_score_batch,
 )
+from .pod_info import PodInfo, QueuedPodInfo
 from .profile import PluginSpec, Profile
 from .registry import Registry
 from .resources import Resource as ResourceAmounts
+from .results import NodeScore, PreFilterResult
 from .runtime import Framework, ProfileError
 from .schedule import Diagnosis, FitError, SchedulingAlgorithm, SchedulingError, fit_error_message
+from .snapshot import Snapshot
 from .status import SKIP, Code, Status, is_non_success, is_success, unresolvable, unschedulable
-from .types import NodeInfo, NodeScore, PodInfo, PreFilterResult, QueuedPodInfo, Snapshot
 
 # `Resource` is the kind of object a cluster event is about (upstream's EventResource), not an
 # amount of CPU or memory: `EventResource` says so, `ResourceAmounts` is the amounts' type

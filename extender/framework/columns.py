@@ -1,4 +1,4 @@
-"""The node table: a columnar view of a :class:`~extender.framework.types.Snapshot`.
+"""The node table: a columnar view of a :class:`~extender.framework.snapshot.Snapshot`.
 
 Most Filter and Score plugins ask the same question of every node ("does the request fit",
 "does the pod tolerate these taints", "which zone is this"). Asked node by node in Python that
@@ -44,7 +44,8 @@ from typing import Any, TypeVar
 import numpy as np
 
 from .labels import LabelSelector
-from .types import NodeInfo, PodInfo
+from .node_info import NodeInfo
+from .pod_info import PodInfo
 
 # Amounts above this leave no room for the products the scoring plugins compute (x 100, sums of
 # a few resources): such a table is not `exact`, and batch forms decline.

@@ -20,7 +20,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
-from .types import NodeInfo, NominatingInfo, PodInfo
+from .node_info import NodeInfo
+from .pod_info import PodInfo
+from .results import NominatingInfo
 
 if TYPE_CHECKING:
     from .cycle_state import CycleState

@@ -10,15 +10,17 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from .cycle_state import CycleState
+from .node_info import NodeInfo
+from .pod_info import PodInfo
+from .results import NodeScore, PostFilterResult, PreFilterResult
 from .status import Status
-from .types import NodeInfo, NodeScore, PodInfo, PostFilterResult, PreFilterResult
 
 if TYPE_CHECKING:
     import numpy as np
 
     from .columns import NodeTable
     from .events import ClusterEventWithHint
-    from .types import QueuedPodInfoLike
+    from .pod_info import QueuedPodInfoLike
 
 
 @runtime_checkable

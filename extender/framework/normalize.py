@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .types import NodeScore
+from .results import NodeScore
 
 MAX_NODE_SCORE = 100
 MIN_NODE_SCORE = 0

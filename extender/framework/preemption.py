@@ -32,17 +32,12 @@ from extender.kube import NotFound
 from . import budget
 from .cycle_state import CycleState
 from .handle import POD_DISRUPTION_BUDGETS, Extender, Handle
+from .node_info import NodeInfo
+from .pod_info import PodInfo, pod_priority
+from .results import NominatingInfo, NominatingMode, PostFilterResult
 from .schedule import Diagnosis, fit_error_message
+from .snapshot import Snapshot
 from .status import Code, Status
-from .types import (
-    NodeInfo,
-    NominatingInfo,
-    NominatingMode,
-    PodInfo,
-    PostFilterResult,
-    Snapshot,
-    pod_priority,
-)
 
 log = logging.getLogger(__name__)
 

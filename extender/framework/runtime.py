@@ -49,20 +49,13 @@ from .interfaces import (
     ReservePlugin,
     ScorePlugin,
 )
+from .node_info import NodeInfo
 from .normalize import MAX_NODE_SCORE, MIN_NODE_SCORE
+from .pod_info import PodInfo, QueuedPodInfo
 from .profile import Profile
 from .registry import Registry
+from .results import NodePluginScores, NodeScore, NodeScoreList, PostFilterResult, PreFilterResult
 from .status import REJECTED_CODES, Code, Status, is_non_success, is_success
-from .types import (
-    NodeInfo,
-    NodePluginScores,
-    NodeScore,
-    NodeScoreList,
-    PodInfo,
-    PostFilterResult,
-    PreFilterResult,
-    QueuedPodInfo,
-)
 from .waiting_pods import MAX_PERMIT_TIMEOUT, WaitingPod, WaitingPods
 
 log = logging.getLogger(__name__)

@@ -19,9 +19,11 @@ import numpy as np
 
 from .cycle_state import CycleState
 from .handle import MAX_EXTENDER_PRIORITY, Extender
+from .node_info import NodeInfo
+from .results import NodePluginScores, NodeScoreList
 from .runtime import NO_REJECT, BatchFilter, Framework
+from .snapshot import Snapshot
 from .status import Code, Status
-from .types import NodeInfo, NodePluginScores, NodeScoreList, Snapshot
 
 NO_NODE_AVAILABLE_MSG = "0/{} nodes are available"
 NO_NODES_AVAILABLE = "no nodes available to schedule pods"

@@ -25,6 +25,8 @@ from extender.framework.cycle_state import CycleState
 from extender.framework.events import ClusterEventWithHint
 from extender.framework.handle import POD_DISRUPTION_BUDGETS, PODS, Handle
 from extender.framework.labels import LabelSelector
+from extender.framework.node_info import NodeInfo
+from extender.framework.pod_info import PodInfo, pod_priority
 from extender.framework.preemption import (
     DISRUPTION_TARGET,
     REASON_PREEMPTION_BY_SCHEDULER,
@@ -35,8 +37,9 @@ from extender.framework.preemption import (
     pod_start_time,
     remove_victims,
 )
+from extender.framework.results import PostFilterResult
+from extender.framework.snapshot import Snapshot
 from extender.framework.status import Code, Status
-from extender.framework.types import NodeInfo, PodInfo, PostFilterResult, Snapshot, pod_priority
 
 NAME = "DefaultPreemption"
 

@@ -25,9 +25,9 @@ import numpy as np
 
 from extender.framework.columns import NodeTable
 from extender.framework.cycle_state import CycleState
+from extender.framework.node_info import ImageStateSummary, NodeInfo
 from extender.framework.runtime import MAX_NODE_SCORE
 from extender.framework.status import Status
-from extender.framework.types import ImageStateSummary, NodeInfo
 
 NAME = "ImageLocality"
 MB = 1024 * 1024

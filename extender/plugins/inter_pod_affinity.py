@@ -47,15 +47,11 @@ from extender.framework.events import (
     Resource,
 )
 from extender.framework.handle import NAMESPACES, PODS, Handle
+from extender.framework.node_info import NodeInfo
+from extender.framework.pod_info import AffinityTerm, PodInfo, WeightedAffinityTerm
+from extender.framework.results import NodeScore
 from extender.framework.runtime import MAX_NODE_SCORE
 from extender.framework.status import SKIP, Status, unresolvable, unschedulable
-from extender.framework.types import (
-    AffinityTerm,
-    NodeInfo,
-    NodeScore,
-    PodInfo,
-    WeightedAffinityTerm,
-)
 
 from .args import invalid, is_int
 

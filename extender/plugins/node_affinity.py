@@ -44,10 +44,11 @@ from extender.framework.events import (
     Resource,
 )
 from extender.framework.labels import NodeSelector, NodeSelectorTerm, RequiredNodeAffinity
+from extender.framework.node_info import NodeInfo
 from extender.framework.resources import DNS1123_SUBDOMAIN
+from extender.framework.results import NodeScore, PreFilterResult
 from extender.framework.runtime import MAX_NODE_SCORE
 from extender.framework.status import SKIP, Status, unresolvable
-from extender.framework.types import NodeInfo, NodeScore, PreFilterResult
 
 from .args import unsupported
 from .helper import default_normalize_score, default_normalize_score_batch

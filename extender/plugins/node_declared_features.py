@@ -35,8 +35,9 @@ from extender.framework.events import (
     QueueingHint,
     Resource,
 )
+from extender.framework.node_info import NodeInfo
+from extender.framework.results import PreFilterResult
 from extender.framework.status import SKIP, Status, unresolvable
-from extender.framework.types import NodeInfo, PreFilterResult
 
 NAME = "NodeDeclaredFeatures"
 PRE_FILTER_KEY = "PreFilter" + NAME

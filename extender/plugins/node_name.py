@@ -11,8 +11,8 @@ import numpy as np
 from extender.framework.columns import NodeTable
 from extender.framework.cycle_state import CycleState
 from extender.framework.events import ActionType, ClusterEvent, ClusterEventWithHint, Resource
+from extender.framework.node_info import NodeInfo
 from extender.framework.status import Status, unresolvable
-from extender.framework.types import NodeInfo
 
 NAME = "NodeName"
 ERR_REASON = "node(s) didn't match the requested node name"

@@ -22,9 +22,9 @@ import numpy as np
 from extender.framework.columns import NodeTable
 from extender.framework.cycle_state import CycleState, StateNotFound
 from extender.framework.events import ActionType, ClusterEvent, ClusterEventWithHint, Resource
+from extender.framework.node_info import NodeInfo
 from extender.framework.runtime import MAX_NODE_SCORE
 from extender.framework.status import SKIP, Code, Status
-from extender.framework.types import NodeInfo
 
 NAME = "NodeNumber"
 STATE_KEY = "PreScore" + NAME

@@ -26,8 +26,10 @@ from extender.framework.events import (
     Resource,
 )
 from extender.framework.handle import PODS, Handle
+from extender.framework.node_info import NodeInfo
+from extender.framework.pod_info import host_ports_of
+from extender.framework.results import PreFilterResult
 from extender.framework.status import SKIP, Status, unschedulable
-from extender.framework.types import NodeInfo, PreFilterResult, host_ports_of
 
 NAME = "NodePorts"
 PRE_FILTER_KEY = "PreFilter" + NAME

@@ -19,8 +19,8 @@ from extender.framework.events import (
     Resource,
 )
 from extender.framework.labels import tolerates
+from extender.framework.node_info import NodeInfo
 from extender.framework.status import Status, unresolvable
-from extender.framework.types import NodeInfo
 
 NAME = "NodeUnschedulable"
 ERR_REASON_UNSCHEDULABLE = "node(s) were unschedulable"

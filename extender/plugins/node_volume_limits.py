@@ -31,8 +31,9 @@ from extender.framework.handle import (
     STORAGE_CLASSES,
     Handle,
 )
+from extender.framework.node_info import NodeInfo
+from extender.framework.results import PreFilterResult
 from extender.framework.status import SKIP, Status, unresolvable, unschedulable
-from extender.framework.types import NodeInfo, PreFilterResult
 
 from .volume_util import claim_class, meta, not_found, pod_claims, spec, volume_is_for_pod
 

@@ -70,16 +70,12 @@ from extender.framework.handle import (
     Kind,
 )
 from extender.framework.labels import LabelSelector, RequiredNodeAffinity, find_untolerated_taint
+from extender.framework.node_info import NodeInfo
+from extender.framework.pod_info import PodInfo, pod_key
+from extender.framework.results import NodeScore
 from extender.framework.runtime import MAX_NODE_SCORE
+from extender.framework.snapshot import HOSTNAME_LABEL, ZONE_LABEL
 from extender.framework.status import SKIP, Status, unresolvable, unschedulable
-from extender.framework.types import (
-    HOSTNAME_LABEL,
-    ZONE_LABEL,
-    NodeInfo,
-    NodeScore,
-    PodInfo,
-    pod_key,
-)
 
 from .args import duplicate, invalid, is_int, required, unsupported
 from .node_affinity import _required_rows

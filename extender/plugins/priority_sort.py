@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from extender.framework.types import QueuedPodInfo
+from extender.framework.pod_info import QueuedPodInfo
 
 NAME = "PrioritySort"
 

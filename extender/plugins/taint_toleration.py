@@ -34,9 +34,10 @@ from extender.framework.events import (
     Resource,
 )
 from extender.framework.labels import find_untolerated_taint, toleration_matcher
+from extender.framework.node_info import NodeInfo
+from extender.framework.results import NodeScore
 from extender.framework.runtime import MAX_NODE_SCORE
 from extender.framework.status import Status, unresolvable
-from extender.framework.types import NodeInfo, NodeScore
 
 from .helper import default_normalize_score, default_normalize_score_batch
 

@@ -53,9 +53,10 @@ from extender.framework.handle import (
     Lister,
 )
 from extender.framework.labels import LabelSelector
+from extender.framework.node_info import NodeInfo
 from extender.framework.resources import int_value, request_int_value
+from extender.framework.results import PreFilterResult
 from extender.framework.status import SKIP, Status, unresolvable
-from extender.framework.types import NodeInfo, PreFilterResult
 
 from .volume_util import (
     ANN_BIND_COMPLETED,

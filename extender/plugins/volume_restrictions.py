@@ -22,8 +22,10 @@ from extender.framework.events import (
     Resource,
 )
 from extender.framework.handle import PERSISTENT_VOLUME_CLAIMS, PODS, Handle
+from extender.framework.node_info import NodeInfo
+from extender.framework.pod_info import PodInfo
+from extender.framework.results import PreFilterResult
 from extender.framework.status import SKIP, Status, unresolvable, unschedulable
-from extender.framework.types import NodeInfo, PodInfo, PreFilterResult
 
 from .volume_util import READ_WRITE_ONCE_POD, claim_key, meta, not_found, spec
 

@@ -27,8 +27,9 @@ from extender.framework.handle import (
     STORAGE_CLASSES,
     Handle,
 )
+from extender.framework.node_info import NodeInfo
+from extender.framework.results import PreFilterResult
 from extender.framework.status import SKIP, Status, unresolvable
-from extender.framework.types import NodeInfo, PreFilterResult
 
 from .volume_util import WAIT_FOR_FIRST_CONSUMER, claim_class, meta, not_found, spec
 

@@ -21,7 +21,7 @@ from requests.adapters import HTTPAdapter
 
 from extender import wire
 from extender.config import ConfigError, SchedulerConfig
-from extender.framework.types import NodeInfo
+from extender.framework.node_info import NodeInfo
 from extender.kube.duration import parse_duration
 
 DEFAULT_HTTP_TIMEOUT = 5.0

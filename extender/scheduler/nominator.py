@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import threading
 
-from extender.framework.types import NominatingInfo, NominatingMode, PodInfo, pod_key
+from extender.framework.pod_info import PodInfo, pod_key
+from extender.framework.results import NominatingInfo, NominatingMode
 
 
 class Nominator:

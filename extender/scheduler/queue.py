@@ -35,12 +35,8 @@ from extender.framework.events import (
     QueueingHint,
     Resource,
 )
+from extender.framework.pod_info import PodInfo, QueuedPodInfo, pod_key
 from extender.framework.status import Status
-from extender.framework.types import (
-    PodInfo,
-    QueuedPodInfo,
-    pod_key,
-)
 
 from .nominator import Nominator
 

@@ -38,6 +38,8 @@ from extender.framework.events import (
     Resource,
 )
 from extender.framework.handle import EventRecorder
+from extender.framework.pod_info import PodInfo, QueuedPodInfo, pod_key
+from extender.framework.results import NominatingInfo, NominatingMode
 from extender.framework.runtime import Framework
 from extender.framework.schedule import (
     Diagnosis,
@@ -46,13 +48,6 @@ from extender.framework.schedule import (
     SchedulingError,
 )
 from extender.framework.status import Code, Status
-from extender.framework.types import (
-    NominatingInfo,
-    NominatingMode,
-    PodInfo,
-    QueuedPodInfo,
-    pod_key,
-)
 
 from .decisions import Decisions
 from .queue import SchedulingQueue, pod_update_event

@@ -63,6 +63,7 @@ from extender.framework.handle import (
     Services,
 )
 from extender.framework.profile import PluginSpec, Profile
+from extender.framework.results import NodePluginScores
 from extender.framework.runtime import Framework
 from extender.framework.schedule import (
     FitError,
@@ -70,8 +71,8 @@ from extender.framework.schedule import (
     SchedulingError,
     fit_error_message,
 )
+from extender.framework.snapshot import Snapshot
 from extender.framework.status import Code, Status
-from extender.framework.types import NodePluginScores, Snapshot
 from extender.kube import ApiError
 
 from . import generator as gen

@@ -51,8 +51,8 @@ from extender.framework.cycle_state import CycleState
 from extender.framework.preemption import nominated_node_name
 from extender.framework.runtime import MAX_NODE_SCORE, Framework
 from extender.framework.schedule import SchedulingAlgorithm, SchedulingError
+from extender.framework.snapshot import Snapshot
 from extender.framework.status import Code, Status
-from extender.framework.types import Snapshot
 from extender.webhook.service import extender_score
 from tests.e2e.harness import Extender
 

@@ -10,15 +10,13 @@ import random
 
 from extender.framework.cycle_state import CycleState
 from extender.framework.handle import POD_DISRUPTION_BUDGETS, Services
+from extender.framework.pod_info import PodInfo
 from extender.framework.profile import PluginSpec, Profile
 from extender.framework.registry import Registry
 from extender.framework.runtime import Framework
 from extender.framework.schedule import SchedulingAlgorithm
+from extender.framework.snapshot import Snapshot
 from extender.framework.status import Code, Status
-from extender.framework.types import (
-    PodInfo,
-    Snapshot,
-)
 from extender.plugins.default_preemption import (
     DefaultPreemption,
 )

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from extender.config.loader import load, loads
-from extender.framework.types import Snapshot
+from extender.framework.snapshot import Snapshot
 from extender.webhook.app import create_app
 from extender.webhook.service import ExtenderService
 from extender.wiring import build_extender

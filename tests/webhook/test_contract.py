@@ -16,8 +16,8 @@ import pytest
 from extender.framework.profile import PluginSpec, Profile
 from extender.framework.registry import Registry
 from extender.framework.runtime import Framework
+from extender.framework.snapshot import Snapshot
 from extender.framework.status import unschedulable
-from extender.framework.types import Snapshot
 from extender.plugins import in_tree_registry
 from extender.webhook.app import create_app
 from extender.webhook.service import ERR_NODE_NOT_IN_CACHE, ExtenderService

@@ -6,7 +6,7 @@ import orjson
 
 from extender.config.loader import default_config
 from extender.framework.runtime import Framework
-from extender.framework.types import Snapshot
+from extender.framework.snapshot import Snapshot
 from extender.testing import node, pod
 from extender.webhook.app import create_app
 from extender.webhook.service import ExtenderService

@@ -16,7 +16,7 @@ import pytest
 
 from extender.controlplane import free_port, kube_extender, spawn, stop_pid, wait_http_ok
 from extender.controlplane.certs import generate, issue_serving_cert
-from extender.framework.types import NodeInfo
+from extender.framework.node_info import NodeInfo
 from extender.scheduler.http_extender import ExtenderError, HTTPExtender, tls_context
 from tests.unit.builders import make_node, make_pod
 

@@ -12,9 +12,10 @@ import pytest
 from extender.config import default_profile
 from extender.framework.cycle_state import CycleState
 from extender.framework.handle import Services
+from extender.framework.results import NodeScoreList
 from extender.framework.runtime import MAX_NODE_SCORE, Framework
 from extender.framework.schedule import SchedulingAlgorithm
-from extender.framework.types import NodeScoreList, Snapshot
+from extender.framework.snapshot import Snapshot
 from extender.plugins import in_tree_registry
 from extender.webhook.app import create_app
 from extender.webhook.service import ExtenderService, extender_score

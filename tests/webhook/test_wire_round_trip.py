@@ -10,7 +10,7 @@ import pytest
 
 from extender import wire
 from extender.framework.handle import MAX_EXTENDER_PRIORITY
-from extender.framework.types import NodeInfo
+from extender.framework.node_info import NodeInfo
 from extender.scheduler.http_extender import ExtenderError, HTTPExtender
 from extender.webhook.service import ExtenderService
 from tests.unit.builders import make_node, make_pod

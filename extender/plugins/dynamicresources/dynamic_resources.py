@@ -62,19 +62,15 @@ from extender.framework.handle import (
     Handle,
 )
 from extender.framework.labels import NodeSelector
+from extender.framework.node_info import NodeInfo
 from extender.framework.normalize import (
     MAX_NODE_SCORE,
     default_normalize_score,
     default_normalize_score_batch,
 )
 from extender.framework.resources import pod_requests
+from extender.framework.results import NodeScore, PostFilterResult, PreFilterResult
 from extender.framework.status import SKIP, Code, Status, unresolvable
-from extender.framework.types import (
-    NodeInfo,
-    NodeScore,
-    PostFilterResult,
-    PreFilterResult,
-)
 from extender.kube.duration import parse_duration
 from extender.kube.errors import Conflict
 

@@ -28,9 +28,9 @@ import numpy as np
 from extender.framework.columns import NodeTable
 from extender.framework.cycle_state import CycleState, StateNotFound
 from extender.framework.handle import PODS, Handle
+from extender.framework.node_info import NodeInfo
 from extender.framework.runtime import MAX_NODE_SCORE
 from extender.framework.status import SKIP, Status
-from extender.framework.types import NodeInfo
 
 from .resource_allocation import (
     PodRequestsState,

@@ -44,6 +44,7 @@ from extender.framework.events import (
 )
 from extender.framework.handle import DEVICE_CLASSES, Handle
 from extender.framework.handle import PODS as POD_OBJECTS
+from extender.framework.node_info import NodeInfo
 from extender.framework.resources import (
     CPU,
     EPHEMERAL_STORAGE,
@@ -55,8 +56,8 @@ from extender.framework.resources import (
     pod_requests,
 )
 from extender.framework.resources import Resource as Amounts
+from extender.framework.results import PreFilterResult
 from extender.framework.status import Code, Status
-from extender.framework.types import NodeInfo, PreFilterResult
 
 from ..dynamicresources.extended import (
     DEVICE_CLASS_PREFIX,

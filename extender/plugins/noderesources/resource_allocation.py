@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from extender.framework.columns import SAFE_AMOUNT, NodeTable
+from extender.framework.node_info import NodeInfo
 from extender.framework.resources import (
     CPU,
     EPHEMERAL_STORAGE,
@@ -30,7 +31,6 @@ from extender.framework.resources import (
     is_scalar_resource_name,
     pod_requests,
 )
-from extender.framework.types import NodeInfo
 
 # The resources scored when the args name none (upstream ``defaultResourceSpec`` in
 # ``pkg/scheduler/apis/config/v1/defaults.go``); the config defaulter imports it too.

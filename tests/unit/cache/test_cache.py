@@ -466,7 +466,7 @@ def _describe(snapshot, images: bool = True) -> list[tuple]:
 
 
 def _from_scratch(cache: Cache) -> list[tuple]:
-    from extender.framework.types import Snapshot
+    from extender.framework.snapshot import Snapshot
 
     return _describe(Snapshot([info.clone() for info in cache._nodes.values()]))
 

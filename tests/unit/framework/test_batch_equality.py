@@ -24,9 +24,9 @@ from extender.framework.interfaces import (
     BatchNormalizeScore,
     BatchScorePlugin,
 )
+from extender.framework.results import NodeScore
 from extender.framework.schedule import FitError, SchedulingError
 from extender.framework.status import is_success
-from extender.framework.types import NodeScore
 from extender.plugins import in_tree_registry
 from tests.conformance.generator import generate
 from tests.conformance.harness import ApiObjects

@@ -11,12 +11,13 @@ import pytest
 from extender.framework import budget
 from extender.framework.cycle_state import CycleState
 from extender.framework.handle import Services
+from extender.framework.node_info import NodeInfo
 from extender.framework.profile import PluginSpec, Profile
 from extender.framework.registry import Registry
 from extender.framework.runtime import Framework
 from extender.framework.schedule import SchedulingAlgorithm, SchedulingError
+from extender.framework.snapshot import Snapshot
 from extender.framework.status import Code
-from extender.framework.types import NodeInfo, Snapshot
 from tests.unit.builders import make_node, make_pod
 
 # Far longer than any budget below: a test that reaches it has failed (the loop was not ended).

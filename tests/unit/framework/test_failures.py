@@ -11,11 +11,12 @@ import pytest
 
 from extender.framework.cycle_state import CycleState
 from extender.framework.handle import Services
+from extender.framework.node_info import NodeInfo
 from extender.framework.profile import PluginSpec, Profile
 from extender.framework.registry import Registry
 from extender.framework.runtime import Framework, ProfileError
+from extender.framework.snapshot import Snapshot
 from extender.framework.status import Code, Status
-from extender.framework.types import NodeInfo, Snapshot
 from tests.unit.builders import make_node, make_pod
 
 

@@ -11,7 +11,8 @@ import random
 import pytest
 
 from extender.framework.labels import LabelSelector
-from extender.framework.types import NodeInfo, PodInfo
+from extender.framework.node_info import NodeInfo
+from extender.framework.pod_info import PodInfo
 from tests.unit.builders import make_node, make_pod
 
 KEYS = ("app", "tier", "env", "team")

@@ -3,6 +3,7 @@ extenders, and the API side effects on the chosen node."""
 
 from __future__ import annotations
 
+from extender.framework.pod_info import PodInfo
 from extender.framework.preemption import (
     Candidate,
     dry_run_preemption,
@@ -10,13 +11,9 @@ from extender.framework.preemption import (
     nodes_where_preemption_might_help,
     select_candidate,
 )
+from extender.framework.results import NominatingInfo, NominatingMode
+from extender.framework.snapshot import Snapshot
 from extender.framework.status import Code, Status
-from extender.framework.types import (
-    NominatingInfo,
-    NominatingMode,
-    PodInfo,
-    Snapshot,
-)
 from extender.kube import NotFound
 from extender.scheduler.queue import Nominator
 from tests.unit.builders import make_node

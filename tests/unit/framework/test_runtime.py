@@ -9,11 +9,13 @@ import threading
 import pytest
 
 from extender.framework.cycle_state import CycleState
+from extender.framework.node_info import NodeInfo
 from extender.framework.profile import PluginSpec, Profile
 from extender.framework.registry import Registry
+from extender.framework.results import NodeScore, PreFilterResult
 from extender.framework.runtime import Framework, ProfileError
+from extender.framework.snapshot import Snapshot
 from extender.framework.status import SKIP, Code, Status, unresolvable, unschedulable
-from extender.framework.types import NodeInfo, NodeScore, PreFilterResult, Snapshot
 from tests.unit.builders import make_node, make_pod
 
 

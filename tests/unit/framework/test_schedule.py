@@ -120,7 +120,7 @@ def test_no_score_plugins_and_no_extenders_finds_one_node():
 
 
 def test_select_host_breaks_ties_at_random():
-    from extender.framework.types import NodePluginScores
+    from extender.framework.results import NodePluginScores
 
     algo = SchedulingAlgorithm(rng=random.Random(7))
     scores = [NodePluginScores("a", total_score=5), NodePluginScores("b", total_score=5)]

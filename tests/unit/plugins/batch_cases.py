@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import random
 
-from extender.framework.types import NodeInfo, Snapshot
+from extender.framework.node_info import NodeInfo
+from extender.framework.snapshot import Snapshot
 from tests.unit.builders import make_node
 
 LABEL_KEYS = ("zone", "pool", "gen", "cores", "example.com/tier", "")

@@ -5,8 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from extender.framework.cycle_state import CycleState
+from extender.framework.results import NodeScore
+from extender.framework.snapshot import Snapshot
 from extender.framework.status import Code
-from extender.framework.types import NodeScore, Snapshot
 
 
 def cycle(nodes: list[dict], pods: list[dict] = ()) -> tuple[CycleState, Snapshot]:  # type: ignore[assignment]

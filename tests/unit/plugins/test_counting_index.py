@@ -20,8 +20,11 @@ import pytest
 from extender.framework.columns import NodeTable
 from extender.framework.cycle_state import CycleState
 from extender.framework.labels import RequiredNodeAffinity
+from extender.framework.node_info import NodeInfo
+from extender.framework.pod_info import PodInfo
+from extender.framework.results import NodeScore
+from extender.framework.snapshot import Snapshot
 from extender.framework.status import Status
-from extender.framework.types import NodeInfo, NodeScore, PodInfo, Snapshot
 from extender.plugins import inter_pod_affinity as ipa
 from extender.plugins.inter_pod_affinity import InterPodAffinity, NamespaceLabels, term_matches
 from extender.plugins.pod_topology_spread import (

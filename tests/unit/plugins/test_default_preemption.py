@@ -5,14 +5,11 @@ from __future__ import annotations
 
 import pytest
 
+from extender.framework.node_info import NodeInfo
+from extender.framework.pod_info import PodInfo
+from extender.framework.results import NominatingInfo, NominatingMode
+from extender.framework.snapshot import Snapshot
 from extender.framework.status import Code, Status
-from extender.framework.types import (
-    NodeInfo,
-    NominatingInfo,
-    NominatingMode,
-    PodInfo,
-    Snapshot,
-)
 from extender.plugins.default_preemption import (
     DefaultPreemption,
     filter_pods_with_pdb_violation,

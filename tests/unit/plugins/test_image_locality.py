@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from extender.framework.cycle_state import CycleState
+from extender.framework.node_info import NodeInfo
 from extender.framework.status import Code
-from extender.framework.types import NodeInfo
 from extender.plugins.image_locality import (
     MAX_CONTAINER_THRESHOLD,
     MIN_THRESHOLD,

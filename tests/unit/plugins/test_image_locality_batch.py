@@ -12,7 +12,8 @@ import pytest
 
 from extender.framework.columns import NodeTable
 from extender.framework.cycle_state import CycleState
-from extender.framework.types import ImageStateSummary, NodeInfo, Snapshot
+from extender.framework.node_info import ImageStateSummary, NodeInfo
+from extender.framework.snapshot import Snapshot
 from extender.plugins.image_locality import (
     MAX_CONTAINER_THRESHOLD,
     MIN_THRESHOLD,

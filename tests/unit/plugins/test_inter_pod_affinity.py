@@ -7,8 +7,10 @@ import pytest
 
 from extender.framework.cycle_state import CycleState
 from extender.framework.events import ActionType, QueueingHint, Resource
+from extender.framework.pod_info import PodInfo
+from extender.framework.results import NodeScore
+from extender.framework.snapshot import Snapshot
 from extender.framework.status import Code, Status
-from extender.framework.types import NodeScore, PodInfo, Snapshot
 from extender.plugins.inter_pod_affinity import (
     ERR_REASON_AFFINITY_RULES_NOT_MATCH,
     ERR_REASON_ANTI_AFFINITY_RULES_NOT_MATCH,

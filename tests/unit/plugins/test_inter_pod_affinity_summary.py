@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 
 from extender.framework.cycle_state import CycleState
-from extender.framework.types import PodInfo, Snapshot
+from extender.framework.pod_info import PodInfo
+from extender.framework.snapshot import Snapshot
 from extender.plugins import inter_pod_affinity as ipa
 from extender.plugins.inter_pod_affinity import InterPodAffinity, NamespaceLabels
 from tests.unit.builders import make_pod

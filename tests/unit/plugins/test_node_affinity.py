@@ -7,8 +7,8 @@ import pytest
 
 from extender.framework.cycle_state import CycleState
 from extender.framework.events import ActionType, ClusterEvent, QueueingHint, Resource
+from extender.framework.node_info import NodeInfo
 from extender.framework.status import Code
-from extender.framework.types import NodeInfo
 from extender.plugins.node_affinity import PRE_FILTER_KEY, PRE_SCORE_KEY, NodeAffinity
 from tests.unit.builders import make_node, make_pod
 

@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 from extender.framework.cycle_state import CycleState
+from extender.framework.snapshot import Snapshot
 from extender.framework.status import Code
-from extender.framework.types import Snapshot
 from extender.plugins.node_affinity import NodeAffinity
 
 from .batch_cases import (

@@ -11,8 +11,9 @@ from extender.config import default_profile
 from extender.framework.cycle_state import CycleState
 from extender.framework.events import ActionType, Resource
 from extender.framework.events import QueueingHint as Hint
+from extender.framework.node_info import NodeInfo
+from extender.framework.snapshot import Snapshot
 from extender.framework.status import Code
-from extender.framework.types import NodeInfo, Snapshot
 from extender.plugins.node_declared_features import (
     ERR_REASON,
     FEATURE_NAMES,

@@ -15,8 +15,10 @@ from extender.framework.handle import (
     SERVICES,
     STATEFUL_SETS,
 )
+from extender.framework.pod_info import PodInfo
+from extender.framework.results import NodeScore
+from extender.framework.snapshot import Snapshot
 from extender.framework.status import Code, Status
-from extender.framework.types import NodeScore, PodInfo, Snapshot
 from extender.plugins.pod_topology_spread import (
     ERR_REASON_CONSTRAINTS_NOT_MATCH,
     ERR_REASON_NODE_LABEL_NOT_MATCH,

@@ -18,7 +18,8 @@ from typing import Any
 import pytest
 
 from extender.framework.columns import NodeTable
-from extender.framework.types import NodeInfo, Snapshot
+from extender.framework.node_info import NodeInfo
+from extender.framework.snapshot import Snapshot
 from extender.plugins import inter_pod_affinity as ipa
 from extender.plugins import pod_topology_spread as pts
 from extender.plugins.inter_pod_affinity import InterPodAffinity

@@ -7,8 +7,9 @@ import pytest
 
 from extender.framework.cycle_state import CycleState
 from extender.framework.events import ActionType, ClusterEvent, QueueingHint, Resource
+from extender.framework.node_info import NodeInfo
+from extender.framework.results import NodeScore
 from extender.framework.status import Code
-from extender.framework.types import NodeInfo, NodeScore
 from extender.plugins.taint_toleration import (
     ERR_REASON_NOT_MATCH,
     PRE_SCORE_KEY,

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from extender.framework.cycle_state import CycleState
-from extender.framework.types import Snapshot
+from extender.framework.snapshot import Snapshot
 from extender.plugins.taint_toleration import TaintToleration
 
 from .batch_cases import changed_infos, nodes, tolerations

@@ -16,8 +16,8 @@ from extender.framework.handle import (
     STORAGE_CLASSES,
     Kind,
 )
+from extender.framework.pod_info import PodInfo
 from extender.framework.status import Code
-from extender.framework.types import PodInfo
 from extender.plugins.node_volume_limits import NodeVolumeLimits
 from extender.plugins.volume_binding import VolumeBinding
 from extender.plugins.volume_restrictions import ERR_REASON_RWOP_CONFLICT, VolumeRestrictions

@@ -12,8 +12,8 @@ from __future__ import annotations
 import copy
 import time
 
+from extender.framework.pod_info import pod_key
 from extender.framework.status import SKIP, Code, Status
-from extender.framework.types import pod_key
 from extender.scheduler.queue import BACKOFF_Q
 from tests.unit.builders import make_node, make_pod
 from tests.unit.scheduler.test_scheduler import Probe, make_harness

@@ -19,11 +19,11 @@ import pytest
 from extender.cache import Cache
 from extender.framework.events import ActionType
 from extender.framework.handle import Services
+from extender.framework.pod_info import pod_key
 from extender.framework.profile import PluginSpec, Profile
 from extender.framework.registry import Registry
 from extender.framework.runtime import Framework
 from extender.framework.status import Code, Status, unschedulable
-from extender.framework.types import pod_key
 from extender.plugins import in_tree_registry
 from extender.scheduler.queue import ACTIVE_Q, BACKOFF_Q, UNSCHEDULABLE_Q, SchedulingQueue
 from extender.scheduler.scheduler import Scheduler, node_update_action

@@ -11,7 +11,7 @@ from typing import Any
 
 from extender.framework.cycle_state import CycleState
 from extender.framework.handle import DEVICE_CLASSES, RESOURCE_CLAIMS, RESOURCE_SLICES, Kind
-from extender.framework.types import NodeInfo
+from extender.framework.node_info import NodeInfo
 from extender.kube.errors import Conflict
 from extender.plugins.dynamicresources.dynamic_resources import DynamicResources
 

@@ -13,8 +13,8 @@ import numpy as np
 
 from extender.framework.columns import NodeTable
 from extender.framework.cycle_state import CycleState
+from extender.framework.node_info import NodeInfo
 from extender.framework.status import Code
-from extender.framework.types import NodeInfo
 from extender.plugins.dynamicresources.extended import (
     class_resolver,
     requests_and_mappings,

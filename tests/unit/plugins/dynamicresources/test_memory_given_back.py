@@ -17,7 +17,7 @@ from extender.cache.informers import Listers
 from extender.dra.cel import CELDevice
 from extender.framework.cycle_state import CycleState
 from extender.framework.handle import RESOURCE_SLICES
-from extender.framework.types import NodeInfo
+from extender.framework.node_info import NodeInfo
 
 from .fixtures import DRIVER, FakeHandle, claim, device_class, node, plugin, pod_with_claim_name
 

@@ -7,9 +7,9 @@ import pytest
 
 from extender.framework.cycle_state import CycleState
 from extender.framework.events import ActionType, QueueingHint, Resource
+from extender.framework.node_info import NodeInfo
 from extender.framework.resources import Resource as Amounts
 from extender.framework.status import Code
-from extender.framework.types import NodeInfo
 from extender.plugins.noderesources.fit import (
     PRE_FILTER_KEY,
     PRE_SCORE_KEY,

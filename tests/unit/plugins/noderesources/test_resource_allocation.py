@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from extender.framework.types import NodeInfo
+from extender.framework.node_info import NodeInfo
 from extender.plugins.noderesources.resource_allocation import (
     go_div,
     go_round_ratio,

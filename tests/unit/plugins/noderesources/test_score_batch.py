@@ -14,8 +14,8 @@ import pytest
 
 from extender.framework.cycle_state import CycleState
 from extender.framework.resources import Resource as Amounts
+from extender.framework.snapshot import Snapshot
 from extender.framework.status import Code
-from extender.framework.types import Snapshot
 from extender.plugins.noderesources.balanced_allocation import (
     PRE_SCORE_KEY as BA_KEY,
 )
