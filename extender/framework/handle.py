@@ -26,8 +26,8 @@ from .results import NominatingInfo
 
 if TYPE_CHECKING:
     from .cycle_state import CycleState
+    from .runtime.waiting_pods import WaitingPod
     from .status import Status
-    from .waiting_pods import WaitingPod
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,7 +21,8 @@ from .cycle_state import CycleState
 from .handle import MAX_EXTENDER_PRIORITY, Extender
 from .node_info import NodeInfo
 from .results import NodePluginScores, NodeScoreList
-from .runtime import NO_REJECT, BatchFilter, Framework
+from .runtime import Framework
+from .runtime.batch import NO_REJECT, BatchFilter
 from .snapshot import Snapshot
 from .status import Code, Status
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import threading
 
-from .status import Code, Status
+from ..status import Code, Status
 
 MAX_PERMIT_TIMEOUT = 15 * 60.0
 

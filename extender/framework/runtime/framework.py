@@ -5,34 +5,31 @@ It is also the typed *handle* given to plugin factories (:mod:`extender.framewor
 Per-cycle data (including the snapshot) lives in :class:`CycleState`, so one framework serves
 concurrent cycles (webhook request threads) safely.
 
-Every plugin call goes through the failure contract of :mod:`extender.framework.failures`: an
-exception, an overrun timeout or an Error status becomes an Error status naming the plugin and
-the point, counted in ``handle.metrics.plugin_error``; nothing a plugin raises escapes.
+Every plugin call goes through the failure contract of :mod:`extender.framework.failures`
+(:mod:`.calls`): an exception, an overrun timeout or an Error status becomes an Error status
+naming the plugin and the point, counted in ``handle.metrics.plugin_error``; nothing a plugin
+raises escapes. The batch forms and memos of Filter and Score are in :mod:`.batch`.
 
-Kept above ~400 lines on purpose: it is one extension point after another, each a short loop
-with upstream's semantics, and reads best in one place.
+One concept, the runner: one extension point after another, each a short loop with
+upstream's semantics, reads best in one place (upstream's ``framework.go`` is larger).
 """
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable, Sequence
-from typing import Any, TypeGuard
+from typing import Any
 
 import numpy as np
-import orjson
 
-from . import budget
-from .columns import NodeTable
-from .cycle_state import CycleState
-from .events import ActionType, ClusterEvent, ClusterEventWithHint, Resource
-from .failures import error_status, timed
-from .handle import Kind, Lister, Services
-from .interfaces import (
+from .. import budget
+from ..cycle_state import CycleState
+from ..events import ActionType, ClusterEvent, ClusterEventWithHint, Resource
+from ..failures import timed
+from ..handle import Kind, Lister, Services
+from ..interfaces import (
     EXTENSION_POINTS,
     POINT_METHODS,
     BatchFilterPlugin,
-    BatchNormalizeScore,
     BatchScorePlugin,
     BindPlugin,
     EnqueueExtensions,
@@ -49,43 +46,30 @@ from .interfaces import (
     ReservePlugin,
     ScorePlugin,
 )
-from .node_info import NodeInfo
-from .normalize import MAX_NODE_SCORE, MIN_NODE_SCORE
-from .pod_info import PodInfo, QueuedPodInfo
-from .profile import Profile
-from .registry import Registry
-from .results import NodePluginScores, NodeScore, NodeScoreList, PostFilterResult, PreFilterResult
-from .status import REJECTED_CODES, Code, Status, is_non_success, is_success
+from ..node_info import NodeInfo
+from ..normalize import MAX_NODE_SCORE, MIN_NODE_SCORE
+from ..pod_info import PodInfo, QueuedPodInfo
+from ..profile import Profile
+from ..registry import Registry
+from ..results import NodePluginScores, NodeScore, NodeScoreList, PostFilterResult, PreFilterResult
+from ..status import REJECTED_CODES, Code, Status, is_non_success, is_success
+from .batch import MEMO_SPECS_PER_NODE, NO_REJECT, BatchPaths, batch_normalizes
+from .calls import (
+    PERMIT_ANSWER,
+    POST_FILTER_ANSWER,
+    PRE_FILTER_ANSWER,
+    STATUS_OR_NONE,
+    WrongAnswer,
+    not_status,
+    pair,
+    wrong_return,
+)
 from .waiting_pods import MAX_PERMIT_TIMEOUT, WaitingPod, WaitingPods
 
-log = logging.getLogger(__name__)
-
-POD_SIGNATURE_KEY = "PodSignature"
-SCORE_ROWS_KEY = "ScoreRows"
 # The preBind plugins whose PreBindPreFlight answered Skip (upstream
 # ``CycleState.SetSkipPreBindPlugins``): their PreBind is not run for this pod.
 SKIP_PRE_BIND_KEY = "SkipPreBindPlugins"
-# Specs remembered per node and memoized plugin: more than the workloads that usually
-# interleave in the queue (the `mixed` benchmark has 20), few enough to bound the memory
-# (at most nodes x memoized plugins x this many entries, each a reference to a shared answer).
-MEMO_SPECS_PER_NODE = 32
 MAX_TOTAL_SCORE = 2**63 - 1
-# In a batch filter answer: the row is rejected by no batch form.
-NO_REJECT = np.iinfo(np.int32).max
-
-
-_BATCH_NORMALIZE: dict[type, bool] = {}
-
-
-def _batch_normalizes(ext: Any) -> TypeGuard[BatchNormalizeScore]:
-    """``isinstance(ext, BatchNormalizeScore)``, remembered per class: a runtime-checkable
-    protocol check costs microseconds, and it runs for every plugin in every cycle."""
-    if ext is None:
-        return False
-    known = _BATCH_NORMALIZE.get(type(ext))
-    if known is None:
-        known = _BATCH_NORMALIZE[type(ext)] = isinstance(ext, BatchNormalizeScore)
-    return known
 
 
 def _first_invalid_score(values: np.ndarray | list[Any]) -> Any:
@@ -97,75 +81,6 @@ def _first_invalid_score(values: np.ndarray | list[Any]) -> Any:
         (v for v in values if not (isinstance(v, int) and MIN_NODE_SCORE <= v <= MAX_NODE_SCORE)),
         None,
     )
-
-
-# What each point must return, in the words of the Error a wrong answer becomes.
-STATUS_OR_NONE = "None or a Status"
-PRE_FILTER_ANSWER = "a tuple (PreFilterResult | None, Status | None)"
-POST_FILTER_ANSWER = "a tuple (PostFilterResult | None, Status | None)"
-SCORE_ANSWER = "a tuple (int score, Status | None)"
-PERMIT_ANSWER = "a tuple (Status | None, timeout seconds)"
-
-
-class WrongAnswer(str):
-    """The detail of an Error for an answer of the wrong type: a plugin bug, so it is logged
-    as an exception is (a decision's Error status is not)."""
-
-
-def wrong_return(value: Any, expected: str) -> WrongAnswer:
-    """The detail of the Error for a plugin that returned ``value`` where ``expected`` was due
-    (e.g. ``True`` from Filter): the value's type and a short repr."""
-    text = repr(value)
-    if len(text) > 80:
-        text = text[:77] + "..."
-    return WrongAnswer(f"returned {type(value).__name__} {text}, expected {expected}")
-
-
-def _not_status(value: Any) -> bool:
-    return value is not None and not isinstance(value, Status)
-
-
-def _pair(value: Any) -> bool:
-    return isinstance(value, tuple) and len(value) == 2
-
-
-def _score_answer(answer: Any) -> bool:
-    """``(score, None | Status)``: checked inline-cheap, it runs per node and plugin."""
-    return (
-        isinstance(answer, tuple)
-        and len(answer) == 2
-        and (answer[1] is None or isinstance(answer[1], Status))
-    )
-
-
-def exception_text(exc: BaseException) -> str:
-    """An exception as the Error's detail: its message, with its type where the message alone
-    says nothing (``str(KeyError('x'))`` is ``'x'``; an empty message)."""
-    text = str(exc)
-    if not text:
-        return type(exc).__name__
-    if isinstance(exc, KeyError):
-        return f"{type(exc).__name__}: {text}"
-    return text
-
-
-class BatchFilter:
-    """The batch forms' answer for one pod (:meth:`Framework.run_filter_batch`).
-
-    ``first_reject[row]`` is the index (in the profile's filter order) of the first plugin
-    whose batch form rejects the row, or :data:`NO_REJECT`; ``answered`` the indexes of the
-    plugins that answered in batch; ``complete`` says no other filter plugin is left to run,
-    so a row nobody rejected is feasible without a per-node call."""
-
-    __slots__ = ("table", "first_reject", "answered", "complete")
-
-    def __init__(
-        self, table: NodeTable, first_reject: np.ndarray, answered: frozenset[int], complete: bool
-    ) -> None:
-        self.table = table
-        self.first_reject = first_reject
-        self.answered = answered
-        self.complete = complete
 
 
 class ProfileError(ValueError):
@@ -182,7 +97,7 @@ def _pod_uid(pod: dict) -> str:
     return (pod.get("metadata") or {}).get("uid", "")
 
 
-class Framework:
+class Framework(BatchPaths):
     """Runs one profile. Also the handle passed to plugin factories."""
 
     def __init__(
@@ -295,30 +210,6 @@ class Framework:
         seconds = self.profile.plugin_timeouts.get(plugin.name, {}).get(point)
         return method if seconds is None else timed(method, seconds)
 
-    def _failed(self, plugin: str, point: str, detail: str | BaseException) -> Status:
-        """The failure contract: an Error status naming the plugin and point, a log line and
-        one count in the per-plugin error metric."""
-        if isinstance(detail, BaseException):
-            log.error(
-                "profile %s: plugin %s failed at %s: %s: %s",
-                self.profile_name,
-                plugin,
-                point,
-                type(detail).__name__,
-                detail,
-                exc_info=detail,
-            )
-        elif isinstance(detail, WrongAnswer):
-            log.error(
-                "profile %s: plugin %s failed at %s: %s", self.profile_name, plugin, point, detail
-            )
-        self.metrics.plugin_error(plugin, point)
-        if isinstance(detail, BaseException):
-            status = error_status(plugin, point, exception_text(detail))
-            status.err = detail
-            return status
-        return error_status(plugin, point, detail)
-
     def _out_of_budget(self, state: CycleState, where: str) -> Status:
         """The Error of an attempt whose pod budget ran out (``extender.framework.budget``)."""
         exc = budget.BudgetExceeded(state.budget or 0)
@@ -387,7 +278,7 @@ class Framework:
                 status = pre_enqueue(pod)
             except Exception as exc:
                 return self._failed(name, "preEnqueue", exc)
-            if _not_status(status):
+            if not_status(status):
                 return self._failed(name, "preEnqueue", wrong_return(status, STATUS_OR_NONE))
             if is_non_success(status):
                 if status.code == Code.ERROR:
@@ -425,8 +316,8 @@ class Framework:
             except Exception as exc:
                 return None, self._failed(name, "preFilter", exc), set()
             if (
-                not _pair(answer)
-                or _not_status(answer[1])
+                not pair(answer)
+                or not_status(answer[1])
                 or (answer[0] is not None and not isinstance(answer[0], PreFilterResult))
             ):
                 detail = wrong_return(answer, PRE_FILTER_ANSWER)
@@ -479,7 +370,7 @@ class Framework:
                     status = ext.remove_pod(state, pod, other, node_info)
             except Exception as exc:
                 return self._failed(plugin.name, point, exc)
-            if _not_status(status):
+            if not_status(status):
                 return self._failed(plugin.name, point, wrong_return(status, STATUS_OR_NONE))
             if is_non_success(status):
                 return self._failed(plugin.name, point, status.message)
@@ -496,67 +387,6 @@ class Framework:
         return self._run_pre_filter_extension(
             "preFilterRemovePod", state, pod, pod_to_remove, node_info
         )
-
-    def pod_signature(self, state: CycleState, pod: dict) -> bytes:
-        """The pod's spec, canonical, computed once per cycle (the memo's key)."""
-        signature = state.get(POD_SIGNATURE_KEY)
-        if signature is None:
-            signature = orjson.dumps(pod.get("spec") or {}, option=orjson.OPT_SORT_KEYS)
-            state.write(POD_SIGNATURE_KEY, signature)
-        return signature
-
-    def _memo_for(self, plugin: Any, point: str) -> dict | None:
-        """Per-node memo of a plugin that declares its answer a function of the pod's spec and
-        the NodeInfo alone (``memo_points``): pods of one workload share their spec, and between
-        two of them only the node the last one landed on changed (a new NodeInfo generation).
-
-        ``memo[node name] = (generation, {pod signature: answer})``: a new generation starts
-        an empty table, and a table holds at most ``MEMO_SPECS_PER_NODE`` specs (then it is
-        emptied), so pods of several interleaved workloads all find their answers."""
-        if point not in getattr(plugin, "memo_points", ()):
-            return None
-        return self._memos.setdefault((plugin.name, point), {})
-
-    def run_filter_batch(self, state: CycleState, pod: dict) -> BatchFilter | None:
-        """The batch forms of the filter plugins over the cycle's snapshot (``None``: no batch
-        form answered, filter node by node). A batch form that raises is logged and treated
-        as declining: the per-node call then reports the failure through the contract."""
-        snapshot = state.snapshot
-        if not self.use_batch or not self._batch_filters or snapshot is None:
-            return None
-        skip = state.skip_filter_plugins
-        table: NodeTable | None = None
-        first: np.ndarray | None = None
-        answered: set[int] = set()
-        for k, name, filter_batch in self._batch_filters:
-            if skip and name in skip:
-                continue
-            if table is None:
-                table = snapshot.table
-            try:
-                mask = filter_batch(state, pod, table)
-            except Exception as exc:
-                log.warning("plugin %s: filter_batch failed, filtering per node: %r", name, exc)
-                continue
-            if mask is None:
-                continue
-            if not isinstance(mask, np.ndarray) or mask.shape != (len(table),):
-                log.warning(
-                    "plugin %s: filter_batch %s, filtering per node",
-                    name,
-                    wrong_return(mask, f"None or a bool array of {len(table)} rows"),
-                )
-                continue
-            if first is None:
-                first = np.full(len(table), NO_REJECT, dtype=np.int32)
-            first[~mask & (first == NO_REJECT)] = k
-            answered.add(k)
-        if table is None or first is None:
-            return None
-        complete = all(
-            k in answered or name in skip for k, (name, _, _) in enumerate(self._filter_calls)
-        )
-        return BatchFilter(table, first, frozenset(answered), complete)
 
     def run_filter_plugins(
         self,
@@ -652,7 +482,7 @@ class Framework:
                 answer = post_filter(state, pod, filtered_node_status)
             except Exception as exc:
                 return None, self._failed(name, "postFilter", exc)
-            if not _pair(answer) or _not_status(answer[1]):
+            if not pair(answer) or not_status(answer[1]):
                 detail = wrong_return(answer, POST_FILTER_ANSWER)
                 return None, self._failed(name, "postFilter", detail)
             res, status = answer
@@ -687,7 +517,7 @@ class Framework:
             except Exception as exc:
                 status = self._failed(name, "preScore", exc)
             else:
-                if _not_status(status):
+                if not_status(status):
                     status = self._failed(name, "preScore", wrong_return(status, STATUS_OR_NONE))
                 elif is_success(status):
                     continue
@@ -753,7 +583,7 @@ class Framework:
         try:
             ext = plugin.score_extensions()
             normalized = None
-            if isinstance(values, np.ndarray) and _batch_normalizes(ext):
+            if isinstance(values, np.ndarray) and batch_normalizes(ext):
                 normalized = ext.normalize_score_batch(state, pod, nodes, values)
             if normalized is not None:
                 values = normalized
@@ -764,7 +594,7 @@ class Framework:
                     NodeScore(info.name, v) for info, v in zip(nodes, listed, strict=True)
                 ]
                 status = ext.normalize_score(state, pod, node_scores)
-                if _not_status(status):
+                if not_status(status):
                     detail = wrong_return(status, STATUS_OR_NONE)
                     return [], self._failed(name, "normalizeScore", detail)
                 if is_non_success(status):
@@ -787,100 +617,6 @@ class Framework:
             ).with_plugin(name)
         return values, None
 
-    def _raw_scores(
-        self,
-        state: CycleState,
-        pod: dict,
-        nodes: list[NodeInfo],
-        name: str,
-        score: Callable[..., Any],
-    ) -> tuple[np.ndarray | list[int], Status | None]:
-        """One plugin's scores of ``nodes`` before NormalizeScore: its batch form's answer if
-        it gives one, else Score node by node (through the memo when the plugin allows)."""
-        batch = self._score_batches_for(state, nodes, name)
-        if batch is not None:
-            score_batch, node_table, rows = batch
-            try:
-                answer = score_batch(state, pod, node_table, rows)
-            except Exception as exc:
-                log.warning("plugin %s: score_batch failed, scoring per node: %r", name, exc)
-                answer = None
-            if answer is not None and (
-                not isinstance(answer, np.ndarray) or answer.shape != (len(nodes),)
-            ):
-                log.warning(
-                    "plugin %s: score_batch %s, scoring per node",
-                    name,
-                    wrong_return(answer, f"None or an int array of {len(nodes)} scores"),
-                )
-                answer = None
-            if answer is not None:
-                return answer, None
-        values: list[int] = []
-        memo = self._score_memos.get(name)
-        try:
-            if memo is None:
-                for info in nodes:
-                    answer = score(state, pod, info)
-                    if not _score_answer(answer):
-                        return [], self._failed(name, "score", wrong_return(answer, SCORE_ANSWER))
-                    value, status = answer
-                    if is_non_success(status):
-                        return [], self._failed(name, "score", status.message)
-                    values.append(value)
-                return values, None
-            signature = self.pod_signature(state, pod)
-            for info in nodes:
-                entry = memo.get(info.name)
-                if entry is None or entry[0] != info.generation:
-                    entry = memo[info.name] = (info.generation, {})
-                table: dict[bytes, Any] = entry[1]
-                hit = table.get(signature)
-                if hit is not None:
-                    values.append(hit)
-                    continue
-                answer = score(state, pod, info)
-                if not _score_answer(answer):
-                    return [], self._failed(name, "score", wrong_return(answer, SCORE_ANSWER))
-                value, status = answer
-                if is_non_success(status):
-                    return [], self._failed(name, "score", status.message)
-                if len(table) >= MEMO_SPECS_PER_NODE:
-                    table.clear()
-                table[signature] = value
-                values.append(value)
-        except Exception as exc:
-            return [], self._failed(name, "score", exc)
-        return values, None
-
-    def remember_rows(
-        self, state: CycleState, nodes: list[NodeInfo], table: NodeTable, rows: np.ndarray
-    ) -> None:
-        """The table rows of ``nodes`` (this exact list), known to the filter: Score's batch
-        forms use them instead of looking the nodes up again."""
-        state.write(SCORE_ROWS_KEY, (nodes, table, rows))
-
-    def _score_batches_for(
-        self, state: CycleState, nodes: list[NodeInfo], name: str
-    ) -> tuple[Callable[..., Any], NodeTable, np.ndarray] | None:
-        """The batch Score form of ``name`` with the table and the rows of ``nodes`` (the rows
-        computed once per cycle), or ``None`` to score node by node."""
-        score_batch = self._batch_scores.get(name)
-        if score_batch is None or not self.use_batch or state.snapshot is None or not nodes:
-            return None
-        cached = state.get(SCORE_ROWS_KEY)
-        if (
-            cached is None
-            or cached[0] is not nodes
-            or (cached[2] is not None and len(cached[2]) != len(nodes))
-        ):
-            table = state.snapshot.table
-            cached = (nodes, table, table.rows(nodes))
-            state.write(SCORE_ROWS_KEY, cached)
-        if cached[2] is None:
-            return None
-        return score_batch, cached[1], cached[2]
-
     # -- reserve / permit ---------------------------------------------------------------
 
     def run_reserve_plugins_reserve(
@@ -891,7 +627,7 @@ class Framework:
                 status = reserve(state, pod, node_name)
             except Exception as exc:
                 return self._failed(name, "reserve", exc)
-            if _not_status(status):
+            if not_status(status):
                 return self._failed(name, "reserve", wrong_return(status, STATUS_OR_NONE))
             if is_non_success(status):
                 if status.code not in REJECTED_CODES:
@@ -917,7 +653,7 @@ class Framework:
                 answer = permit(state, pod, node_name)
             except Exception as exc:
                 return self._failed(name, "permit", exc)
-            if not _pair(answer) or _not_status(answer[0]):
+            if not pair(answer) or not_status(answer[0]):
                 return self._failed(name, "permit", wrong_return(answer, PERMIT_ANSWER))
             status, timeout = answer
             if is_success(status):
@@ -988,7 +724,7 @@ class Framework:
                 status = plugin.pre_bind_pre_flight(state, pod, node_name)
             except Exception as exc:
                 return self._failed(name, "preBindPreFlight", exc)
-            if _not_status(status):
+            if not_status(status):
                 return self._failed(name, "preBindPreFlight", wrong_return(status, STATUS_OR_NONE))
             if status is None or status.code == Code.SUCCESS:
                 answer = None
@@ -1016,7 +752,7 @@ class Framework:
                 status = pre_bind(state, pod, node_name)
             except Exception as exc:
                 return self._failed(name, "preBind", exc)
-            if _not_status(status):
+            if not_status(status):
                 return self._failed(name, "preBind", wrong_return(status, STATUS_OR_NONE))
             if is_non_success(status):
                 if status.code not in REJECTED_CODES:
@@ -1032,7 +768,7 @@ class Framework:
                 status = bind(state, pod, node_name)
             except Exception as exc:
                 return self._failed(name, "bind", exc)
-            if _not_status(status):
+            if not_status(status):
                 return self._failed(name, "bind", wrong_return(status, STATUS_OR_NONE))
             if status is not None and status.code == Code.SKIP:
                 continue
