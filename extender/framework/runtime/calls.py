@@ -11,10 +11,12 @@ promises (upstream wraps plugin errors the same way in kubernetes
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..failures import error_status
-from ..status import Status
+from ..results import PreFilterResult
+from ..status import REJECTED_CODES, Code, Status, is_non_success
 
 if TYPE_CHECKING:
     from ..handle import Metrics
@@ -24,10 +26,7 @@ log = logging.getLogger("extender.framework.runtime")
 
 # What each point must return, in the words of the Error a wrong answer becomes.
 STATUS_OR_NONE = "None or a Status"
-PRE_FILTER_ANSWER = "a tuple (PreFilterResult | None, Status | None)"
-POST_FILTER_ANSWER = "a tuple (PostFilterResult | None, Status | None)"
 SCORE_ANSWER = "a tuple (int score, Status | None)"
-PERMIT_ANSWER = "a tuple (Status | None, timeout seconds)"
 
 
 class WrongAnswer(str):
@@ -61,6 +60,40 @@ def score_answer(answer: Any) -> bool:
     )
 
 
+class Expected(NamedTuple):
+    """What a point that answers a tuple must return: in words, for the Error of a wrong
+    answer, and as a check."""
+
+    words: str
+    check: Callable[[Any], bool]
+
+
+def _pre_filter_answer(answer: Any) -> bool:
+    """``(None | PreFilterResult, None | Status)``."""
+    return (
+        pair(answer)
+        and not not_status(answer[1])
+        and (answer[0] is None or isinstance(answer[0], PreFilterResult))
+    )
+
+
+def _post_filter_answer(answer: Any) -> bool:
+    """``(result, None | Status)``; the result is not checked (the runtime only passes it on)."""
+    return pair(answer) and not not_status(answer[1])
+
+
+def _permit_answer(answer: Any) -> bool:
+    """``(None | Status, timeout)``; the timeout is read only with a Wait status."""
+    return pair(answer) and not not_status(answer[0])
+
+
+PRE_FILTER_ANSWER = Expected("a tuple (PreFilterResult | None, Status | None)", _pre_filter_answer)
+POST_FILTER_ANSWER = Expected(
+    "a tuple (PostFilterResult | None, Status | None)", _post_filter_answer
+)
+PERMIT_ANSWER = Expected("a tuple (Status | None, timeout seconds)", _permit_answer)
+
+
 def exception_text(exc: BaseException) -> str:
     """An exception as the Error's detail: its message, with its type where the message alone
     says nothing (``str(KeyError('x'))`` is ``'x'``; an empty message)."""
@@ -73,7 +106,9 @@ def exception_text(exc: BaseException) -> str:
 
 
 class PluginCalls:
-    """Records plugin failures for the runner (a mixin of ``Framework``)."""
+    """Calls plugins under the failure contract and records their failures (a mixin of
+    ``Framework``). The per-node Filter and Score loops apply the same contract inline: they
+    run once per node and plugin, where a call through a helper costs."""
 
     profile_name: str
     metrics: Metrics
@@ -101,3 +136,47 @@ class PluginCalls:
             status.err = detail
             return status
         return error_status(plugin, point, detail)
+
+    def _call(
+        self,
+        plugin: str,
+        point: str,
+        fn: Callable[..., Any],
+        *args: Any,
+        accept: frozenset[Code] = REJECTED_CODES,
+    ) -> Status | None:
+        """``fn(*args)``, ``plugin``'s method at a ``point`` that answers None or a Status,
+        under the failure contract.
+
+        Returns the plugin's own answer when it is Success (``None`` or a Success status) or
+        its code is in ``accept`` (the caller handles those; ``accept`` never holds Error).
+        Otherwise the call raised, returned another type or another code: returns the Error
+        status naming the plugin and the point (:meth:`_failed`)."""
+        try:
+            status = fn(*args)
+        except Exception as exc:
+            return self._failed(plugin, point, exc)
+        if not_status(status):
+            return self._failed(plugin, point, wrong_return(status, STATUS_OR_NONE))
+        if is_non_success(status) and status.code not in accept:
+            return self._failed(plugin, point, status.message)
+        return status
+
+    def _answer(
+        self,
+        plugin: str,
+        point: str,
+        fn: Callable[..., Any],
+        args: tuple[Any, ...],
+        expected: Expected,
+    ) -> tuple[Any, Status | None]:
+        """``fn(*args)`` at a ``point`` that answers a tuple, under the failure contract:
+        ``(answer, None)``, or ``(None, the Error)`` when the call raised or its answer is not
+        the ``expected`` one. The statuses inside the answer are the caller's to handle."""
+        try:
+            answer = fn(*args)
+        except Exception as exc:
+            return None, self._failed(plugin, point, exc)
+        if not expected.check(answer):
+            return None, self._failed(plugin, point, wrong_return(answer, expected.words))
+        return answer, None

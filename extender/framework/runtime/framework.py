@@ -61,7 +61,6 @@ from .calls import (
     STATUS_OR_NONE,
     WrongAnswer,
     not_status,
-    pair,
     wrong_return,
 )
 from .waiting_pods import MAX_PERMIT_TIMEOUT, WaitingPod, WaitingPods
@@ -70,6 +69,11 @@ from .waiting_pods import MAX_PERMIT_TIMEOUT, WaitingPod, WaitingPods
 # ``CycleState.SetSkipPreBindPlugins``): their PreBind is not run for this pod.
 SKIP_PRE_BIND_KEY = "SkipPreBindPlugins"
 MAX_TOTAL_SCORE = 2**63 - 1
+# What a point's caller handles of a plugin's non-success codes (``PluginCalls._call``).
+NOT_ERROR = frozenset(Code) - {Code.SUCCESS, Code.ERROR}
+SKIP_ONLY = frozenset({Code.SKIP})
+REJECTED_OR_SKIP = REJECTED_CODES | SKIP_ONLY
+NO_CODES: frozenset[Code] = frozenset()
 
 
 def _first_invalid_score(values: np.ndarray | list[Any]) -> Any:
@@ -81,6 +85,20 @@ def _first_invalid_score(values: np.ndarray | list[Any]) -> Any:
         (v for v in values if not (isinstance(v, int) and MIN_NODE_SCORE <= v <= MAX_NODE_SCORE)),
         None,
     )
+
+
+def _add_pod(
+    plugin: PreFilterPlugin, state: CycleState, pod: dict, other: PodInfo, info: NodeInfo
+) -> Status | None:
+    ext = plugin.pre_filter_extensions()
+    return None if ext is None else ext.add_pod(state, pod, other, info)
+
+
+def _remove_pod(
+    plugin: PreFilterPlugin, state: CycleState, pod: dict, other: PodInfo, info: NodeInfo
+) -> Status | None:
+    ext = plugin.pre_filter_extensions()
+    return None if ext is None else ext.remove_pod(state, pod, other, info)
 
 
 class ProfileError(ValueError):
@@ -274,16 +292,9 @@ class Framework(BatchPaths):
 
     def run_pre_enqueue_plugins(self, pod: dict) -> Status | None:
         for name, pre_enqueue in self._calls["preEnqueue"]:
-            try:
-                status = pre_enqueue(pod)
-            except Exception as exc:
-                return self._failed(name, "preEnqueue", exc)
-            if not_status(status):
-                return self._failed(name, "preEnqueue", wrong_return(status, STATUS_OR_NONE))
+            status = self._call(name, "preEnqueue", pre_enqueue, pod, accept=NOT_ERROR)
             if is_non_success(status):
-                if status.code == Code.ERROR:
-                    return self._failed(name, "preEnqueue", status.message)
-                status.plugin = name
+                status.plugin = name  # already so on an Error
                 return status
         return None
 
@@ -311,17 +322,11 @@ class Framework(BatchPaths):
         rejection: Status | None = None
         subset_plugins: list[str] = []
         for name, pre_filter in self._calls["preFilter"]:
-            try:
-                answer = pre_filter(state, pod, nodes)
-            except Exception as exc:
-                return None, self._failed(name, "preFilter", exc), set()
-            if (
-                not pair(answer)
-                or not_status(answer[1])
-                or (answer[0] is not None and not isinstance(answer[0], PreFilterResult))
-            ):
-                detail = wrong_return(answer, PRE_FILTER_ANSWER)
-                return None, self._failed(name, "preFilter", detail), set()
+            answer, error = self._answer(
+                name, "preFilter", pre_filter, (state, pod, nodes), PRE_FILTER_ANSWER
+            )
+            if error is not None:
+                return None, error, set()
             res, status = answer
             if is_non_success(status):
                 if status.code == Code.SKIP:
@@ -357,23 +362,14 @@ class Framework(BatchPaths):
     def _run_pre_filter_extension(
         self, point: str, state: CycleState, pod: dict, other: PodInfo, node_info: NodeInfo
     ) -> Status | None:
+        extend = _add_pod if point == "preFilterAddPod" else _remove_pod
+        args = (state, pod, other, node_info)
         for plugin in self.pre_filter_plugins:
             if plugin.name in state.skip_filter_plugins:
                 continue
-            try:
-                ext = plugin.pre_filter_extensions()
-                if ext is None:
-                    continue
-                if point == "preFilterAddPod":
-                    status = ext.add_pod(state, pod, other, node_info)
-                else:
-                    status = ext.remove_pod(state, pod, other, node_info)
-            except Exception as exc:
-                return self._failed(plugin.name, point, exc)
-            if not_status(status):
-                return self._failed(plugin.name, point, wrong_return(status, STATUS_OR_NONE))
+            status = self._call(plugin.name, point, extend, plugin, *args, accept=NO_CODES)
             if is_non_success(status):
-                return self._failed(plugin.name, point, status.message)
+                return status
         return None
 
     def run_pre_filter_extension_add_pod(
@@ -478,13 +474,10 @@ class Framework(BatchPaths):
         result: PostFilterResult | None = None
         rejector = ""
         for name, post_filter in self._calls["postFilter"]:
-            try:
-                answer = post_filter(state, pod, filtered_node_status)
-            except Exception as exc:
-                return None, self._failed(name, "postFilter", exc)
-            if not pair(answer) or not_status(answer[1]):
-                detail = wrong_return(answer, POST_FILTER_ANSWER)
-                return None, self._failed(name, "postFilter", detail)
+            args = (state, pod, filtered_node_status)
+            answer, error = self._answer(name, "postFilter", post_filter, args, POST_FILTER_ANSWER)
+            if error is not None:
+                return None, error
             res, status = answer
             if is_success(status):
                 return res, status or Status(Code.SUCCESS)
@@ -512,20 +505,12 @@ class Framework(BatchPaths):
         prioritize verb, where upstream ignores a failed answer as a whole), a failing plugin
         is recorded there and its Score skipped instead, so the others still score."""
         for name, pre_score in self._calls["preScore"]:
-            try:
-                status = pre_score(state, pod, nodes)
-            except Exception as exc:
-                status = self._failed(name, "preScore", exc)
-            else:
-                if not_status(status):
-                    status = self._failed(name, "preScore", wrong_return(status, STATUS_OR_NONE))
-                elif is_success(status):
-                    continue
-                elif status.code == Code.SKIP:
-                    state.skip_score_plugins.add(name)
-                    continue
-                else:
-                    status = self._failed(name, "preScore", status.message)
+            status = self._call(name, "preScore", pre_score, state, pod, nodes, accept=SKIP_ONLY)
+            if not is_non_success(status):
+                continue
+            if status.code == Code.SKIP:
+                state.skip_score_plugins.add(name)
+                continue
             if failures is None:
                 return status
             failures[name] = status
@@ -623,16 +608,9 @@ class Framework(BatchPaths):
         self, state: CycleState, pod: dict, node_name: str
     ) -> Status | None:
         for name, reserve in self._calls["reserve"]:
-            try:
-                status = reserve(state, pod, node_name)
-            except Exception as exc:
-                return self._failed(name, "reserve", exc)
-            if not_status(status):
-                return self._failed(name, "reserve", wrong_return(status, STATUS_OR_NONE))
+            status = self._call(name, "reserve", reserve, state, pod, node_name)
             if is_non_success(status):
-                if status.code not in REJECTED_CODES:
-                    return self._failed(name, "reserve", status.message)
-                status.plugin = name
+                status.plugin = name  # already so on an Error
                 return status
         return None
 
@@ -649,12 +627,11 @@ class Framework(BatchPaths):
         waiting map."""
         timeouts: dict[str, float] = {}
         for name, permit in self._calls["permit"]:
-            try:
-                answer = permit(state, pod, node_name)
-            except Exception as exc:
-                return self._failed(name, "permit", exc)
-            if not pair(answer) or not_status(answer[0]):
-                return self._failed(name, "permit", wrong_return(answer, PERMIT_ANSWER))
+            answer, error = self._answer(
+                name, "permit", permit, (state, pod, node_name), PERMIT_ANSWER
+            )
+            if error is not None:
+                return error
             status, timeout = answer
             if is_success(status):
                 continue
@@ -720,18 +697,16 @@ class Framework(BatchPaths):
             if not isinstance(plugin, PreBindPreFlightPlugin):
                 answer = None  # cannot tell: its PreBind may have work
                 continue
-            try:
-                status = plugin.pre_bind_pre_flight(state, pod, node_name)
-            except Exception as exc:
-                return self._failed(name, "preBindPreFlight", exc)
-            if not_status(status):
-                return self._failed(name, "preBindPreFlight", wrong_return(status, STATUS_OR_NONE))
+            pre_flight = plugin.pre_bind_pre_flight
+            status = self._call(
+                name, "preBindPreFlight", pre_flight, state, pod, node_name, accept=NOT_ERROR
+            )
             if status is None or status.code == Code.SUCCESS:
                 answer = None
             elif status.code == Code.SKIP:
                 skip.add(name)
             elif status.code == Code.ERROR:
-                return self._failed(name, "preBindPreFlight", status.message)
+                return status
             else:
                 self.metrics.plugin_error(name, "preBindPreFlight")
                 return Status(
@@ -748,34 +723,20 @@ class Framework(BatchPaths):
         for name, pre_bind in self._calls["preBind"]:
             if name in skip:
                 continue
-            try:
-                status = pre_bind(state, pod, node_name)
-            except Exception as exc:
-                return self._failed(name, "preBind", exc)
-            if not_status(status):
-                return self._failed(name, "preBind", wrong_return(status, STATUS_OR_NONE))
+            status = self._call(name, "preBind", pre_bind, state, pod, node_name)
             if is_non_success(status):
-                if status.code not in REJECTED_CODES:
-                    return self._failed(name, "preBind", status.message)
-                status.plugin = name
+                status.plugin = name  # already so on an Error
                 return status
         return None
 
     def run_bind_plugins(self, state: CycleState, pod: dict, node_name: str) -> Status | None:
         """The first binder that does not Skip decides; all skipping is a Skip status."""
         for name, bind in self._calls["bind"]:
-            try:
-                status = bind(state, pod, node_name)
-            except Exception as exc:
-                return self._failed(name, "bind", exc)
-            if not_status(status):
-                return self._failed(name, "bind", wrong_return(status, STATUS_OR_NONE))
+            status = self._call(name, "bind", bind, state, pod, node_name, accept=REJECTED_OR_SKIP)
             if status is not None and status.code == Code.SKIP:
                 continue
             if is_non_success(status):
-                if status.code not in REJECTED_CODES:
-                    return self._failed(name, "bind", status.message)
-                status.plugin = name
+                status.plugin = name  # already so on an Error
             return status
         return Status(Code.SKIP)
 

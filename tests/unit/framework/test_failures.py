@@ -11,6 +11,7 @@ import pytest
 
 from extender.framework.cycle_state import CycleState
 from extender.framework.handle import Services
+from extender.framework.interfaces import POINT_METHODS
 from extender.framework.node_info import NodeInfo
 from extender.framework.profile import PluginSpec, Profile
 from extender.framework.registry import Registry
@@ -251,3 +252,100 @@ def test_an_out_of_range_score_is_an_error_counted_for_the_plugin() -> None:
     assert status is not None and status.code == Code.ERROR
     assert 'plugin "Broken" returns an invalid score 101' in status.message
     assert metrics.errors == [("Broken", "score")]
+
+
+# What each point's Error says of an answer of the wrong type (True here).
+EXPECTED = {
+    "preEnqueue": "None or a Status",
+    "preFilter": "a tuple (PreFilterResult | None, Status | None)",
+    "filter": "None or a Status",
+    "postFilter": "a tuple (PostFilterResult | None, Status | None)",
+    "preScore": "None or a Status",
+    "score": "a tuple (int score, Status | None)",
+    "reserve": "None or a Status",
+    "permit": "a tuple (Status | None, timeout seconds)",
+    "preBind": "None or a Status",
+    "bind": "None or a Status",
+}
+
+
+@pytest.mark.parametrize("point", list(EXPECTED))
+def test_a_wrong_answer_is_an_error_naming_plugin_point_and_type(point: str, caplog) -> None:
+    plugin = EveryPoint()
+    setattr(plugin, POINT_METHODS[point], lambda *args: True)
+    fwk, metrics = framework(plugin)
+    status = run(fwk, point)
+    assert status is not None and status.code == Code.ERROR
+    detail = f"returned bool True, expected {EXPECTED[point]}"
+    assert status.message == MESSAGES[point] + detail
+    assert status.plugin == "Broken"
+    assert metrics.errors == [("Broken", point)]
+    # Logged as a plugin bug, under the runner's logger.
+    assert [(r.name, r.levelname) for r in caplog.records] == [
+        ("extender.framework.runtime", "ERROR")
+    ]
+
+
+class Extending(EveryPoint):
+    """A PreFilter plugin with AddPod/RemovePod: ``answer`` is what both return, ``fail``
+    with "extensions" makes ``pre_filter_extensions`` itself raise."""
+
+    def __init__(self, answer: object = None, fail=()) -> None:
+        super().__init__(fail=fail)
+        self.answer = answer
+
+    def pre_filter_extensions(self):  # type: ignore[override]
+        self._run("extensions", None)
+        return self
+
+    def add_pod(self, state, pod, pod_to_add, node_info):
+        self._run("preFilterAddPod", None)
+        return self.answer
+
+    def remove_pod(self, state, pod, pod_to_remove, node_info):
+        self._run("preFilterRemovePod", None)
+        return self.answer
+
+
+def run_extension(fwk: Framework, point: str) -> Status | None:
+    other = NodeInfo(make_node("n2")).add_pod(make_pod("other"))
+    if point == "preFilterAddPod":
+        return fwk.run_pre_filter_extension_add_pod(CycleState(), POD, other, NODE)
+    return fwk.run_pre_filter_extension_remove_pod(CycleState(), POD, other, NODE)
+
+
+EXTENSION_MESSAGES = {
+    "preFilterAddPod": 'running AddPod on PreFilter plugin "Broken": ',
+    "preFilterRemovePod": 'running RemovePod on PreFilter plugin "Broken": ',
+}
+
+
+@pytest.mark.parametrize("point", list(EXTENSION_MESSAGES))
+@pytest.mark.parametrize(
+    ("plugin", "detail"),
+    [
+        (Extending(fail={"preFilterAddPod", "preFilterRemovePod"}), "{point} exploded"),
+        (Extending(fail={"extensions"}), "extensions exploded"),
+        (Extending(answer=True), "returned bool True, expected None or a Status"),
+        # AddPod and RemovePod only update the cycle's state: any non-success is an Error.
+        (Extending(answer=Status(Code.UNSCHEDULABLE, "full")), "full"),
+        (Extending(answer=Status.error("broken")), "broken"),
+    ],
+)
+def test_add_pod_and_remove_pod_failures_are_errors_naming_plugin_and_point(
+    point: str, plugin: Extending, detail: str
+) -> None:
+    fwk, metrics = framework(plugin)
+    status = run_extension(fwk, point)
+    assert status is not None and status.code == Code.ERROR
+    assert status.message == EXTENSION_MESSAGES[point] + detail.format(point=point)
+    assert status.plugin == "Broken"
+    assert metrics.errors == [("Broken", point)]
+
+
+def test_add_pod_and_remove_pod_pass_success_and_plugins_without_extensions() -> None:
+    for plugin in (Extending(), Extending(answer=Status(Code.SUCCESS)), EveryPoint()):
+        fwk, metrics = framework(plugin)
+        assert run_extension(fwk, "preFilterAddPod") is None
+        assert run_extension(fwk, "preFilterRemovePod") is None
+        assert metrics.errors == []
