@@ -25,10 +25,11 @@ from extender.framework import budget
 from extender.framework.cycle_state import CycleState
 from extender.framework.handle import MAX_EXTENDER_PRIORITY
 from extender.framework.node_info import NodeInfo
+from extender.framework.normalize import MAX_NODE_SCORE
 from extender.framework.pod_info import PodInfo
 from extender.framework.preemption import fits_without_victims
 from extender.framework.results import NodeScoreList
-from extender.framework.runtime import MAX_NODE_SCORE, Framework
+from extender.framework.runtime import Framework
 from extender.framework.schedule import SchedulingAlgorithm, SchedulingError
 from extender.framework.snapshot import Snapshot
 from extender.framework.status import Code, Status

@@ -48,8 +48,9 @@ from extender.explain.cluster import dry_run_framework, kinds_read, list_cluster
 from extender.explain.engine import Explainer
 from extender.explain.simulate import Simulation
 from extender.framework.cycle_state import CycleState
+from extender.framework.normalize import MAX_NODE_SCORE
 from extender.framework.preemption import nominated_node_name
-from extender.framework.runtime import MAX_NODE_SCORE, Framework
+from extender.framework.runtime import Framework
 from extender.framework.schedule import SchedulingAlgorithm, SchedulingError
 from extender.framework.snapshot import Snapshot
 from extender.framework.status import Code, Status

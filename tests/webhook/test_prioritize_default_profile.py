@@ -12,8 +12,9 @@ import pytest
 from extender.config import default_profile
 from extender.framework.cycle_state import CycleState
 from extender.framework.handle import Services
+from extender.framework.normalize import MAX_NODE_SCORE
 from extender.framework.results import NodeScoreList
-from extender.framework.runtime import MAX_NODE_SCORE, Framework
+from extender.framework.runtime import Framework
 from extender.framework.schedule import SchedulingAlgorithm
 from extender.framework.snapshot import Snapshot
 from extender.plugins import in_tree_registry
