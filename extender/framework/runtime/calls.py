@@ -78,7 +78,7 @@ def _pre_filter_answer(answer: Any) -> bool:
 
 
 def _post_filter_answer(answer: Any) -> bool:
-    """``(result, None | Status)``; the result is not checked (the runtime only passes it on)."""
+    """``(result, None | Status)``; the result's type is not checked."""
     return pair(answer) and not not_status(answer[1])
 
 
