@@ -23,7 +23,7 @@ IN_TREE_PLUGINS: dict[str, str] = {
     "NodeVolumeLimits": "node_volume_limits:NodeVolumeLimits",
     "VolumeBinding": "volume_binding:VolumeBinding",
     "VolumeZone": "volume_zone:VolumeZone",
-    "PodTopologySpread": "pod_topology_spread:PodTopologySpread",
+    "PodTopologySpread": "podtopologyspread:PodTopologySpread",
     "InterPodAffinity": "inter_pod_affinity:InterPodAffinity",
     "DynamicResources": "dynamicresources.dynamic_resources:DynamicResources",
     "DefaultPreemption": "default_preemption:DefaultPreemption",

@@ -24,7 +24,7 @@ from extender.framework.status import Status
 from extender.framework.types import NodeInfo, NodeScore, PodInfo, Snapshot
 from extender.plugins import inter_pod_affinity as ipa
 from extender.plugins.inter_pod_affinity import InterPodAffinity, NamespaceLabels, term_matches
-from extender.plugins.pod_topology_spread import (
+from extender.plugins.podtopologyspread import (
     DO_NOT_SCHEDULE,
     PodTopologySpread,
     count_pods_matching,

@@ -17,7 +17,7 @@ from extender.framework.handle import (
 )
 from extender.framework.status import Code, Status
 from extender.framework.types import NodeScore, PodInfo, Snapshot
-from extender.plugins.pod_topology_spread import (
+from extender.plugins.podtopologyspread import (
     ERR_REASON_CONSTRAINTS_NOT_MATCH,
     ERR_REASON_NODE_LABEL_NOT_MATCH,
     PRE_FILTER_STATE_KEY,

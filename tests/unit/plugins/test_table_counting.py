@@ -20,9 +20,9 @@ import pytest
 from extender.framework.columns import NodeTable
 from extender.framework.types import NodeInfo, Snapshot
 from extender.plugins import inter_pod_affinity as ipa
-from extender.plugins import pod_topology_spread as pts
 from extender.plugins.inter_pod_affinity import InterPodAffinity
-from extender.plugins.pod_topology_spread import PodTopologySpread
+from extender.plugins.podtopologyspread import PodTopologySpread
+from extender.plugins.podtopologyspread import plugin as pts
 from tests.unit.builders import make_node, make_pod
 from tests.unit.plugins.test_counting_index import (
     HOST,

@@ -81,8 +81,8 @@ from extender.framework.types import (
     pod_key,
 )
 
-from .args import duplicate, invalid, is_int, required, unsupported
-from .node_affinity import _required_rows
+from ..args import duplicate, invalid, is_int, required, unsupported
+from ..node_affinity import _required_rows
 
 NAME = "PodTopologySpread"
 PRE_FILTER_STATE_KEY = "PreFilter" + NAME
