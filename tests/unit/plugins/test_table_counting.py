@@ -22,7 +22,9 @@ from extender.framework.types import NodeInfo, Snapshot
 from extender.plugins import inter_pod_affinity as ipa
 from extender.plugins.inter_pod_affinity import InterPodAffinity
 from extender.plugins.podtopologyspread import PodTopologySpread
-from extender.plugins.podtopologyspread import plugin as pts
+from extender.plugins.podtopologyspread import common as pts_common
+from extender.plugins.podtopologyspread import filtering as pts_filtering
+from extender.plugins.podtopologyspread import scoring as pts_scoring
 from tests.unit.builders import make_node, make_pod
 from tests.unit.plugins.test_counting_index import (
     HOST,
@@ -232,13 +234,15 @@ def test_indexed_equals_per_node(
 ) -> None:
     compared = indexed_runs = 0
     calls = Counter[str]()
-    original = pts._matching_rows
+    original = pts_common._matching_rows
 
     def spy(*a: Any) -> Any:
         calls["_matching_rows"] += 1
         return original(*a)
 
-    monkeypatch.setattr(pts, "_matching_rows", spy)
+    # Filtering and scoring each look the index up.
+    monkeypatch.setattr(pts_filtering, "_matching_rows", spy)
+    monkeypatch.setattr(pts_scoring, "_matching_rows", spy)
     for seed in range(200):
         rng = random.Random(1000 + seed)
         for snapshot, nodes in snapshots(rng):
