@@ -25,7 +25,7 @@ IN_TREE_PLUGINS: dict[str, str] = {
     "VolumeBinding": "volume_binding:VolumeBinding",
     "VolumeZone": "volume_zone:VolumeZone",
     "PodTopologySpread": "podtopologyspread:PodTopologySpread",
-    "InterPodAffinity": "inter_pod_affinity:InterPodAffinity",
+    "InterPodAffinity": "interpodaffinity:InterPodAffinity",
     "DynamicResources": "dynamicresources.dynamic_resources:DynamicResources",
     "DefaultPreemption": "default_preemption:DefaultPreemption",
     "NodeResourcesBalancedAllocation": (

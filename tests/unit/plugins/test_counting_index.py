@@ -22,8 +22,8 @@ from extender.framework.cycle_state import CycleState
 from extender.framework.labels import RequiredNodeAffinity
 from extender.framework.status import Status
 from extender.framework.types import NodeInfo, NodeScore, PodInfo, Snapshot
-from extender.plugins import inter_pod_affinity as ipa
-from extender.plugins.inter_pod_affinity import InterPodAffinity, NamespaceLabels, term_matches
+from extender.plugins.interpodaffinity import InterPodAffinity, NamespaceLabels, term_matches
+from extender.plugins.interpodaffinity import plugin as ipa
 from extender.plugins.podtopologyspread import (
     DO_NOT_SCHEDULE,
     PodTopologySpread,

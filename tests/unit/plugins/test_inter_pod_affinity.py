@@ -9,7 +9,7 @@ from extender.framework.cycle_state import CycleState
 from extender.framework.events import ActionType, QueueingHint, Resource
 from extender.framework.status import Code, Status
 from extender.framework.types import NodeScore, PodInfo, Snapshot
-from extender.plugins.inter_pod_affinity import (
+from extender.plugins.interpodaffinity import (
     ERR_REASON_AFFINITY_RULES_NOT_MATCH,
     ERR_REASON_ANTI_AFFINITY_RULES_NOT_MATCH,
     ERR_REASON_EXISTING_ANTI_AFFINITY_RULES_NOT_MATCH,

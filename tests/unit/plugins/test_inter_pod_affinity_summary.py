@@ -13,8 +13,8 @@ import pytest
 
 from extender.framework.cycle_state import CycleState
 from extender.framework.types import PodInfo, Snapshot
-from extender.plugins import inter_pod_affinity as ipa
-from extender.plugins.inter_pod_affinity import InterPodAffinity, NamespaceLabels
+from extender.plugins.interpodaffinity import InterPodAffinity, NamespaceLabels
+from extender.plugins.interpodaffinity import plugin as ipa
 from tests.unit.builders import make_pod
 from tests.unit.plugins.test_counting_index import (
     NAMESPACES,

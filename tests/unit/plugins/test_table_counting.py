@@ -19,8 +19,8 @@ import pytest
 
 from extender.framework.columns import NodeTable
 from extender.framework.types import NodeInfo, Snapshot
-from extender.plugins import inter_pod_affinity as ipa
-from extender.plugins.inter_pod_affinity import InterPodAffinity
+from extender.plugins.interpodaffinity import InterPodAffinity
+from extender.plugins.interpodaffinity import plugin as ipa
 from extender.plugins.podtopologyspread import PodTopologySpread
 from extender.plugins.podtopologyspread import common as pts_common
 from extender.plugins.podtopologyspread import filtering as pts_filtering

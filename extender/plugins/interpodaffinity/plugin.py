@@ -57,7 +57,7 @@ from extender.framework.types import (
     WeightedAffinityTerm,
 )
 
-from .args import invalid, is_int
+from ..args import invalid, is_int
 
 NAME = "InterPodAffinity"
 PRE_FILTER_STATE_KEY = "PreFilter" + NAME
