@@ -23,7 +23,7 @@ from extender.framework.labels import RequiredNodeAffinity
 from extender.framework.status import Status
 from extender.framework.types import NodeInfo, NodeScore, PodInfo, Snapshot
 from extender.plugins.interpodaffinity import InterPodAffinity, NamespaceLabels, term_matches
-from extender.plugins.interpodaffinity import plugin as ipa
+from extender.plugins.interpodaffinity import filtering as ipa_filtering
 from extender.plugins.podtopologyspread import (
     DO_NOT_SCHEDULE,
     PodTopologySpread,
@@ -249,10 +249,10 @@ def walk_pre_filter_counts(pod_info: PodInfo, nodes: list[NodeInfo], ns: Namespa
             terms = pod_info.required_affinity_terms
             if terms and all(term_matches(t, existing, ns) for t in terms):
                 for t in terms:
-                    ipa._bump(affinity, info.labels, t.topology_key, 1)
+                    ipa_filtering._bump(affinity, info.labels, t.topology_key, 1)
             for t in pod_info.required_anti_affinity_terms:
                 if term_matches(t, existing, ns):
-                    ipa._bump(anti, info.labels, t.topology_key, 1)
+                    ipa_filtering._bump(anti, info.labels, t.topology_key, 1)
     return {"affinity_counts": affinity, "anti_affinity_counts": anti}
 
 

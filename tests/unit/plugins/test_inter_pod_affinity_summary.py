@@ -13,8 +13,7 @@ import pytest
 
 from extender.framework.cycle_state import CycleState
 from extender.framework.types import PodInfo, Snapshot
-from extender.plugins.interpodaffinity import InterPodAffinity, NamespaceLabels
-from extender.plugins.interpodaffinity import plugin as ipa
+from extender.plugins.interpodaffinity import PRE_SCORE_STATE_KEY, InterPodAffinity, NamespaceLabels
 from tests.unit.builders import make_pod
 from tests.unit.plugins.test_counting_index import (
     NAMESPACES,
@@ -33,7 +32,7 @@ def _score(plugin: InterPodAffinity, pod: dict, snapshot: Snapshot) -> dict:
     status = plugin.pre_score(state, pod, snapshot.node_info_list)
     if status is not None:
         return {}
-    return state.read(ipa.PRE_SCORE_STATE_KEY).topology_score
+    return state.read(PRE_SCORE_STATE_KEY).topology_score
 
 
 def _step(rng: random.Random, snapshot: Snapshot, step: int) -> Snapshot:

@@ -20,7 +20,8 @@ import pytest
 from extender.framework.columns import NodeTable
 from extender.framework.types import NodeInfo, Snapshot
 from extender.plugins.interpodaffinity import InterPodAffinity
-from extender.plugins.interpodaffinity import plugin as ipa
+from extender.plugins.interpodaffinity import filtering as ipa_filtering
+from extender.plugins.interpodaffinity import scoring as ipa_scoring
 from extender.plugins.podtopologyspread import PodTopologySpread
 from extender.plugins.podtopologyspread import common as pts_common
 from extender.plugins.podtopologyspread import filtering as pts_filtering
@@ -263,15 +264,18 @@ def test_indexed_equals_per_node(
 def test_inter_pod_affinity_takes_the_index(monkeypatch: pytest.MonkeyPatch) -> None:
     """The indexed forms do run (and answer) on these scenarios."""
     answered = Counter[str]()
-    for name in ("_incoming_counts_indexed", "_incoming_scores_indexed"):
-        original = getattr(ipa, name)
+    for module, name in (
+        (ipa_filtering, "_incoming_counts_indexed"),
+        (ipa_scoring, "_incoming_scores_indexed"),
+    ):
+        original = getattr(module, name)
 
         def spy(*a: Any, _original: Any = original, _name: str = name) -> Any:
             result = _original(*a)
             answered[_name] += bool(result)
             return result
 
-        monkeypatch.setattr(ipa, name, spy)
+        monkeypatch.setattr(module, name, spy)
     for seed in range(60):
         rng = random.Random(5000 + seed)
         for snapshot, nodes in snapshots(rng):
