@@ -22,7 +22,7 @@ IN_TREE_PLUGINS: dict[str, str] = {
     "NodeResourcesFit": "noderesources.fit:NodeResourcesFit",
     "VolumeRestrictions": "volume_restrictions:VolumeRestrictions",
     "NodeVolumeLimits": "node_volume_limits:NodeVolumeLimits",
-    "VolumeBinding": "volume_binding:VolumeBinding",
+    "VolumeBinding": "volumebinding:VolumeBinding",
     "VolumeZone": "volume_zone:VolumeZone",
     "PodTopologySpread": "podtopologyspread:PodTopologySpread",
     "InterPodAffinity": "interpodaffinity:InterPodAffinity",

@@ -57,7 +57,7 @@ from extender.framework.resources import int_value, request_int_value
 from extender.framework.status import SKIP, Status, unresolvable
 from extender.framework.types import NodeInfo, PreFilterResult
 
-from .volume_util import (
+from ..volume_util import (
     ANN_BIND_COMPLETED,
     ANN_BOUND_BY_CONTROLLER,
     ANN_SELECTED_NODE,
