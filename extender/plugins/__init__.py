@@ -1,6 +1,6 @@
 """In-tree plugins, named after the upstream plugin: one module each, or one package split along
 upstream's files where upstream's directory splits it (the node-resources family,
-DynamicResources, PodTopologySpread, InterPodAffinity).
+DynamicResources, PodTopologySpread, InterPodAffinity, VolumeBinding).
 
 The registry maps each plugin name to its factory ``cls(args, handle)``. Modules are imported
 on first use, so a profile only pays for the plugins it enables.
