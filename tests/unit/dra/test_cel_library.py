@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from extender.dra import cel, quantity, semver
-from extender.dra.cel import CELDevice, CELError, compile_expression
+from extender.dra import cel, quantity
+from extender.dra.cel import CELDevice, CELError, compile_expression, semver
 
 Q = quantity.parse
 V = semver.parse

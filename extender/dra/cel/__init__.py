@@ -154,9 +154,12 @@ from cel_expr_python import cel
 from cel_expr_python.ext import ext_bindings, ext_optional, ext_strings
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory, struct_pb2
 
-from extender.dra import cel_lists, cel_net, celast, celcost
 from extender.dra import quantity as quantity_lib
-from extender.dra import semver as semver_lib
+from extender.dra.cel import ast as celast
+from extender.dra.cel import cost as celcost
+from extender.dra.cel import lists as cel_lists
+from extender.dra.cel import net as cel_net
+from extender.dra.cel import semver as semver_lib
 from extender.framework import budget
 
 # resource.k8s.io/v1 CELSelectorExpressionMaxCost.
