@@ -21,6 +21,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from extender.dra import cel
+from extender.dra.cel import device as cel_device
 
 DRIVER = "gpu.example.com"
 DEVICE = cel.CELDevice(
@@ -90,7 +91,7 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=1.0)
     args = parser.parse_args()
     peer = celpy_peer(args.seconds)
-    convert = rate(lambda: cel._device_maps(DEVICE), args.seconds)
+    convert = rate(lambda: cel_device._device_maps(DEVICE), args.seconds)
     print(f"building the device's CEL value: {convert:,.0f}/s ({1e6 / convert:.1f} us)")
     cache = cel.CELCache()
     print("selector           first evaluation of a device     again (the answer is kept)")

@@ -1,5 +1,6 @@
-"""In-tree plugins, one module each (one package each for the node-resources family and for
-DynamicResources, as upstream), named after the upstream plugin.
+"""In-tree plugins, named after the upstream plugin: one module each, or one package split along
+upstream's files where upstream's directory splits it (the node-resources family,
+DynamicResources, PodTopologySpread, InterPodAffinity, VolumeBinding).
 
 The registry maps each plugin name to its factory ``cls(args, handle)``. Modules are imported
 on first use, so a profile only pays for the plugins it enables.
@@ -21,10 +22,10 @@ IN_TREE_PLUGINS: dict[str, str] = {
     "NodeResourcesFit": "noderesources.fit:NodeResourcesFit",
     "VolumeRestrictions": "volume_restrictions:VolumeRestrictions",
     "NodeVolumeLimits": "node_volume_limits:NodeVolumeLimits",
-    "VolumeBinding": "volume_binding:VolumeBinding",
+    "VolumeBinding": "volumebinding:VolumeBinding",
     "VolumeZone": "volume_zone:VolumeZone",
-    "PodTopologySpread": "pod_topology_spread:PodTopologySpread",
-    "InterPodAffinity": "inter_pod_affinity:InterPodAffinity",
+    "PodTopologySpread": "podtopologyspread:PodTopologySpread",
+    "InterPodAffinity": "interpodaffinity:InterPodAffinity",
     "DynamicResources": "dynamicresources.dynamic_resources:DynamicResources",
     "DefaultPreemption": "default_preemption:DefaultPreemption",
     "NodeResourcesBalancedAllocation": (

@@ -29,6 +29,10 @@ import pytest
 
 from extender.dra import cel
 from extender.dra.cel import CELCache
+from extender.dra.cel import compile as cel_compile
+from extender.dra.cel import library as cel_library
+from extender.dra.cel import meter as cel_meter
+from extender.dra.cel import sets as cel_sets
 from extender.dra.structured import (
     AllocatedState,
     AllocationTimeout,
@@ -357,13 +361,15 @@ def _sleep_past(deadline: float) -> None:
 def test_the_990_by_990_selector_over_128_devices(monkeypatch: pytest.MonkeyPatch) -> None:
     # Issue 28: kube-scheduler answers in seconds; pairwise comparison took ~195 s here.
     comparisons = [0]
-    pairwise = cel._cel_equal
+    pairwise = cel_sets._cel_equal
 
     def counting(a: Any, b: Any) -> bool:
         comparisons[0] += 1
         return pairwise(a, b)
 
-    monkeypatch.setattr(cel, "_cel_equal", counting)
+    # Both modules that compare look the function up.
+    monkeypatch.setattr(cel_sets, "_cel_equal", counting)
+    monkeypatch.setattr(cel_library, "_cel_equal", counting)
     evaluations = _count_evaluations(monkeypatch)
     expression = f"sets.intersects({_pairs(990, 1)}, {_pairs(990, -1, -1)})"
     allocator, node, claims = _selector_inputs(expression)
@@ -403,7 +409,9 @@ def test_the_deadline_reaches_the_cel_evaluation(monkeypatch: pytest.MonkeyPatch
     expression = f"sets.intersects({_pairs(990, 1)}, {_pairs(990, -1, 0)})"
     allocator, node, claims = _selector_inputs(expression, devices=4)
     late = SimpleNamespace(monotonic=lambda: time.monotonic() + 3600)
-    monkeypatch.setattr(cel, "time", late)
+    # The evaluation and the meter each read the clock.
+    monkeypatch.setattr(cel_compile, "time", late)
+    monkeypatch.setattr(cel_meter, "time", late)
     with pytest.raises(AllocationTimeout):
         allocator.allocate(node, claims, deadline=time.monotonic() + 60)
     monkeypatch.undo()

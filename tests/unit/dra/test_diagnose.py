@@ -9,6 +9,7 @@ import json
 import pytest
 
 from extender.dra import cel
+from extender.dra.cel import cache as cel_lru
 from extender.dra.structured import AllocatedState
 from extender.dra.structured import diagnose as dg
 
@@ -79,7 +80,7 @@ def test_each_expression_is_compiled_once(monkeypatch: pytest.MonkeyPatch) -> No
         compiles += 1
         return compile_expression(expression)
 
-    monkeypatch.setattr(cel, "compile_expression", counting)
+    monkeypatch.setattr(cel_lru, "compile_expression", counting)
     allocator, node, claims = _selector_inputs("true", devices=8)
     selectors = [{"cel": {"expression": f"device.driver != 'x{i}'"}} for i in range(10)]
     selectors.append({"cel": {"expression": "device.driver == 'none'"}})

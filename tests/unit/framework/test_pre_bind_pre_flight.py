@@ -15,7 +15,7 @@ from extender.framework.registry import Registry
 from extender.framework.runtime import Framework
 from extender.framework.status import SKIP, Code, Status, unschedulable
 from extender.plugins.dynamicresources.dynamic_resources import DynamicResources
-from extender.plugins.volume_binding import VolumeBinding
+from extender.plugins.volumebinding import VolumeBinding
 from tests.unit.builders import make_pod
 
 

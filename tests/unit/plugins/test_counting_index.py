@@ -25,9 +25,9 @@ from extender.framework.pod_info import PodInfo
 from extender.framework.results import NodeScore
 from extender.framework.snapshot import Snapshot
 from extender.framework.status import Status
-from extender.plugins import inter_pod_affinity as ipa
-from extender.plugins.inter_pod_affinity import InterPodAffinity, NamespaceLabels, term_matches
-from extender.plugins.pod_topology_spread import (
+from extender.plugins.interpodaffinity import InterPodAffinity, NamespaceLabels, term_matches
+from extender.plugins.interpodaffinity import filtering as ipa_filtering
+from extender.plugins.podtopologyspread import (
     DO_NOT_SCHEDULE,
     PodTopologySpread,
     count_pods_matching,
@@ -252,10 +252,10 @@ def walk_pre_filter_counts(pod_info: PodInfo, nodes: list[NodeInfo], ns: Namespa
             terms = pod_info.required_affinity_terms
             if terms and all(term_matches(t, existing, ns) for t in terms):
                 for t in terms:
-                    ipa._bump(affinity, info.labels, t.topology_key, 1)
+                    ipa_filtering._bump(affinity, info.labels, t.topology_key, 1)
             for t in pod_info.required_anti_affinity_terms:
                 if term_matches(t, existing, ns):
-                    ipa._bump(anti, info.labels, t.topology_key, 1)
+                    ipa_filtering._bump(anti, info.labels, t.topology_key, 1)
     return {"affinity_counts": affinity, "anti_affinity_counts": anti}
 
 

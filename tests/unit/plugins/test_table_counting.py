@@ -20,10 +20,13 @@ import pytest
 from extender.framework.columns import NodeTable
 from extender.framework.node_info import NodeInfo
 from extender.framework.snapshot import Snapshot
-from extender.plugins import inter_pod_affinity as ipa
-from extender.plugins import pod_topology_spread as pts
-from extender.plugins.inter_pod_affinity import InterPodAffinity
-from extender.plugins.pod_topology_spread import PodTopologySpread
+from extender.plugins.interpodaffinity import InterPodAffinity
+from extender.plugins.interpodaffinity import filtering as ipa_filtering
+from extender.plugins.interpodaffinity import scoring as ipa_scoring
+from extender.plugins.podtopologyspread import PodTopologySpread
+from extender.plugins.podtopologyspread import common as pts_common
+from extender.plugins.podtopologyspread import filtering as pts_filtering
+from extender.plugins.podtopologyspread import scoring as pts_scoring
 from tests.unit.builders import make_node, make_pod
 from tests.unit.plugins.test_counting_index import (
     HOST,
@@ -233,13 +236,15 @@ def test_indexed_equals_per_node(
 ) -> None:
     compared = indexed_runs = 0
     calls = Counter[str]()
-    original = pts._matching_rows
+    original = pts_common._matching_rows
 
     def spy(*a: Any) -> Any:
         calls["_matching_rows"] += 1
         return original(*a)
 
-    monkeypatch.setattr(pts, "_matching_rows", spy)
+    # Filtering and scoring each look the index up.
+    monkeypatch.setattr(pts_filtering, "_matching_rows", spy)
+    monkeypatch.setattr(pts_scoring, "_matching_rows", spy)
     for seed in range(200):
         rng = random.Random(1000 + seed)
         for snapshot, nodes in snapshots(rng):
@@ -260,15 +265,18 @@ def test_indexed_equals_per_node(
 def test_inter_pod_affinity_takes_the_index(monkeypatch: pytest.MonkeyPatch) -> None:
     """The indexed forms do run (and answer) on these scenarios."""
     answered = Counter[str]()
-    for name in ("_incoming_counts_indexed", "_incoming_scores_indexed"):
-        original = getattr(ipa, name)
+    for module, name in (
+        (ipa_filtering, "_incoming_counts_indexed"),
+        (ipa_scoring, "_incoming_scores_indexed"),
+    ):
+        original = getattr(module, name)
 
         def spy(*a: Any, _original: Any = original, _name: str = name) -> Any:
             result = _original(*a)
             answered[_name] += bool(result)
             return result
 
-        monkeypatch.setattr(ipa, name, spy)
+        monkeypatch.setattr(module, name, spy)
     for seed in range(60):
         rng = random.Random(5000 + seed)
         for snapshot, nodes in snapshots(rng):

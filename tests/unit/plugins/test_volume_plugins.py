@@ -19,9 +19,9 @@ from extender.framework.handle import (
 from extender.framework.pod_info import PodInfo
 from extender.framework.status import Code
 from extender.plugins.node_volume_limits import NodeVolumeLimits
-from extender.plugins.volume_binding import VolumeBinding
 from extender.plugins.volume_restrictions import ERR_REASON_RWOP_CONFLICT, VolumeRestrictions
 from extender.plugins.volume_zone import VolumeZone
+from extender.plugins.volumebinding import VolumeBinding
 from tests.unit.builders import ListLister, make_node, make_pod
 
 from .helpers import cycle

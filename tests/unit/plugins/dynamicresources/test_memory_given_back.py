@@ -10,7 +10,7 @@ import weakref
 
 import pytest
 
-import extender.dra.cel as cel
+import extender.dra.cel.device as cel_device
 import extender.dra.structured.allocator as allocator
 import extender.plugins.dynamicresources.manager as manager
 from extender.cache.informers import Listers
@@ -71,7 +71,7 @@ def cached() -> dict[str, int]:
         "plain capacity": len(allocator._PLAIN_CAPACITY),
         "node pools": len(allocator._NODE_POOLS),
         "slice index": 0 if allocator._SLICE_INDEX is None else len(allocator._SLICE_INDEX[0]),
-        "device values": len(cel._DEVICE_CACHE),
+        "device values": len(cel_device._DEVICE_CACHE),
     }
 
 
@@ -80,8 +80,8 @@ def clear_module_caches() -> None:
     allocator._PLAIN_CAPACITY.clear()
     allocator._NODE_POOLS.clear()
     allocator._SLICE_INDEX = None
-    with cel._DEVICE_CACHE_LOCK:
-        cel._DEVICE_CACHE.clear()
+    with cel_device._DEVICE_CACHE_LOCK:
+        cel_device._DEVICE_CACHE.clear()
     gc.collect()
 
 

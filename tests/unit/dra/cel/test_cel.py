@@ -372,7 +372,7 @@ def test_upstream_case(name: str) -> None:
 )
 def test_upstream_cost_estimate(name: str) -> None:
     # cel-go's worst-case estimate with the DRA environment's sizes (compile.go's
-    # sizeEstimator); the scheduler's cache does not need it, the cost limit does (celcost.py).
+    # sizeEstimator); the scheduler's cache does not need it, the cost limit does (cel/cost.py).
     case = UPSTREAM_CASES[name]
     result = compile_expression(case.expression)
     assert result.max_cost == case.expect_cost

@@ -19,7 +19,7 @@ from extender.framework.pod_info import PodInfo
 from extender.framework.results import NodeScore
 from extender.framework.snapshot import Snapshot
 from extender.framework.status import Code, Status
-from extender.plugins.pod_topology_spread import (
+from extender.plugins.podtopologyspread import (
     ERR_REASON_CONSTRAINTS_NOT_MATCH,
     ERR_REASON_NODE_LABEL_NOT_MATCH,
     PRE_FILTER_STATE_KEY,

@@ -11,7 +11,7 @@ from extender.framework.pod_info import PodInfo
 from extender.framework.results import NodeScore
 from extender.framework.snapshot import Snapshot
 from extender.framework.status import Code, Status
-from extender.plugins.inter_pod_affinity import (
+from extender.plugins.interpodaffinity import (
     ERR_REASON_AFFINITY_RULES_NOT_MATCH,
     ERR_REASON_ANTI_AFFINITY_RULES_NOT_MATCH,
     ERR_REASON_EXISTING_ANTI_AFFINITY_RULES_NOT_MATCH,

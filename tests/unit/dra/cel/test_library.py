@@ -13,8 +13,11 @@ from typing import Any
 
 import pytest
 
-from extender.dra import cel, quantity, semver
-from extender.dra.cel import CELDevice, CELError, compile_expression
+from extender.dra import quantity
+from extender.dra.cel import CELDevice, CELError, compile_expression, semver
+from extender.dra.cel import compile as cel_compile
+from extender.dra.cel import errors as cel_errors
+from extender.dra.cel import types as cel_types
 
 Q = quantity.parse
 V = semver.parse
@@ -23,17 +26,17 @@ V = semver.parse
 def _evaluate(expression: str) -> Any:
     """The value of an expression without variables, or raises CELError."""
     try:
-        program = cel._env().compile(expression)
+        program = cel_compile._env().compile(expression)
     except RuntimeError as e:
-        raise CELError("compilation failed: " + cel._compile_message(str(e))) from None
+        raise CELError("compilation failed: " + cel_errors._compile_message(str(e))) from None
     result = program.eval()
-    if result.type() == cel._T.ERROR:
-        raise CELError(cel._runtime_message(str(result.value())))
+    if result.type() == cel_types._T.ERROR:
+        raise CELError(cel_errors._runtime_message(str(result.value())))
     value = result.value()
-    if isinstance(value, cel._QuantityMsg):
-        return cel._from_quantity_msg(value)
-    if isinstance(value, cel._SemverMsg):
-        return cel._from_semver_msg(value)
+    if isinstance(value, cel_types._QuantityMsg):
+        return cel_types._from_quantity_msg(value)
+    if isinstance(value, cel_types._SemverMsg):
+        return cel_types._from_semver_msg(value)
     return value
 
 

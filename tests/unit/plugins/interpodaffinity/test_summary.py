@@ -14,8 +14,7 @@ import pytest
 from extender.framework.cycle_state import CycleState
 from extender.framework.pod_info import PodInfo
 from extender.framework.snapshot import Snapshot
-from extender.plugins import inter_pod_affinity as ipa
-from extender.plugins.inter_pod_affinity import InterPodAffinity, NamespaceLabels
+from extender.plugins.interpodaffinity import PRE_SCORE_STATE_KEY, InterPodAffinity, NamespaceLabels
 from tests.unit.builders import make_pod
 from tests.unit.plugins.test_counting_index import (
     NAMESPACES,
@@ -34,7 +33,7 @@ def _score(plugin: InterPodAffinity, pod: dict, snapshot: Snapshot) -> dict:
     status = plugin.pre_score(state, pod, snapshot.node_info_list)
     if status is not None:
         return {}
-    return state.read(ipa.PRE_SCORE_STATE_KEY).topology_score
+    return state.read(PRE_SCORE_STATE_KEY).topology_score
 
 
 def _step(rng: random.Random, snapshot: Snapshot, step: int) -> Snapshot:

@@ -1,5 +1,5 @@
 """``sets.contains`` / ``sets.equivalent`` / ``sets.intersects`` (cel-go ``ext/sets.go``) and
-the runtime cost meter of the DRA CEL library functions (``extender/dra/cel.py``).
+the runtime cost meter of the DRA CEL library functions (``extender/dra/cel/``).
 
 The sets functions find members by hash; CEL's equality is the pairwise ``_cel_equal``. The
 property tests hold the two to the same answers on mixed nested values of every kind the C++
@@ -20,7 +20,6 @@ from cel_expr_python import cel as cel_runtime
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from extender.dra import cel
 from extender.dra.cel import (
     CEL_SELECTOR_EXPRESSION_MAX_COST,
     COST_LIMIT_EXCEEDED,
@@ -29,6 +28,11 @@ from extender.dra.cel import (
     CELError,
     compile_expression,
 )
+from extender.dra.cel import compile as cel_compile
+from extender.dra.cel import library as cel_library
+from extender.dra.cel import meter as cel_meter
+from extender.dra.cel import sets as cel_sets
+from extender.dra.cel import types as cel_types
 
 DEVICE = CELDevice(driver="dra.example.com", attributes={}, capacity={})
 
@@ -52,11 +56,11 @@ _scalars = st.one_of(
         ]
     ),
     st.sampled_from(["INT", "UINT", "STRING"]).map(lambda name: getattr(cel_runtime.Type, name)),
-    st.sampled_from(["1", "1000m", "1k", "1000", "2Gi"]).map(cel._quantity_msg_of),
-    st.sampled_from(["1.2.3", "1.2.4"]).map(cel._semver_msg_of),
-    st.sampled_from(["::1", "127.0.0.1", "0:0:0:0:0:0:0:1"]).map(cel._ip_msg_of),
+    st.sampled_from(["1", "1000m", "1k", "1000", "2Gi"]).map(cel_types._quantity_msg_of),
+    st.sampled_from(["1.2.3", "1.2.4"]).map(cel_types._semver_msg_of),
+    st.sampled_from(["::1", "127.0.0.1", "0:0:0:0:0:0:0:1"]).map(cel_library._ip_msg_of),
     # a message with no key (the device itself): compared pairwise
-    st.sampled_from(["a", "b"]).map(lambda driver: cel._DeviceMsg(driver=driver)),
+    st.sampled_from(["a", "b"]).map(lambda driver: cel_types._DeviceMsg(driver=driver)),
 )
 _map_keys = st.one_of(
     st.integers(min_value=-2, max_value=2), st.booleans(), st.sampled_from(["", "a", "1"])
@@ -72,20 +76,20 @@ LISTS = st.lists(VALUES, max_size=6)
 
 
 def _pairwise_contains(a: list[Any], b: list[Any]) -> bool:
-    return all(any(cel._cel_equal(x, y) for x in a) for y in b)
+    return all(any(cel_sets._cel_equal(x, y) for x in a) for y in b)
 
 
 def _pairwise_intersects(a: list[Any], b: list[Any]) -> bool:
-    return any(cel._cel_equal(x, y) for x in a for y in b)
+    return any(cel_sets._cel_equal(x, y) for x in a for y in b)
 
 
 def _equal_by_key(a: Any, b: Any) -> bool | None:
     """Whether the keys are equal; None when a value has no key."""
     try:
-        return bool(cel._key(a) == cel._key(b))
-    except cel._Unequal:
+        return bool(cel_sets._key(a) == cel_sets._key(b))
+    except cel_sets._Unequal:
         return False
-    except cel._Unkeyable:
+    except cel_sets._Unkeyable:
         return None
 
 
@@ -95,10 +99,12 @@ def test_hashed_sets_answer_as_pairwise_comparison(a: list[Any], b: list[Any], r
     # Shared elements (the same object, or an equal copy) make the answers interesting.
     if a and b:
         b = [*b, random.choice(a)]
-    assert cel._sets_contains(a, b) == _pairwise_contains(a, b)
-    assert cel._sets_contains(b, a) == _pairwise_contains(b, a)
-    assert cel._sets_intersects(a, b) == _pairwise_intersects(a, b)
-    assert cel._sets_equivalent(a, b) == (_pairwise_contains(a, b) and _pairwise_contains(b, a))
+    assert cel_sets._sets_contains(a, b) == _pairwise_contains(a, b)
+    assert cel_sets._sets_contains(b, a) == _pairwise_contains(b, a)
+    assert cel_sets._sets_intersects(a, b) == _pairwise_intersects(a, b)
+    assert cel_sets._sets_equivalent(a, b) == (
+        _pairwise_contains(a, b) and _pairwise_contains(b, a)
+    )
 
 
 @settings(max_examples=1000, suppress_health_check=[HealthCheck.too_slow], deadline=None)
@@ -106,8 +112,8 @@ def test_hashed_sets_answer_as_pairwise_comparison(a: list[Any], b: list[Any], r
 def test_keys_are_equal_exactly_for_cel_equal_values(a: Any, b: Any) -> None:
     by_key = _equal_by_key(a, b)
     if by_key is not None:
-        assert by_key == cel._cel_equal(a, b)
-    assert _equal_by_key(a, a) in (cel._cel_equal(a, a), None)
+        assert by_key == cel_sets._cel_equal(a, b)
+    assert _equal_by_key(a, a) in (cel_sets._cel_equal(a, a), None)
 
 
 @pytest.mark.parametrize(
@@ -122,17 +128,17 @@ def test_keys_are_equal_exactly_for_cel_equal_values(a: Any, b: Any) -> None:
         ([math.nan], [math.nan], False),
         ({"a": math.nan}, {"a": math.nan}, False),
         (bytearray(b"a"), "a", False),
-        (cel._quantity_msg_of("1k"), cel._quantity_msg_of("1000"), True),
-        (cel._quantity_msg_of("1"), cel._semver_msg_of("1.0.0"), False),
-        (cel._ip_msg_of("0:0:0:0:0:0:0:1"), cel._ip_msg_of("::1"), True),
+        (cel_types._quantity_msg_of("1k"), cel_types._quantity_msg_of("1000"), True),
+        (cel_types._quantity_msg_of("1"), cel_types._semver_msg_of("1.0.0"), False),
+        (cel_library._ip_msg_of("0:0:0:0:0:0:0:1"), cel_library._ip_msg_of("::1"), True),
         (cel_runtime.Type.INT, cel_runtime.Type("int"), True),
         (cel_runtime.Type.INT, 1, False),
     ],
 )
 def test_equality_cases(a: Any, b: Any, equal: bool) -> None:
-    assert cel._cel_equal(a, b) is equal
+    assert cel_sets._cel_equal(a, b) is equal
     assert _equal_by_key(a, b) is equal
-    assert cel._sets_intersects([a], [b]) is equal
+    assert cel_sets._sets_intersects([a], [b]) is equal
 
 
 @pytest.mark.parametrize(
@@ -172,14 +178,16 @@ def test_the_990_by_990_selector_is_hashed_not_compared_pairwise(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     comparisons = 0
-    pairwise = cel._cel_equal
+    pairwise = cel_sets._cel_equal
 
     def counting(a: Any, b: Any) -> bool:
         nonlocal comparisons
         comparisons += 1
         return pairwise(a, b)
 
-    monkeypatch.setattr(cel, "_cel_equal", counting)
+    # Both modules that compare look the function up.
+    monkeypatch.setattr(cel_sets, "_cel_equal", counting)
+    monkeypatch.setattr(cel_library, "_cel_equal", counting)
     result = compile_expression(HOSTILE)
     assert result.error is None and result.max_cost is not None
     assert result.max_cost <= CEL_SELECTOR_EXPRESSION_MAX_COST  # the API server accepts it
@@ -243,14 +251,14 @@ def test_library_calls_are_metered(expression: str, within: bool) -> None:
 
 def test_the_cost_is_charged_before_the_work(monkeypatch: pytest.MonkeyPatch) -> None:
     keyed = 0
-    key = cel._key
+    key = cel_sets._key
 
     def counting(value: Any) -> Any:
         nonlocal keyed
         keyed += 1
         return key(value)
 
-    monkeypatch.setattr(cel, "_key", counting)
+    monkeypatch.setattr(cel_sets, "_key", counting)
     over = f"sets.intersects({_numbers(1500)}, {_numbers(1500)})"
     # cel-go cancels the evaluation: no operator absorbs the error.
     for expression in (over, f"{over} || true", f"true && ({over} || true)"):
@@ -296,7 +304,10 @@ def test_library_functions_check_the_deadline_as_they_work(
     device = CELDevice("d", {"n": {"int": 7}}, {})
     # The check before evaluating and at the charge pass; the clock jumps while indexing.
     clock = _Clock(calls=2)
-    monkeypatch.setattr(cel, "time", SimpleNamespace(monotonic=clock.monotonic))
+    clock_time = SimpleNamespace(monotonic=clock.monotonic)
+    # The evaluation and the meter each read the clock.
+    monkeypatch.setattr(cel_compile, "time", clock_time)
+    monkeypatch.setattr(cel_meter, "time", clock_time)
     with pytest.raises(CELDeadlineExceeded, match="^operation interrupted$"):
         result.device_matches(device, deadline=1.0)
     assert clock.reads == 3  # stopped at the first check after the jump
