@@ -117,7 +117,8 @@ class _Throttled:
 
 
 class Front:
-    """The connections and the pool of one worker process."""
+    """The connections and the pool of one worker process. ``threads=0``: no pool, the app
+    runs in the event loop (an app that never blocks, as the health port's)."""
 
     def __init__(
         self,
@@ -134,7 +135,8 @@ class Front:
         self.access = access
         self.ssl_context = ssl_context
         self.loop = loop or asyncio.get_event_loop()
-        self.pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="verb")
+        # No pool: the app runs in the loop itself (one that never blocks, the health port's).
+        self.pool = ThreadPoolExecutor(threads, thread_name_prefix="verb") if threads else None
         self.conns: set[Connection] = set()
         # Idle or sending a head, by the time they started to: the eviction order at the cap.
         self.waiting: OrderedDict[Connection, float] = OrderedDict()
@@ -194,9 +196,10 @@ class Front:
             await asyncio.sleep(0.1)
         for conn in list(self.conns):
             conn.abort()
-        self.pool.shutdown(wait=False, cancel_futures=True)
+        if self.pool is not None:
+            self.pool.shutdown(wait=False, cancel_futures=True)
 
-    # -- in a pool thread ------------------------------------------------------------------
+    # -- in a pool thread (or the loop, without a pool) ----------------------------------------
 
     def call_app(self, conn: Connection, environ: dict, held: int) -> None:
         """Run the app on a complete request and hand its response to the loop.
@@ -593,6 +596,9 @@ class Connection(asyncio.Protocol):
         held, self.held = self.held, 0
         self.response_status = 0
         self.response_sent = 0
+        if self.front.pool is None:
+            self.front.call_app(self, environ, held)
+            return
         future = self.front.loop.run_in_executor(
             self.front.pool, self.front.call_app, self, environ, held
         )
