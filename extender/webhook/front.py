@@ -25,6 +25,36 @@ Parsing and framing are ``h11``'s. What this module adds, per connection:
 The app's body refusals (413 for a chunked body over the limit, 503 for the budget) are
 raised from ``wsgi.input`` as :class:`~extender.webhook.limits.BodyRefused`, so the app's own
 handler answers them (JSON, metrics, access log) exactly as when it read the body itself.
+
+Why a front of our own: the well-kept servers, measured on 2026-12-07 with
+``bench/slow_clients.py --scenarios`` (the cases of tests/webhook/test_slow_clients.py,
+test_front.py and test_hardening.py; the same app; 1 worker, 2 threads, a cap of 20
+connections, a 2 s head and 1 s body deadline, as far as each server has the knob): gunicorn
+27.0.1's ``gthread``; its ASGI worker (``-k asgi``) with a2wsgi 1.10.10, or with a 60-line
+adapter that buffers the body in the loop (in the bench); hypercorn 0.18.0 (WSGI mode);
+waitress 3.0.2::
+
+    scenario               front  gthread  asgi+a2wsgi  asgi+buffered  hypercorn  waitress
+    1000 slow + idle       pass   FAIL     pass         pass           pass       pass
+    head deadline (total)  pass   FAIL     FAIL         FAIL           FAIL       FAIL
+    body stall             pass   FAIL     FAIL         FAIL           pass       pass
+    body dribble (total)   pass   FAIL     FAIL         FAIL           FAIL       FAIL
+    slow bodies, no thread pass   FAIL     FAIL         pass           pass       pass
+    cap: 30 slow heads     pass   FAIL     pass*        pass*          pass*      FAIL
+    cap: 1000 idle         pass   FAIL     pass*        pass*          pass*      FAIL
+    cap: all in a request  pass   FAIL     FAIL         pass*          pass*      pass
+    413 declared length    pass   pass     pass         pass           pass       pass
+    413 chunked            pass   pass     pass         pass           FAIL (400) pass
+    bytes in flight        pass   FAIL     FAIL         FAIL           FAIL       FAIL
+
+``*``: passes by having no cap (the ASGI worker counts ``worker_connections`` but refuses none:
+1003 sockets held with a cap of 20; hypercorn has no cap), so the descriptors run out instead.
+None has a *total* head or body deadline (hypercorn's ``read_timeout`` and waitress's
+``channel_timeout`` are per read and inactivity: a byte every 0.3 s keeps a connection
+forever), none evicts at a cap, and none bounds the body bytes a process holds (four 24 MiB
+bodies at once: +96 to +240 MiB RSS, the front +49 MiB and three 503s). waitress at its cap
+stops accepting (idle and slow clients lock new ones out); a2wsgi reads the body from a pool
+thread, so slow bodies hold threads. Figures and req/s in docs/benchmarks.md.
 """
 
 from __future__ import annotations
