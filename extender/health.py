@@ -89,15 +89,16 @@ class _Server(ThreadingMixIn, WSGIServer):
     daemon_threads = True
 
 
+class _Server6(_Server):
+    address_family = socket.AF_INET6
+
+
 def serve_wsgi(
     app: Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]], host: str, port: int
 ) -> WSGIServer:
     """``app`` on ``host:port``, a thread per connection, from a daemon thread; ``shutdown()``
     stops it. Raises ``OSError`` when the address cannot be bound."""
-    server_class = _Server
-    if ":" in host:
-        server_class = type("_Server6", (_Server,), {"address_family": socket.AF_INET6})
-    server = server_class((host, port), _Handler)
+    server = (_Server6 if ":" in host else _Server)((host, port), _Handler)
     server.set_app(app)
     threading.Thread(target=server.serve_forever, daemon=True, name="http").start()
     return server
