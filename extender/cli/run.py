@@ -14,9 +14,9 @@ import os
 import signal
 import sys
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
+from wsgiref.simple_server import WSGIServer
 
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
@@ -31,40 +31,18 @@ from extender.wiring import build_standalone
 log = logging.getLogger("extender.scheduler")
 
 
-def serve_http(runtime: StandaloneScheduler, bind: str) -> ThreadingHTTPServer:
+def serve_http(runtime: StandaloneScheduler, bind: str) -> WSGIServer:
     """/healthz, /readyz (informers synced), /metrics and /debug/cache (the cache's dump:
-    nodes, their pods and requests, and the assumed pods)."""
-    host, port = parse_bind(bind, "--metrics-bind")
+    nodes, their pods and requests, and the assumed pods); ``shutdown()`` stops it."""
 
-    class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            if self.path == "/metrics":
-                self._reply(200, generate_latest(runtime.metrics.registry), CONTENT_TYPE_LATEST)
-            elif self.path == "/debug/cache":
-                body = json.dumps(runtime.cache.dump(), sort_keys=True).encode()
-                self._reply(200, body, "application/json")
-            elif self.path == "/healthz":
-                self._reply(*health.healthz())
-            elif self.path == "/readyz":
-                self._reply(*health.readyz(runtime.synced()))
-            else:
-                self._reply(404, b"not found")
+    def metrics() -> tuple[int, bytes, str]:
+        return 200, generate_latest(runtime.metrics.registry), CONTENT_TYPE_LATEST
 
-        def _reply(self, code: int, body: bytes, content_type: str = health.CONTENT_TYPE) -> None:
-            self.send_response(code)
-            self.send_header("Content-Type", content_type)
-            if content_type == health.CONTENT_TYPE:
-                self.send_header("X-Content-Type-Options", "nosniff")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
+    def cache() -> tuple[int, bytes, str]:
+        return 200, json.dumps(runtime.cache.dump(), sort_keys=True).encode(), "application/json"
 
-        def log_message(self, format: str, *args: Any) -> None:
-            pass
-
-    server = ThreadingHTTPServer((host, port), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True, name="http").start()
-    return server
+    app = health.wsgi_app(runtime.synced, {"/metrics": metrics, "/debug/cache": cache})
+    return health.serve_wsgi(app, *parse_bind(bind, "--metrics-bind"))
 
 
 def watch_lease(

@@ -27,7 +27,7 @@ from extender.cli import logs
 from extender.cli.common import add_log_flags, bind_type, check_kubeconfig, parse_bind
 from extender.config import ConfigError, SchedulerConfig, load
 from extender.framework.runtime import Framework, ProfileError
-from extender.webhook.server import ExtenderWorker, HealthListener
+from extender.webhook.server import ExtenderWorker, bind_health
 
 log = logging.getLogger("extender.webhook")
 
@@ -125,7 +125,6 @@ def build_app(
     config_path: str,
     kubeconfig: str | None,
     offline: bool,
-    health: HealthListener | None = None,
     max_inflight_bytes: int | None = None,
     allowed_flags: list[str] | None = None,
 ) -> Any:
@@ -200,8 +199,6 @@ def build_app(
     app.extensions["kube-extender"]["body_budget"] = BytesInFlight(
         max(budget, settings.max_request_bytes)
     )
-    if health is not None:
-        health.start(service.ready, app.extensions["kube-extender"]["unknown_paths"].record)
     return app
 
 
@@ -273,7 +270,7 @@ class _Server(BaseApplication):
 
 
 def default_health_bind(bind: str) -> str:
-    """The health listener's default: the host of ``--bind`` (an extender bound to loopback
+    """The health port's default: the host of ``--bind`` (an extender bound to loopback
     opens no port on other interfaces), on the next port (a second extender on another
     port does not collide with the first one's health port)."""
     host, port = parse_bind(bind, "--bind")
@@ -298,8 +295,8 @@ def main(argv: list[str]) -> int:
     )
     parser.add_argument(
         "--health-bind",
-        help="HOST:PORT of /healthz and /readyz, plain HTTP, served by a dedicated thread in "
-        "each worker so that busy verb threads do not fail probes; 'off' to disable "
+        help="HOST:PORT of /healthz and /readyz, plain HTTP, answered in each worker's event "
+        "loop so that busy verb threads and slow clients do not fail probes; 'off' to disable "
         "(default: the host of --bind, its port + 1)",
     )
     parser.add_argument("--workers", type=int, default=1, help="processes (default %(default)s)")
@@ -406,10 +403,11 @@ def main(argv: list[str]) -> int:
         print(f"kube-extender serve: {exc}", file=sys.stderr)
         return 2
 
-    health = None
     if args.health_bind != "off":
         try:
-            health = HealthListener(*parse_bind(args.health_bind, "--health-bind"))
+            ExtenderWorker.health_socket = bind_health(
+                *parse_bind(args.health_bind, "--health-bind")
+            )
         except OSError as exc:
             print(f"kube-extender serve: --health-bind {args.health_bind}: {exc}", file=sys.stderr)
             return 2
@@ -459,7 +457,6 @@ def main(argv: list[str]) -> int:
                 args.config,
                 args.kubeconfig,
                 args.offline,
-                health,
                 args.max_inflight_bytes,
                 args.allowed_client,
             ),

@@ -25,6 +25,36 @@ Parsing and framing are ``h11``'s. What this module adds, per connection:
 The app's body refusals (413 for a chunked body over the limit, 503 for the budget) are
 raised from ``wsgi.input`` as :class:`~extender.webhook.limits.BodyRefused`, so the app's own
 handler answers them (JSON, metrics, access log) exactly as when it read the body itself.
+
+Why a front of our own: the well-kept servers, measured on 2026-12-07 with
+``bench/slow_clients.py --scenarios`` (the cases of tests/webhook/test_slow_clients.py,
+test_front.py and test_hardening.py; the same app; 1 worker, 2 threads, a cap of 20
+connections, a 2 s head and 1 s body deadline, as far as each server has the knob): gunicorn
+27.0.1's ``gthread``; its ASGI worker (``-k asgi``) with a2wsgi 1.10.10, or with a 60-line
+adapter that buffers the body in the loop (in the bench); hypercorn 0.18.0 (WSGI mode);
+waitress 3.0.2::
+
+    scenario               front  gthread  asgi+a2wsgi  asgi+buffered  hypercorn  waitress
+    1000 slow + idle       pass   FAIL     pass         pass           pass       pass
+    head deadline (total)  pass   FAIL     FAIL         FAIL           FAIL       FAIL
+    body stall             pass   FAIL     FAIL         FAIL           pass       pass
+    body dribble (total)   pass   FAIL     FAIL         FAIL           FAIL       FAIL
+    slow bodies, no thread pass   FAIL     FAIL         pass           pass       pass
+    cap: 30 slow heads     pass   FAIL     pass*        pass*          pass*      FAIL
+    cap: 1000 idle         pass   FAIL     pass*        pass*          pass*      FAIL
+    cap: all in a request  pass   FAIL     FAIL         pass*          pass*      pass
+    413 declared length    pass   pass     pass         pass           pass       pass
+    413 chunked            pass   pass     pass         pass           FAIL (400) pass
+    bytes in flight        pass   FAIL     FAIL         FAIL           FAIL       FAIL
+
+``*``: passes by having no cap (the ASGI worker counts ``worker_connections`` but refuses none:
+1003 sockets held with a cap of 20; hypercorn has no cap), so the descriptors run out instead.
+None has a *total* head or body deadline (hypercorn's ``read_timeout`` and waitress's
+``channel_timeout`` are per read and inactivity: a byte every 0.3 s keeps a connection
+forever), none evicts at a cap, and none bounds the body bytes a process holds (four 24 MiB
+bodies at once: +96 to +240 MiB RSS, the front +49 MiB and three 503s). waitress at its cap
+stops accepting (idle and slow clients lock new ones out); a2wsgi reads the body from a pool
+thread, so slow bodies hold threads. Figures and req/s in docs/benchmarks.md.
 """
 
 from __future__ import annotations
@@ -117,7 +147,8 @@ class _Throttled:
 
 
 class Front:
-    """The connections and the pool of one worker process."""
+    """The connections and the pool of one worker process. ``threads=0``: no pool, the app
+    runs in the event loop (an app that never blocks, as the health port's)."""
 
     def __init__(
         self,
@@ -134,7 +165,8 @@ class Front:
         self.access = access
         self.ssl_context = ssl_context
         self.loop = loop or asyncio.get_event_loop()
-        self.pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="verb")
+        # No pool: the app runs in the loop itself (one that never blocks, the health port's).
+        self.pool = ThreadPoolExecutor(threads, thread_name_prefix="verb") if threads else None
         self.conns: set[Connection] = set()
         # Idle or sending a head, by the time they started to: the eviction order at the cap.
         self.waiting: OrderedDict[Connection, float] = OrderedDict()
@@ -194,9 +226,10 @@ class Front:
             await asyncio.sleep(0.1)
         for conn in list(self.conns):
             conn.abort()
-        self.pool.shutdown(wait=False, cancel_futures=True)
+        if self.pool is not None:
+            self.pool.shutdown(wait=False, cancel_futures=True)
 
-    # -- in a pool thread ------------------------------------------------------------------
+    # -- in a pool thread (or the loop, without a pool) ----------------------------------------
 
     def call_app(self, conn: Connection, environ: dict, held: int) -> None:
         """Run the app on a complete request and hand its response to the loop.
@@ -593,6 +626,9 @@ class Connection(asyncio.Protocol):
         held, self.held = self.held, 0
         self.response_status = 0
         self.response_sent = 0
+        if self.front.pool is None:
+            self.front.call_app(self, environ, held)
+            return
         future = self.front.loop.run_in_executor(
             self.front.pool, self.front.call_app, self, environ, held
         )

@@ -1,4 +1,4 @@
-"""gunicorn, hardened for kube-extender: the worker class, the health listener.
+"""gunicorn, hardened for kube-extender: the worker class, the health port.
 
 * :class:`ExtenderWorker`: a gunicorn worker whose connections live in an asyncio event loop
   (:mod:`extender.webhook.front`, HTTP/1.1 by ``h11``) and whose complete requests run in a
@@ -8,10 +8,11 @@
   request limits and a cap on connections are the front's; its error answers (400, 413, 414,
   431, 501, 503) are JSON, ``{"error": ...}``, like the app's. gunicorn's arbiter stays: worker
   processes, heartbeats (``--timeout``), signals, graceful shutdown, logging.
-* :class:`HealthListener`: ``/healthz`` and ``/readyz`` on a port of their own
-  (``--health-bind``), served by a dedicated thread in every worker. The socket is bound by
-  the arbiter before it forks, so the workers share it like gunicorn's own listener. All the
-  verb threads being busy (long requests) does not delay a probe.
+* :func:`health_front`: ``/healthz`` and ``/readyz`` on a port of their own (``--health-bind``),
+  answered in every worker's event loop by a second :class:`~extender.webhook.front.Front`
+  without a pool. The socket is bound by the arbiter before it forks (:func:`bind_health`),
+  so the workers share it like gunicorn's own listener. All the verb threads being busy (long
+  requests) does not delay a probe.
 """
 
 from __future__ import annotations
@@ -22,12 +23,8 @@ import os
 import signal
 import socket
 import sys
-import threading
-import time
 from collections.abc import Callable
-from http import HTTPStatus
 
-import orjson
 from gunicorn import sock as gsock
 from gunicorn.workers import base
 
@@ -46,6 +43,7 @@ class ExtenderWorker(base.Worker):
 
     header_timeout = 10.0
     body_timeout = 30.0
+    health_socket: socket.socket | None = None  # --health-bind, from bind_health
 
     def init_process(self) -> None:
         self.loop = asyncio.new_event_loop()
@@ -101,6 +99,11 @@ class ExtenderWorker(base.Worker):
             ssl_context=context,
             loop=self.loop,
         )
+        self.health: Front | None = None
+        if self.health_socket is not None:
+            shared = self.wsgi.extensions["kube-extender"]
+            ready, unknown = shared["service"].ready, shared["unknown_paths"].record
+            self.health = health_front(ready, unknown, self.loop)
         try:
             self.loop.run_until_complete(self._serve())
         finally:
@@ -108,102 +111,47 @@ class ExtenderWorker(base.Worker):
 
     async def _serve(self) -> None:
         await self.front.listen(listener.sock for listener in self.sockets)
+        if self.health is not None:
+            await self.health.listen([self.health_socket])
         while self.alive:
             self.notify()
             if self.ppid != os.getppid():
                 self.log.info("Parent changed, shutting down: %s", self)
                 break
             await asyncio.sleep(1.0)
+        if self.health is not None:
+            await self.health.shutdown(0.0)
         await self.front.shutdown(0.0 if self.quick else float(self.cfg.graceful_timeout))
 
 
-class HealthListener:
-    """``GET /healthz`` and ``/readyz`` on a socket bound before the fork.
+HEALTH_LIMITS = Limits(
+    header_timeout=2.0,  # a probe sends its request at once
+    body_timeout=2.0,
+    keepalive=2.0,
+    max_connections=16,  # at the cap, the longest waiting is evicted (front.py)
+    max_body=8192,
+)
+HEALTH_NOT_FOUND = "not found: the health port serves /healthz, /readyz (verbs: --bind)"
 
-    One accept thread per worker, one short-lived thread per connection (at most
-    ``MAX_CONNECTIONS`` at a time, the others are closed at once), each with a total deadline
-    of ``DEADLINE`` seconds to send its request line and headers.
-    """
 
-    MAX_CONNECTIONS = 16
-    DEADLINE = 2.0
-    MAX_HEAD = 8192
+def bind_health(host: str, port: int) -> socket.socket:
+    """The ``--health-bind`` socket, bound by the arbiter before it forks (the workers share
+    it, as gunicorn's own listener)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    # "::" is every address, IPv4 too, as gunicorn's listener on "[::]" (the default
+    # health address of --bind [::]:PORT): a kubelet may probe the pod's IPv4 address.
+    dualstack = host == "::" and socket.has_dualstack_ipv6()
+    return socket.create_server((host, port), family=family, backlog=128, dualstack_ipv6=dualstack)
 
-    def __init__(self, host: str, port: int) -> None:
-        family = socket.AF_INET6 if ":" in host else socket.AF_INET
-        # "::" is every address, IPv4 too, as gunicorn's listener on "[::]" (the default
-        # health address of --bind [::]:PORT): a kubelet may probe the pod's IPv4 address.
-        dualstack = host == "::" and socket.has_dualstack_ipv6()
-        self.sock = socket.create_server(
-            (host, port), family=family, backlog=128, dualstack_ipv6=dualstack
-        )
-        self.ready: Callable[[], bool] = lambda: False
-        self.unknown: Callable[[str, str, str], None] | None = None
-        self._slots = threading.BoundedSemaphore(self.MAX_CONNECTIONS)
 
-    @property
-    def port(self) -> int:
-        return int(self.sock.getsockname()[1])
-
-    def start(
-        self, ready: Callable[[], bool], unknown: Callable[[str, str, str], None] | None = None
-    ) -> None:
-        """In the worker, once its app is built. ``unknown(method, path, where)`` records a
-        request to another path (a scheduler pointed at this port instead of the verbs')."""
-        self.ready = ready
-        self.unknown = unknown
-        threading.Thread(target=self._accept, daemon=True, name="health").start()
-
-    def _accept(self) -> None:
-        while True:
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                return
-            if not self._slots.acquire(blocking=False):
-                conn.close()
-                continue
-            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
-
-    def _serve(self, conn: socket.socket) -> None:
-        try:
-            deadline = time.monotonic() + self.DEADLINE
-            head = b""
-            while b"\r\n\r\n" not in head and b"\n\n" not in head:
-                left = deadline - time.monotonic()
-                if left <= 0 or len(head) > self.MAX_HEAD:
-                    return
-                conn.settimeout(left)
-                part = conn.recv(1024)
-                if not part:
-                    return
-                head += part
-            method, _, rest = head.partition(b" ")
-            path = rest.split(b" ", 1)[0].split(b"?", 1)[0]
-            # The probes' answers as the app's (extender.health); errors in JSON, as the app's.
-            headers = "".join(f"{name}: {value}\r\n" for name, value in health.HEADERS)
-            if path not in (b"/healthz", b"/readyz"):
-                message = "not found: the health port serves /healthz, /readyz (verbs: --bind)"
-                code, data = 404, orjson.dumps({"error": message})
-                headers = "Content-Type: application/json\r\n"
-                if self.unknown is not None:
-                    self.unknown(method.decode("latin1"), path.decode("latin1"), "health port")
-            elif method not in (b"GET", b"HEAD"):
-                code, data = 405, orjson.dumps({"error": "method not allowed"})
-                headers = "Content-Type: application/json\r\n"
-            elif path == b"/healthz":
-                code, data = health.healthz()
-            else:
-                code, data = health.readyz(self.ready())
-            reply = (
-                f"HTTP/1.1 {code} {HTTPStatus(code).phrase}\r\n"
-                f"{headers}Content-Length: {len(data)}\r\n"
-                "Connection: close\r\n\r\n"
-            ).encode() + (b"" if method == b"HEAD" else data)
-            conn.settimeout(self.DEADLINE)
-            conn.sendall(reply)
-        except OSError:
-            pass
-        finally:
-            conn.close()
-            self._slots.release()
+def health_front(
+    ready: Callable[[], bool],
+    unknown: health.Unknown | None,
+    loop: asyncio.AbstractEventLoop,
+) -> Front:
+    """``/healthz`` and ``/readyz`` (:func:`extender.health.wsgi_app`) answered in ``loop``
+    itself, with the verbs' parser, deadlines and eviction at a cap of its own
+    (``HEALTH_LIMITS``): busy verb threads and slow clients of the verb port delay no probe.
+    ``unknown`` records a request to another path (a scheduler pointed at this port)."""
+    app = health.wsgi_app(ready, not_found=HEALTH_NOT_FOUND, unknown=unknown, where="health port")
+    return Front(app, HEALTH_LIMITS, threads=0, loop=loop)

@@ -1,4 +1,4 @@
-"""The health listener's default address (issue 27): the host of ``--bind``, its port + 1.
+"""The health port's default address (issue 27): the host of ``--bind``, its port + 1.
 
 ``serve --bind 127.0.0.1:P`` used to open its health port on ``0.0.0.0:8889``: a port on
 every interface nobody asked for, and "address in use" beside a second extender.
