@@ -60,9 +60,11 @@ from extender.framework import (
     CycleState,
     Diagnosis,
     Framework,
+    Handle,
     Kind,
     Lister,
     Profile,
+    Registry,
     SchedulingAlgorithm,
     SchedulingError,
     Snapshot,
@@ -87,6 +89,7 @@ __all__ = [
     "toleration",
     "run_plugin",
     "run_profile",
+    "handle",
 ]
 
 # The points of one scheduling cycle that the kit runs for a single plugin.
@@ -480,3 +483,12 @@ def run_profile(
     elif args:
         raise ValueError("args: give them in the config's pluginConfig")
     return Runner(_load_config(config, classes), cluster, profile=profile).run(pod)
+
+
+def handle(cluster: Cluster | Mapping[str, Any] | None = None, *, seed: int = 0) -> Handle:
+    """A real :class:`~extender.framework.Handle` to construct a plugin with in a test
+    (``MyPlugin(args, testing.handle(cluster))``): the handle of a profile without plugins,
+    whose ``lister(kind)`` answers from ``cluster`` (every kind; empty without one), with no
+    API client, no events, no extenders and an RNG seeded with ``seed``."""
+    services = (_as_cluster(cluster) if cluster is not None else Cluster()).services(seed)
+    return Framework(Profile(scheduler_name=KIT_PROFILE), Registry(), services)

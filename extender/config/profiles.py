@@ -186,7 +186,7 @@ def _plugin_config(
             errors.extend(f"{path}.args.{key}: unknown field" for key in unknown)
             continue
         config[name] = default_args(name, args)
-        error = _validate_args(registry, name, config[name])
+        error = _validate_args(registry.plugin_class(name), config[name])
         if error:
             errors.append(f"{path}.args: {error}")
     # Upstream adds a defaulted pluginConfig entry for every enabled plugin that has args; an
@@ -202,11 +202,14 @@ def _plugin_config(
     return config, errors
 
 
-def _validate_args(registry: Registry, name: str, args: dict) -> str | None:
-    """An in-tree plugin's own complaint about ``args``, if any (it owns the rules)."""
-    cls = registry.plugin_class(name)
+def _validate_args(cls: type | None, args: dict) -> str | None:
+    """The plugin's own complaint about ``args`` (its optional ``validate_args`` classmethod,
+    as upstream's ``validation_pluginargs.go``), if any; the plugin is not constructed."""
+    validate = getattr(cls, "validate_args", None)
+    if validate is None:
+        return None
     try:
-        cls(args, None)  # type: ignore[misc]  # in-tree constructors only read their args
+        validate(args)
     except (ValueError, TypeError) as exc:
         return str(exc)
     return None
@@ -216,15 +219,19 @@ def _out_of_tree_args(
     registry: Registry, name: str, args: dict, path: str
 ) -> tuple[dict, list[str]]:
     """Args of a user's plugin: loaded by the marshmallow ``args_schema`` it declares (unknown
-    fields rejected, defaults filled in), else passed as written."""
+    fields rejected, defaults filled in), else passed as written; then checked by its
+    ``validate_args`` classmethod, if it has one."""
     cls = registry.plugin_class(name)
     schema_class = getattr(cls, "args_schema", None) if cls is not None else None
-    if schema_class is None:
-        return args, []
-    try:
-        return schema_class().load(args), []
-    except ValidationError as exc:
-        return {}, [f"{path}: {line}" for line in flatten(exc.messages)]
+    if schema_class is not None:
+        try:
+            args = schema_class().load(args)
+        except ValidationError as exc:
+            return {}, [f"{path}: {line}" for line in flatten(exc.messages)]
+    error = _validate_args(cls, args)
+    if error:
+        return {}, [f"{path}: {error}"]
+    return args, []
 
 
 def build_profile(

@@ -13,10 +13,13 @@ import importlib
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from .handle import Kind, reads_of
+from .handle import Handle, Kind, reads_of
+from .interfaces import Plugin
 from .profile import Profile
 
-PluginFactory = Callable[[dict, Any], Any]
+# ``factory(args, handle)``: args as loaded by the config (defaulted, validated), the profile's
+# handle (upstream ``PluginFactory``). Never called to validate args: see ``validate_args``.
+PluginFactory = Callable[[dict, Handle], Plugin]
 
 
 class PluginLoadError(ImportError):
@@ -54,8 +57,9 @@ class LazyPlugin:
             self._cls = obj
         return self._cls
 
-    def __call__(self, args: dict, handle: Any) -> Any:
-        return self.load()(args, handle)
+    def __call__(self, args: dict, handle: Handle) -> Plugin:
+        plugin: Plugin = self.load()(args, handle)
+        return plugin
 
     def __repr__(self) -> str:
         return f"LazyPlugin({self.target!r})"

@@ -246,7 +246,7 @@ def _int_arg(args: dict, key: str, default: int) -> int:
     return value
 
 
-def validate_args(percentage: int, absolute: int) -> None:
+def _check_counts(percentage: int, absolute: int) -> None:
     """Upstream ValidateDefaultPreemptionArgs; raises ValueError naming the field(s)."""
     errors = []
     if not 0 <= percentage <= 100:
@@ -272,21 +272,30 @@ def validate_args(percentage: int, absolute: int) -> None:
         raise ValueError("[" + ", ".join(errors) + "]")
 
 
+def _parse_args(args: dict) -> tuple[int, int]:
+    """(minCandidateNodesPercentage, minCandidateNodesAbsolute), defaulted and validated."""
+    args = args or {}
+    percentage = _int_arg(
+        args, "minCandidateNodesPercentage", DEFAULT_MIN_CANDIDATE_NODES_PERCENTAGE
+    )
+    absolute = _int_arg(args, "minCandidateNodesAbsolute", DEFAULT_MIN_CANDIDATE_NODES_ABSOLUTE)
+    _check_counts(percentage, absolute)
+    return percentage, absolute
+
+
 class DefaultPreemption:
     """The PostFilter plugin; also the evaluator's :class:`PreemptionPlugin`."""
 
     name = NAME
     reads = (PODS, POD_DISRUPTION_BUDGETS)
 
+    @classmethod
+    def validate_args(cls, args: dict) -> None:
+        """Upstream ``ValidateDefaultPreemptionArgs``: ``ValueError`` naming each bad field."""
+        _parse_args(args)
+
     def __init__(self, args: dict, handle: Handle) -> None:
-        args = args or {}
-        self.min_candidate_nodes_percentage = _int_arg(
-            args, "minCandidateNodesPercentage", DEFAULT_MIN_CANDIDATE_NODES_PERCENTAGE
-        )
-        self.min_candidate_nodes_absolute = _int_arg(
-            args, "minCandidateNodesAbsolute", DEFAULT_MIN_CANDIDATE_NODES_ABSOLUTE
-        )
-        validate_args(self.min_candidate_nodes_percentage, self.min_candidate_nodes_absolute)
+        self.min_candidate_nodes_percentage, self.min_candidate_nodes_absolute = _parse_args(args)
         self.handle = handle
         self.evaluator = Evaluator(NAME, handle, self)
 

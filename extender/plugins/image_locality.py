@@ -19,14 +19,13 @@ thresholds.
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
 from extender.framework.columns import NodeTable
 from extender.framework.cycle_state import CycleState
+from extender.framework.handle import Handle
 from extender.framework.node_info import ImageStateSummary, NodeInfo
-from extender.framework.runtime import MAX_NODE_SCORE
+from extender.framework.normalize import MAX_NODE_SCORE
 from extender.framework.status import Status
 
 NAME = "ImageLocality"
@@ -113,7 +112,7 @@ def calculate_priorities(sum_scores: np.ndarray, num_containers: int) -> np.ndar
 class ImageLocality:
     name = NAME
 
-    def __init__(self, args: dict, handle: Any) -> None:
+    def __init__(self, args: dict, handle: Handle) -> None:
         self.handle = handle
 
     def score(self, state: CycleState, pod: dict, node_info: NodeInfo) -> tuple[int, Status | None]:

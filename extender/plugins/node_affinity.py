@@ -43,11 +43,12 @@ from extender.framework.events import (
     QueueingHint,
     Resource,
 )
+from extender.framework.handle import Handle
 from extender.framework.labels import NodeSelector, NodeSelectorTerm, RequiredNodeAffinity
 from extender.framework.node_info import NodeInfo
+from extender.framework.normalize import MAX_NODE_SCORE
 from extender.framework.resources import DNS1123_SUBDOMAIN
 from extender.framework.results import NodeScore, PreFilterResult
-from extender.framework.runtime import MAX_NODE_SCORE
 from extender.framework.status import SKIP, Status, unresolvable
 
 from .args import unsupported
@@ -295,28 +296,41 @@ def _node_name_labels(node: dict) -> tuple[str, dict[str, str]]:
     return meta.get("name") or "", meta.get("labels") or {}
 
 
+def _added_affinity(args: dict) -> tuple[NodeSelector | None, PreferredTerms | None]:
+    """The ``addedAffinity`` arg's required selector and preferred terms, validated."""
+    added = (args or {}).get("addedAffinity")
+    if added is not None and not isinstance(added, dict):
+        raise ValueError("addedAffinity: must be a NodeAffinity object")
+    added = added or {}
+    node_selector: NodeSelector | None = None
+    preferred_terms: PreferredTerms | None = None
+    errs: list[str] = []
+    required = added.get(_REQUIRED)
+    if required is not None:
+        errs += node_selector_errors(required, f"addedAffinity.{_REQUIRED}")
+        node_selector = NodeSelector(required)
+    preferred = added.get(_PREFERRED) or []
+    if preferred:
+        errs += preferred_terms_errors(preferred, f"addedAffinity.{_PREFERRED}")
+        preferred_terms = PreferredTerms(preferred)
+    if errs:
+        raise ValueError("; ".join(errs))
+    return node_selector, preferred_terms
+
+
 class NodeAffinity:
     name = NAME
 
-    def __init__(self, args: dict, handle: Any) -> None:
+    @classmethod
+    def validate_args(cls, args: dict) -> None:
+        """Upstream ``ValidateNodeAffinityArgs``: ``ValueError`` naming each bad field."""
+        _added_affinity(args)
+
+    def __init__(self, args: dict, handle: Handle) -> None:
         self.handle = handle
-        added = (args or {}).get("addedAffinity")
-        if added is not None and not isinstance(added, dict):
-            raise ValueError("addedAffinity: must be a NodeAffinity object")
-        added = added or {}
-        self.added_node_selector: NodeSelector | None = None
-        self.added_preferred: PreferredTerms | None = None
-        errs: list[str] = []
-        required = added.get(_REQUIRED)
-        if required is not None:
-            errs += node_selector_errors(required, f"addedAffinity.{_REQUIRED}")
-            self.added_node_selector = NodeSelector(required)
-        preferred = added.get(_PREFERRED) or []
-        if preferred:
-            errs += preferred_terms_errors(preferred, f"addedAffinity.{_PREFERRED}")
-            self.added_preferred = PreferredTerms(preferred)
-        if errs:
-            raise ValueError("; ".join(errs))
+        self.added_node_selector: NodeSelector | None
+        self.added_preferred: PreferredTerms | None
+        self.added_node_selector, self.added_preferred = _added_affinity(args)
 
     # -- filter ---------------------------------------------------------------------------------
 

@@ -35,6 +35,7 @@ from extender.framework.events import (
     QueueingHint,
     Resource,
 )
+from extender.framework.handle import Handle
 from extender.framework.node_info import NodeInfo
 from extender.framework.results import PreFilterResult
 from extender.framework.status import SKIP, Status, unresolvable
@@ -160,7 +161,7 @@ class NodeDeclaredFeatures:
     # Answers depend only on the pod's spec and the NodeInfo: the runtime may memoize them.
     memo_points = ("filter",)
 
-    def __init__(self, args: dict, handle: object) -> None:
+    def __init__(self, args: dict, handle: Handle) -> None:
         self.features: Sequence[Feature] = FEATURES
         self.names: tuple[str, ...] = FEATURE_NAMES
         self.version = COMPONENT_VERSION

@@ -11,6 +11,7 @@ import numpy as np
 from extender.framework.columns import NodeTable
 from extender.framework.cycle_state import CycleState
 from extender.framework.events import ActionType, ClusterEvent, ClusterEventWithHint, Resource
+from extender.framework.handle import Handle
 from extender.framework.node_info import NodeInfo
 from extender.framework.status import Status, unresolvable
 
@@ -21,7 +22,7 @@ ERR_REASON = "node(s) didn't match the requested node name"
 class NodeName:
     name = NAME
 
-    def __init__(self, args: dict, handle: object) -> None:
+    def __init__(self, args: dict, handle: Handle) -> None:
         pass
 
     def filter(self, state: CycleState, pod: dict, node_info: NodeInfo) -> Status | None:

@@ -15,15 +15,15 @@ from __future__ import annotations
 
 import functools
 import threading
-from typing import Any
 
 import numpy as np
 
 from extender.framework.columns import NodeTable
 from extender.framework.cycle_state import CycleState, StateNotFound
 from extender.framework.events import ActionType, ClusterEvent, ClusterEventWithHint, Resource
+from extender.framework.handle import Handle
 from extender.framework.node_info import NodeInfo
-from extender.framework.runtime import MAX_NODE_SCORE
+from extender.framework.normalize import MAX_NODE_SCORE
 from extender.framework.status import SKIP, Code, Status
 
 NAME = "NodeNumber"
@@ -45,12 +45,21 @@ def _same_digits(digits: np.ndarray, parent_infos: list[NodeInfo], table: NodeTa
     return digits  # a derived table has the same nodes: names, hence digits, are unchanged
 
 
+def _permit_timeout(args: dict) -> float:
+    return float(args.get("permitTimeoutSeconds", DEFAULT_PERMIT_TIMEOUT_SECONDS))
+
+
 class NodeNumber:
     name = NAME
 
-    def __init__(self, args: dict, handle: Any) -> None:
+    @classmethod
+    def validate_args(cls, args: dict) -> None:
+        """``permitTimeoutSeconds`` must be a number (``ValueError``/``TypeError`` if not)."""
+        _permit_timeout(args)
+
+    def __init__(self, args: dict, handle: Handle) -> None:
         self.handle = handle
-        self.timeout = float(args.get("permitTimeoutSeconds", DEFAULT_PERMIT_TIMEOUT_SECONDS))
+        self.timeout = _permit_timeout(args)
 
     def pre_score(self, state: CycleState, pod: dict, nodes: list[NodeInfo]) -> Status | None:
         digit = last_digit((pod.get("metadata") or {}).get("name", ""))

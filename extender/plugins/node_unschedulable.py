@@ -18,6 +18,7 @@ from extender.framework.events import (
     QueueingHint,
     Resource,
 )
+from extender.framework.handle import Handle
 from extender.framework.labels import tolerates
 from extender.framework.node_info import NodeInfo
 from extender.framework.status import Status, unresolvable
@@ -32,7 +33,7 @@ class NodeUnschedulable:
     # Answers depend only on the pod's spec and the NodeInfo: the runtime may memoize them.
     memo_points = ("filter",)
 
-    def __init__(self, args: dict, handle: object) -> None:
+    def __init__(self, args: dict, handle: Handle) -> None:
         pass
 
     def filter(self, state: CycleState, pod: dict, node_info: NodeInfo) -> Status | None:

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from extender.framework.handle import Handle
 from extender.framework.pod_info import QueuedPodInfo
 
 NAME = "PrioritySort"
@@ -11,7 +12,7 @@ NAME = "PrioritySort"
 class PrioritySort:
     name = NAME
 
-    def __init__(self, args: dict, handle: object) -> None:
+    def __init__(self, args: dict, handle: Handle) -> None:
         pass
 
     def less(self, a: QueuedPodInfo, b: QueuedPodInfo) -> bool:

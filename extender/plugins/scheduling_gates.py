@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from extender.framework.events import ActionType, ClusterEvent, ClusterEventWithHint, Resource
+from extender.framework.handle import Handle
 from extender.framework.status import Status, unresolvable
 
 NAME = "SchedulingGates"
@@ -12,7 +13,7 @@ NAME = "SchedulingGates"
 class SchedulingGates:
     name = NAME
 
-    def __init__(self, args: dict, handle: object) -> None:
+    def __init__(self, args: dict, handle: Handle) -> None:
         pass
 
     def pre_enqueue(self, pod: dict) -> Status | None:

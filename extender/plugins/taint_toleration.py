@@ -21,7 +21,7 @@ Reads the node's taints and the pod's tolerations; mutates neither.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -33,10 +33,11 @@ from extender.framework.events import (
     QueueingHint,
     Resource,
 )
+from extender.framework.handle import Handle
 from extender.framework.labels import find_untolerated_taint, toleration_matcher
 from extender.framework.node_info import NodeInfo
+from extender.framework.normalize import MAX_NODE_SCORE
 from extender.framework.results import NodeScore
-from extender.framework.runtime import MAX_NODE_SCORE
 from extender.framework.status import Status, unresolvable
 
 from .helper import default_normalize_score, default_normalize_score_batch
@@ -94,7 +95,7 @@ class TaintToleration:
     # Answers depend only on the pod's spec and the NodeInfo: the runtime may memoize them.
     memo_points = ("filter", "score")
 
-    def __init__(self, args: dict, handle: Any) -> None:
+    def __init__(self, args: dict, handle: Handle) -> None:
         self.handle = handle
 
     # -- filter ---------------------------------------------------------------------------------

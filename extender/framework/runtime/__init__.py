@@ -8,9 +8,6 @@
 * :mod:`.waiting_pods`: pods held at Permit.
 """
 
-from ..normalize import MAX_NODE_SCORE
 from .framework import Framework, ProfileError
 
-# MAX_NODE_SCORE lives in extender.framework; kept here only for the in-tree plugins that still
-# import it from the runner (to go once they import the public name).
-__all__ = ["MAX_NODE_SCORE", "Framework", "ProfileError"]
+__all__ = ["Framework", "ProfileError"]

@@ -143,6 +143,23 @@ def _timeout_arg(args: dict, key: str, default: str, errors: list[str]) -> float
         return parse_duration(default)
 
 
+def _timeouts(args: dict) -> tuple[float, float]:
+    """(filterTimeout, bindingTimeout) in seconds: ``ValidateDynamicResourcesArgs`` with both
+    timeouts' feature gates on."""
+    args = args or {}
+    errors: list[str] = []
+    filter_timeout = _timeout_arg(args, "filterTimeout", "10s", errors)
+    binding_timeout = _timeout_arg(args, "bindingTimeout", "600s", errors)
+    if filter_timeout < 0:
+        errors.append(invalid("filterTimeout", args["filterTimeout"], "must be zero or positive"))
+    if binding_timeout < 1:
+        errors.append(
+            invalid("bindingTimeout", args["bindingTimeout"], "must be at least 1 second")
+        )
+    raise_errors(errors)
+    return filter_timeout, binding_timeout
+
+
 @dataclass
 class ClaimInfo:
     """``informationForClaim``."""
@@ -209,22 +226,14 @@ class DynamicResources:
     features = alloc_bridge.DEFAULT_FEATURES
     binding_poll_interval = BINDING_POLL_INTERVAL
 
+    @classmethod
+    def validate_args(cls, args: dict) -> None:
+        """Upstream ``ValidateDynamicResourcesArgs``: ``ValueError`` naming each bad field."""
+        _timeouts(args)
+
     def __init__(self, args: dict, handle: Handle) -> None:
-        # ``ValidateDynamicResourcesArgs`` with both timeouts' feature gates on.
-        args = args or {}
         self.handle = handle
-        errors: list[str] = []
-        self.filter_timeout = _timeout_arg(args, "filterTimeout", "10s", errors)
-        self.binding_timeout = _timeout_arg(args, "bindingTimeout", "600s", errors)
-        if self.filter_timeout < 0:
-            errors.append(
-                invalid("filterTimeout", args["filterTimeout"], "must be zero or positive")
-            )
-        if self.binding_timeout < 1:
-            errors.append(
-                invalid("bindingTimeout", args["bindingTimeout"], "must be at least 1 second")
-            )
-        raise_errors(errors)
+        self.filter_timeout, self.binding_timeout = _timeouts(args)
         self._tracker: ClaimTracker | None = None
         self._cel_cache: Any = None
         # How the cycle's allocator is built (``structured.NewAllocator``).

@@ -24,35 +24,45 @@ MIN_HARD_POD_AFFINITY_WEIGHT = 0
 MAX_HARD_POD_AFFINITY_WEIGHT = 100
 
 
+def _parse_args(args: dict) -> tuple[int, bool]:
+    """(hardPodAffinityWeight, ignorePreferredTermsOfExistingPods), defaulted and validated
+    (upstream ``ValidateInterPodAffinityArgs``)."""
+    args = args or {}
+    weight = args.get("hardPodAffinityWeight", DEFAULT_HARD_POD_AFFINITY_WEIGHT)
+    if weight is None:
+        weight = DEFAULT_HARD_POD_AFFINITY_WEIGHT
+    if not is_int(weight) or not (
+        MIN_HARD_POD_AFFINITY_WEIGHT <= weight <= MAX_HARD_POD_AFFINITY_WEIGHT
+    ):
+        raise ValueError(
+            invalid(
+                "hardPodAffinityWeight",
+                weight,
+                f"not in valid range "
+                f"[{MIN_HARD_POD_AFFINITY_WEIGHT}, {MAX_HARD_POD_AFFINITY_WEIGHT}]",
+                quote=repr,
+            )
+        )
+    ignore = args.get("ignorePreferredTermsOfExistingPods", False)
+    if not isinstance(ignore, bool):
+        raise ValueError(
+            invalid("ignorePreferredTermsOfExistingPods", ignore, "must be a boolean", quote=repr)
+        )
+    return weight, ignore
+
+
 class InterPodAffinity(Filtering, Scoring):
     name = NAME
     reads = (PODS, NAMESPACES)
 
+    @classmethod
+    def validate_args(cls, args: dict) -> None:
+        """Upstream ``ValidateInterPodAffinityArgs``: ``ValueError`` naming the bad field."""
+        _parse_args(args)
+
     def __init__(self, args: dict, handle: Handle) -> None:
         self.handle = handle
-        args = args or {}
-        weight = args.get("hardPodAffinityWeight", DEFAULT_HARD_POD_AFFINITY_WEIGHT)
-        if weight is None:
-            weight = DEFAULT_HARD_POD_AFFINITY_WEIGHT
-        if not is_int(weight) or not (
-            MIN_HARD_POD_AFFINITY_WEIGHT <= weight <= MAX_HARD_POD_AFFINITY_WEIGHT
-        ):
-            raise ValueError(
-                invalid(
-                    "hardPodAffinityWeight",
-                    weight,
-                    f"not in valid range "
-                    f"[{MIN_HARD_POD_AFFINITY_WEIGHT}, {MAX_HARD_POD_AFFINITY_WEIGHT}]",
-                    quote=repr,
-                )
-            )
-        ignore = args.get("ignorePreferredTermsOfExistingPods", False)
-        if not isinstance(ignore, bool):
-            raise ValueError(
-                invalid(
-                    "ignorePreferredTermsOfExistingPods", ignore, "must be a boolean", quote=repr
-                )
-            )
+        weight, ignore = _parse_args(args)
         self.hard_pod_affinity_weight: int = weight
         self.ignore_preferred_terms_of_existing_pods: bool = ignore
 

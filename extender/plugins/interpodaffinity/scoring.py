@@ -12,9 +12,9 @@ from extender.framework.columns import SAFE_AMOUNT, NodeTable
 from extender.framework.cycle_state import CycleState, StateNotFound
 from extender.framework.handle import Handle
 from extender.framework.node_info import NodeInfo
+from extender.framework.normalize import MAX_NODE_SCORE
 from extender.framework.pod_info import AffinityTerm, PodInfo, WeightedAffinityTerm
 from extender.framework.results import NodeScore
-from extender.framework.runtime import MAX_NODE_SCORE
 from extender.framework.status import SKIP, Status
 
 from .common import NAME, NamespaceLabels, term_matches

@@ -29,7 +29,7 @@ from extender.framework.columns import NodeTable
 from extender.framework.cycle_state import CycleState, StateNotFound
 from extender.framework.handle import PODS, Handle
 from extender.framework.node_info import NodeInfo
-from extender.framework.runtime import MAX_NODE_SCORE
+from extender.framework.normalize import MAX_NODE_SCORE
 from extender.framework.status import SKIP, Status
 
 from .resource_allocation import (
@@ -134,6 +134,12 @@ class NodeResourcesBalancedAllocation:
     reads = (PODS,)
     # Answers depend only on the pod's spec and the NodeInfo: the runtime may memoize them.
     memo_points = ("score",)
+
+    @classmethod
+    def validate_args(cls, args: dict) -> None:
+        """Upstream ``ValidateNodeResourcesBalancedAllocationArgs``: ``ValueError`` naming
+        each bad field."""
+        validate_balanced_allocation_args(args)
 
     def __init__(self, args: dict, handle: Handle) -> None:
         self.handle = handle

@@ -237,6 +237,11 @@ class NodeResourcesFit:
     # Answers depend only on the pod's spec and the NodeInfo: the runtime may memoize them.
     memo_points = ("filter", "score")
 
+    @classmethod
+    def validate_args(cls, args: dict) -> None:
+        """Upstream ``ValidateNodeResourcesFitArgs``: ``ValueError`` naming each bad field."""
+        validate_fit_args(args)
+
     def __init__(self, args: dict, handle: Handle) -> None:
         self.handle = handle
         parsed = validate_fit_args(args)
@@ -289,7 +294,7 @@ class NodeResourcesFit:
         """The requested extended resources a DeviceClass provides (DRAExtendedResource, on
         in v1.36): NodeResourcesFit leaves them to DynamicResources on nodes without them."""
         names = [n for n, v in request.scalar.items() if v and is_dra_extended_resource_name(n)]
-        if not names or self.handle is None:
+        if not names:
             return frozenset()
         resolver = class_resolver(self.handle.lister(DEVICE_CLASSES).list())
         return frozenset(n for n in names if n in resolver)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from extender.framework.runtime import MAX_NODE_SCORE
+from extender.framework.normalize import MAX_NODE_SCORE
 
 from .resource_allocation import (
     BatchScorer,

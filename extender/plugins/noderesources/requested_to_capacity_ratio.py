@@ -15,7 +15,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from extender.framework.runtime import MAX_NODE_SCORE
+from extender.framework.normalize import MAX_NODE_SCORE
 
 from .resource_allocation import BatchScorer, Scorer, go_div, go_div_array, go_round_ratio
 

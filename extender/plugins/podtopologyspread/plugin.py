@@ -53,6 +53,15 @@ class PodTopologySpread(Filtering, Scoring):
     name = NAME
     reads = (PODS, SERVICES, REPLICATION_CONTROLLERS, REPLICA_SETS, STATEFUL_SETS)
 
+    @classmethod
+    def validate_args(cls, args: dict) -> None:
+        """Upstream ``ValidatePodTopologySpreadArgs``: ``ValueError`` naming the bad field."""
+        args = args or {}
+        _validate_args(
+            args.get("defaultingType") or SYSTEM_DEFAULTING,
+            list(args.get("defaultConstraints") or []),
+        )
+
     def __init__(self, args: dict, handle: Handle) -> None:
         self.handle = handle
         self.match_counts = MatchCounts()

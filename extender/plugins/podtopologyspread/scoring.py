@@ -13,8 +13,8 @@ from extender.framework.columns import NodeTable
 from extender.framework.cycle_state import CycleState, StateNotFound
 from extender.framework.labels import LabelSelector, RequiredNodeAffinity
 from extender.framework.node_info import NodeInfo
+from extender.framework.normalize import MAX_NODE_SCORE
 from extender.framework.results import NodeScore
-from extender.framework.runtime import MAX_NODE_SCORE
 from extender.framework.snapshot import HOSTNAME_LABEL
 from extender.framework.status import SKIP, Status
 

@@ -63,6 +63,18 @@ class _State:
         return self  # shared across clones, as upstream
 
 
+def _bind_timeout(args: dict) -> int:
+    """``bindTimeoutSeconds``, defaulted and validated; a ``shape`` is refused."""
+    timeout = (args or {}).get("bindTimeoutSeconds", DEFAULT_BIND_TIMEOUT_SECONDS)
+    if not isinstance(timeout, int) or timeout < 0:
+        raise ValueError(
+            "bindTimeoutSeconds: invalid BindTimeoutSeconds, should not be a negative value"
+        )
+    if (args or {}).get("shape"):
+        raise ValueError("shape: Invalid value: feature StorageCapacityScoring is disabled")
+    return timeout
+
+
 class VolumeBinding(Binder):
     name = NAME
     reads = (
@@ -76,16 +88,15 @@ class VolumeBinding(Binder):
     # Seconds between two checks of the claims in PreBind.
     poll_interval = 1.0
 
+    @classmethod
+    def validate_args(cls, args: dict) -> None:
+        """Upstream ``ValidateVolumeBindingArgs`` (StorageCapacityScoring off): ``ValueError``
+        naming the bad field."""
+        _bind_timeout(args)
+
     def __init__(self, args: dict, handle: Handle) -> None:
         self.handle = handle
-        timeout = (args or {}).get("bindTimeoutSeconds", DEFAULT_BIND_TIMEOUT_SECONDS)
-        if not isinstance(timeout, int) or timeout < 0:
-            raise ValueError(
-                "bindTimeoutSeconds: invalid BindTimeoutSeconds, should not be a negative value"
-            )
-        if (args or {}).get("shape"):
-            raise ValueError("shape: Invalid value: feature StorageCapacityScoring is disabled")
-        self.bind_timeout = timeout
+        self.bind_timeout = _bind_timeout(args)
         self.cache: AssumeCache | None = None
 
     # -- PreFilter ---------------------------------------------------------------------------

@@ -49,3 +49,76 @@ def test_extra_class_clashing_with_an_in_tree_name_is_an_error() -> None:
 
     with pytest.raises(ConfigError, match='clashes with the in-tree plugin "NodeName"'):
         loads(CONFIG, plugins=[Fake])
+
+
+class Strict(Picky):
+    """``validate_args`` runs after ``args_schema`` loaded the args (defaults filled in)."""
+
+    name = "Strict"
+
+    @classmethod
+    def validate_args(cls, args: dict) -> None:
+        if "/" not in args["label"]:
+            raise ValueError(f"label: Invalid value: {args['label']!r}: must have a prefix")
+
+
+STRICT = """
+apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+profiles:
+  - plugins:
+      filter: {enabled: [{name: Strict}]}
+    pluginConfig:
+      - name: Strict
+        args: {label: %s}
+"""
+
+
+def test_validate_args_of_an_extra_class_refuses_bad_args_with_its_message() -> None:
+    with pytest.raises(ConfigError) as info:
+        loads(STRICT % "pool", plugins=[Strict])
+    assert (
+        "profiles[0].pluginConfig[0].args: label: Invalid value: 'pool': must have a prefix"
+        in str(info.value)
+    )
+    config = loads(STRICT % "example.com/pool", plugins=[Strict])
+    assert config.profiles[0].plugin_config["Strict"] == {"label": "example.com/pool"}
+
+
+def test_in_tree_args_are_validated_without_constructing_the_plugin(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from extender.plugins import plugin_class
+
+    cls = plugin_class("InterPodAffinity")
+
+    def refuse(self: object, args: dict, handle: object) -> None:
+        raise AssertionError("the loader constructed the plugin")
+
+    monkeypatch.setattr(cls, "__init__", refuse)
+    config = """
+apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+profiles:
+  - pluginConfig:
+      - name: InterPodAffinity
+        args: {hardPodAffinityWeight: %s}
+"""
+    assert (
+        loads(config % 5).profiles[0].plugin_config["InterPodAffinity"]["hardPodAffinityWeight"]
+        == 5
+    )
+    with pytest.raises(ConfigError) as info:
+        loads(config % 101)
+    assert (
+        "profiles[0].pluginConfig[0].args: hardPodAffinityWeight: Invalid value: 101: "
+        "not in valid range [0, 100]" in str(info.value)
+    )
+
+
+def test_every_in_tree_plugin_with_args_has_validate_args() -> None:
+    from extender.config.defaults import ARG_KEYS
+    from extender.plugins import plugin_class
+
+    for name in ARG_KEYS:
+        assert callable(getattr(plugin_class(name), "validate_args", None)), name

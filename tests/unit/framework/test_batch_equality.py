@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 from bench.workload import make_cluster, mixed_pod
+from extender import testing
 from extender.config import default_profile
 from extender.framework import CycleState, Framework, SchedulingAlgorithm, Snapshot
 from extender.framework.columns import NodeTable
@@ -342,7 +343,7 @@ def test_node_number_score_batch_equals_score() -> None:
     nodes, _ = make_cluster(37)
     nodes[5]["metadata"]["name"] = "no-digit-x"
     snapshot = Snapshot.from_objects(nodes)
-    plugin = NodeNumber({}, None)
+    plugin = NodeNumber({}, testing.handle())
     table = snapshot.table
     rows = table.rows(snapshot.node_info_list)
     assert rows is not None

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from extender import testing
 from extender.framework.cycle_state import CycleState
 from extender.framework.node_info import NodeInfo
 from extender.framework.status import Code
@@ -62,7 +63,7 @@ def test_spread_scaling_one_container() -> None:
     ]
     pod = make_pod("p", containers=[container("app:v1")])
     # 500 MB x 2/4 = 250 MB; 100 x (250 - 23) // (1000 - 23) = 23
-    assert score_all(ImageLocality({}, None), pod, nodes) == {
+    assert score_all(ImageLocality({}, testing.handle()), pod, nodes) == {
         "has1": 23,
         "has2": 23,
         "none1": 0,
@@ -80,7 +81,12 @@ def test_init_containers_untagged_images_and_sum() -> None:
     pod = make_pod("p", containers=[container("big")], initContainers=[container("small:1.0")])
     # big: 1200 x 2/4 = 600 MB; small: 200 x 3/4 = 150 MB; N = 2 -> max 2000 MB
     # n1 750 -> 100 x 727 // 1977 = 36; n2 600 -> 29; n3, n4 150 -> 6
-    assert score_all(ImageLocality({}, None), pod, nodes) == {"n1": 36, "n2": 29, "n3": 6, "n4": 6}
+    assert score_all(ImageLocality({}, testing.handle()), pod, nodes) == {
+        "n1": 36,
+        "n2": 29,
+        "n3": 6,
+        "n4": 6,
+    }
 
 
 def test_clamped_to_max_and_min() -> None:
@@ -89,14 +95,14 @@ def test_clamped_to_max_and_min() -> None:
         for i in range(3)
     ]
     assert score_all(
-        ImageLocality({}, None), make_pod("p", containers=[container("huge")]), nodes
+        ImageLocality({}, testing.handle()), make_pod("p", containers=[container("huge")]), nodes
     ) == {
         "n0": 100,
         "n1": 100,
         "n2": 100,
     }
     assert score_all(
-        ImageLocality({}, None), make_pod("p", containers=[container("tiny")]), nodes
+        ImageLocality({}, testing.handle()), make_pod("p", containers=[container("tiny")]), nodes
     ) == {
         "n0": 0,
         "n1": 0,
@@ -106,7 +112,7 @@ def test_clamped_to_max_and_min() -> None:
 
 def test_tag_must_match() -> None:
     nodes = [make_node("n", images=[(["app:v1"], 900 * MB)])]
-    plugin = ImageLocality({}, None)
+    plugin = ImageLocality({}, testing.handle())
     assert score_all(plugin, make_pod("p", containers=[container("app")]), nodes) == {"n": 0}
     assert score_all(plugin, make_pod("p", containers=[container("app:v2")]), nodes) == {"n": 0}
     # 900 x 1/1 -> 100 x 877 // 977 = 89
@@ -117,7 +123,7 @@ def test_digest_reference() -> None:
     nodes = [make_node("n", images=[(["app@sha256:00ff", "app:v1"], 500 * MB)])]
     pod = make_pod("p", containers=[container("app@sha256:00ff")])
     # 100 x 477 // 977 = 48
-    assert score_all(ImageLocality({}, None), pod, nodes) == {"n": 48}
+    assert score_all(ImageLocality({}, testing.handle()), pod, nodes) == {"n": 48}
 
 
 def test_image_volumes_add_to_the_sum_but_not_to_the_count() -> None:
@@ -131,12 +137,12 @@ def test_image_volumes_add_to_the_sum_but_not_to_the_count() -> None:
         ],
     )
     # 500 x 1/2 = 250 MB; N = 1 container (v1.36: volumes are not counted) -> 23
-    assert score_all(ImageLocality({}, None), pod, nodes) == {"n1": 23, "n2": 0}
+    assert score_all(ImageLocality({}, testing.handle()), pod, nodes) == {"n1": 23, "n2": 0}
 
 
 def test_score_without_a_snapshot_is_an_error() -> None:
     state = CycleState()
-    plugin = ImageLocality({}, None)
+    plugin = ImageLocality({}, testing.handle())
     pod = make_pod("p", containers=[container("app:v1")])
     info = NodeInfo(make_node("n", images=[(["app:v1"], 500 * MB)]))
     value, status = plugin.score(state, pod, info)
@@ -144,4 +150,4 @@ def test_score_without_a_snapshot_is_an_error() -> None:
 
 
 def test_no_normalize() -> None:
-    assert ImageLocality({}, None).score_extensions() is None
+    assert ImageLocality({}, testing.handle()).score_extensions() is None

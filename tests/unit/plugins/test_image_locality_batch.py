@@ -10,6 +10,7 @@ import random
 import numpy as np
 import pytest
 
+from extender import testing
 from extender.framework.columns import NodeTable
 from extender.framework.cycle_state import CycleState
 from extender.framework.node_info import ImageStateSummary, NodeInfo
@@ -65,7 +66,7 @@ def _pod(rng: random.Random, name: str) -> dict:
 
 
 def _compare(snapshot: Snapshot, pod: dict, rows: np.ndarray) -> list[int]:
-    plugin = ImageLocality({}, None)
+    plugin = ImageLocality({}, testing.handle())
     state = CycleState()
     state.snapshot = snapshot
     batch = plugin.score_batch(state, pod, snapshot.table, rows)
@@ -182,7 +183,7 @@ def test_declines_on_unsafe_sizes_and_without_snapshot() -> None:
     pod = {"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "huge:1"}]}}
     state = CycleState()
     state.snapshot = snapshot
-    plugin = ImageLocality({}, None)
+    plugin = ImageLocality({}, testing.handle())
     rows = np.arange(2)
     assert plugin.score_batch(state, pod, snapshot.table, rows) is None
     assert plugin.score_batch(CycleState(), pod, snapshot.table, rows) is None

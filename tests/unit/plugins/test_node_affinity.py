@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from extender import testing
 from extender.framework.cycle_state import CycleState
 from extender.framework.events import ActionType, ClusterEvent, QueueingHint, Resource
 from extender.framework.node_info import NodeInfo
@@ -166,13 +167,13 @@ def fitting(result: dict) -> set[str]:
     ],
 )
 def test_filter(spec: dict, fit: set[str]) -> None:
-    result = filter_all(NodeAffinity({}, None), make_pod("p", **spec), NODES)
+    result = filter_all(NodeAffinity({}, testing.handle()), make_pod("p", **spec), NODES)
     assert fitting(result) == fit
 
 
 def pre_filter(pod: dict, args: dict | None = None) -> tuple:
     state = CycleState()
-    result, status = NodeAffinity(args or {}, None).pre_filter(state, pod, [])
+    result, status = NodeAffinity(args or {}, testing.handle()).pre_filter(state, pod, [])
     return state, result, status
 
 
@@ -256,7 +257,7 @@ def test_pre_filter_conflicting_names() -> None:
 
 def test_filter_without_pre_filter_computes_the_requirement() -> None:
     pod = make_pod("p", nodeSelector={"zone": "z2"})
-    plugin = NodeAffinity({}, None)
+    plugin = NodeAffinity({}, testing.handle())
     assert plugin.filter(CycleState(), pod, NodeInfo(NODES[1])) is None
     status = plugin.filter(CycleState(), pod, NodeInfo(NODES[0]))
     assert status is not None and (status.code, status.reasons) == MISMATCH
@@ -276,22 +277,24 @@ def added(required_terms: list[dict] | None = None, preferred_terms: list | None
 
 def test_added_affinity_is_checked_first() -> None:
     args = added([{"matchExpressions": [expr("zone", "In", "z2", "z3")]}])
-    result = filter_all(NodeAffinity(args, None), make_pod("p", nodeSelector={"zone": "z3"}), NODES)
+    result = filter_all(
+        NodeAffinity(args, testing.handle()), make_pod("p", nodeSelector={"zone": "z3"}), NODES
+    )
     assert result == {"a": ENFORCED, "b": MISMATCH, "c": None}
     # a pod with nothing required is still held to the added affinity
-    result = filter_all(NodeAffinity(args, None), make_pod("p"), NODES)
+    result = filter_all(NodeAffinity(args, testing.handle()), make_pod("p"), NODES)
     assert result == {"a": ENFORCED, "b": None, "c": None}
 
 
 def test_added_affinity_without_terms_is_valid_and_matches_nothing() -> None:
     # upstream ValidateNodeAffinityArgs only parses the selector; zero terms parse fine
-    plugin = NodeAffinity({"addedAffinity": {REQUIRED: {}}}, None)
+    plugin = NodeAffinity({"addedAffinity": {REQUIRED: {}}}, testing.handle())
     assert filter_all(plugin, make_pod("p"), NODES) == dict.fromkeys("abc", ENFORCED)
 
 
 def test_empty_args() -> None:
     for args in ({}, {"addedAffinity": None}, {"addedAffinity": {}}):
-        plugin = NodeAffinity(args, None)
+        plugin = NodeAffinity(args, testing.handle())
         assert plugin.added_node_selector is None and plugin.added_preferred is None
 
 
@@ -340,13 +343,13 @@ def test_empty_args() -> None:
 )
 def test_added_affinity_validation(args: dict, field: str) -> None:
     with pytest.raises(ValueError) as err:
-        NodeAffinity(args, None)
+        NodeAffinity(args, testing.handle())
     assert field in str(err.value)
 
 
 def test_added_preferred_weight_zero_and_empty_terms_are_ignored_not_rejected() -> None:
     args = added(preferred_terms=[(0, {"matchExpressions": [expr("x", "Bogus")]}), (5, {})])
-    plugin = NodeAffinity(args, None)
+    plugin = NodeAffinity(args, testing.handle())
     assert plugin.added_preferred is not None and plugin.added_preferred.terms == ()
 
 
@@ -363,16 +366,24 @@ def test_score_sums_matching_weights() -> None:
         ),
     )
     # raw 40, 30, 7 -> 100*s//40: 100, 75, 17
-    assert score_all(NodeAffinity({}, None), pod, NODES) == {"a": 100, "b": 75, "c": 17}
+    assert score_all(NodeAffinity({}, testing.handle()), pod, NODES) == {"a": 100, "b": 75, "c": 17}
 
 
 def test_score_adds_added_affinity_preferred_terms() -> None:
     args = added(preferred_terms=[(20, {"matchExpressions": [expr("zone", "In", "z3")]})])
     pod = make_pod("p", affinity=preferred((30, {"matchExpressions": [expr("gen", "Exists")]})))
     # raw 30, 30, 20 -> 100, 100, 66
-    assert score_all(NodeAffinity(args, None), pod, NODES) == {"a": 100, "b": 100, "c": 66}
+    assert score_all(NodeAffinity(args, testing.handle()), pod, NODES) == {
+        "a": 100,
+        "b": 100,
+        "c": 66,
+    }
     # addedAffinity alone scores a pod without preferences: raw 0, 0, 20
-    assert score_all(NodeAffinity(args, None), make_pod("p"), NODES) == {"a": 0, "b": 0, "c": 100}
+    assert score_all(NodeAffinity(args, testing.handle()), make_pod("p"), NODES) == {
+        "a": 0,
+        "b": 0,
+        "c": 100,
+    }
 
 
 def test_score_ignores_weight_zero_and_empty_preferences() -> None:
@@ -384,11 +395,11 @@ def test_score_ignores_weight_zero_and_empty_preferences() -> None:
             (5, {"matchExpressions": [expr("zone", "In", "z2")]}),
         ),
     )
-    assert score_all(NodeAffinity({}, None), pod, NODES) == {"a": 0, "b": 100, "c": 0}
+    assert score_all(NodeAffinity({}, testing.handle()), pod, NODES) == {"a": 0, "b": 100, "c": 0}
 
 
 def test_pre_score_skip() -> None:
-    plugin = NodeAffinity({}, None)
+    plugin = NodeAffinity({}, testing.handle())
     assert plugin.pre_score(CycleState(), make_pod("p"), []).code == Code.SKIP
     # required-only affinity: nothing to score
     pod = make_pod("p", affinity=required({"matchExpressions": [expr("zone", "Exists")]}))
@@ -399,14 +410,14 @@ def test_pre_score_empty_preferred_list_does_not_skip() -> None:
     # upstream checks the field for nil: an empty list scores (all 0, normalized stays 0)
     pod = make_pod("p", affinity={"nodeAffinity": {PREFERRED: []}})
     state = CycleState()
-    assert NodeAffinity({}, None).pre_score(state, pod, []) is None
+    assert NodeAffinity({}, testing.handle()).pre_score(state, pod, []) is None
     assert state.get(PRE_SCORE_KEY) is not None
-    assert score_all(NodeAffinity({}, None), pod, NODES) == {"a": 0, "b": 0, "c": 0}
+    assert score_all(NodeAffinity({}, testing.handle()), pod, NODES) == {"a": 0, "b": 0, "c": 0}
 
 
 def test_pre_score_invalid_pod_preference_is_an_error() -> None:
     pod = make_pod("p", affinity=preferred((5, {"matchExpressions": [expr("zone", "Near")]})))
-    status = NodeAffinity({}, None).pre_score(CycleState(), pod, [])
+    status = NodeAffinity({}, testing.handle()).pre_score(CycleState(), pod, [])
     assert status is not None and status.code == Code.ERROR
     assert "matchExpressions[0].operator" in status.message
 
@@ -414,7 +425,7 @@ def test_pre_score_invalid_pod_preference_is_an_error() -> None:
 def test_score_without_pre_score_falls_back_to_the_pod() -> None:
     pod = make_pod("p", affinity=preferred((9, {"matchExpressions": [expr("zone", "In", "z1")]})))
     state, snapshot = cycle(NODES)
-    plugin = NodeAffinity({}, None)
+    plugin = NodeAffinity({}, testing.handle())
     assert plugin.score(state, pod, snapshot.get("a")) == (9, None)
     assert plugin.score(state, pod, snapshot.get("b")) == (0, None)
 
@@ -423,7 +434,7 @@ def test_score_without_pre_score_falls_back_to_the_pod() -> None:
 
 
 def test_events_to_register() -> None:
-    events = NodeAffinity({}, None).events_to_register()
+    events = NodeAffinity({}, testing.handle()).events_to_register()
     assert [e.event for e in events] == [
         ClusterEvent(Resource.NODE, ActionType.ADD | ActionType.UPDATE_NODE_LABEL)
     ]
@@ -461,12 +472,12 @@ SSD_POD = make_pod("p", nodeSelector={"disk": "ssd"})
     ],
 )
 def test_node_change_hint(old: dict | None, new: dict | None, hint: QueueingHint) -> None:
-    plugin = NodeAffinity({}, None)
+    plugin = NodeAffinity({}, testing.handle())
     assert plugin.events_to_register()[0].hint(SSD_POD, old, new) == hint
 
 
 def test_node_change_hint_respects_added_affinity() -> None:
     args = added([{"matchExpressions": [expr("pool", "In", "batch")]}])
-    hint = NodeAffinity(args, None).events_to_register()[0].hint
+    hint = NodeAffinity(args, testing.handle()).events_to_register()[0].hint
     assert hint(SSD_POD, None, make_node("n", labels={"disk": "ssd"})) == SKIP
     assert hint(SSD_POD, None, make_node("n", labels={"disk": "ssd", "pool": "batch"})) == QUEUE

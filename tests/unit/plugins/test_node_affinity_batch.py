@@ -11,6 +11,7 @@ import random
 import numpy as np
 import pytest
 
+from extender import testing
 from extender.framework.cycle_state import CycleState
 from extender.framework.snapshot import Snapshot
 from extender.framework.status import Code
@@ -71,7 +72,7 @@ def _added_plugin(rng: random.Random, n: int) -> NodeAffinity:
         if rng.random() < 0.6:
             added[PREFERRED] = preferred(rng, n)
         try:
-            return NodeAffinity({"addedAffinity": added}, None)
+            return NodeAffinity({"addedAffinity": added}, testing.handle())
         except ValueError:
             continue
 
@@ -81,7 +82,7 @@ def test_batch_forms_equal_the_per_node_methods(seed: int) -> None:
     rng = random.Random(seed)
     n = rng.randrange(1, 60)
     snapshot = Snapshot.from_objects(nodes(rng, n))
-    plugins = [NodeAffinity({}, None), _added_plugin(rng, n)]
+    plugins = [NodeAffinity({}, testing.handle()), _added_plugin(rng, n)]
     for i in range(20):
         pod = affinity_pod(rng, n, f"pod-{i}")
         for plugin in plugins:
@@ -132,7 +133,7 @@ GT_LT_NODES = [
 )
 def test_gt_lt_rows(op: str, bound: str, expected: list[int]) -> None:
     snapshot = Snapshot.from_objects(GT_LT_NODES)
-    plugin = NodeAffinity({}, None)
+    plugin = NodeAffinity({}, testing.handle())
     term = {"matchExpressions": [{"key": "gen", "operator": op, "values": [bound]}]}
     pod = _pod({REQUIRED: {"nodeSelectorTerms": [term]}})
     state = CycleState()
@@ -143,7 +144,7 @@ def test_gt_lt_rows(op: str, bound: str, expected: list[int]) -> None:
 
 def test_match_fields_pin_names_and_terms_or() -> None:
     snapshot = Snapshot.from_objects(GT_LT_NODES)
-    plugin = NodeAffinity({}, None)
+    plugin = NodeAffinity({}, testing.handle())
     terms = [
         {"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["n2"]}]},
         {
@@ -209,7 +210,7 @@ def test_preferred_weights_sum_per_row() -> None:
 
 def test_unparsable_preferred_terms_decline() -> None:
     snapshot = Snapshot.from_objects(GT_LT_NODES)
-    plugin = NodeAffinity({}, None)
+    plugin = NodeAffinity({}, testing.handle())
     bad = {"matchExpressions": [{"key": "gen", "operator": "Gt", "values": ["x"]}]}
     pod = _pod({PREFERRED: [{"weight": 1, "preference": bad}]})
     assert plugin.score_batch(CycleState(), pod, snapshot.table, np.arange(9)) is None
@@ -219,7 +220,7 @@ def test_selectors_without_label_keys_in_the_cluster() -> None:
     """A selector on a key no node has: one column of absent values."""
     rng = random.Random(5)
     snapshot = Snapshot.from_objects([_node(f"n{i}") for i in range(7)])
-    plugin = NodeAffinity({}, None)
+    plugin = NodeAffinity({}, testing.handle())
     for _ in range(50):
         pod = _pod(
             {REQUIRED: node_selector(rng, 7), PREFERRED: preferred(rng, 7)},

@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 from marshmallow import ValidationError
 
+from extender import testing
 from extender.config import default_profile
 from extender.framework.cycle_state import CycleState
 from extender.framework.events import ActionType, Resource
@@ -40,7 +41,7 @@ def node(name: str, features: list[str] | None = None) -> dict:
 
 
 def plugin_with(features: list[Feature], version: tuple[int, int, int] = (1, 35, 0)):
-    pl = NodeDeclaredFeatures({}, None)
+    pl = NodeDeclaredFeatures({}, testing.handle())
     pl.features = sorted(features, key=lambda f: f.name)
     pl.names = tuple(f.name for f in pl.features)
     pl.version = version
@@ -155,7 +156,7 @@ def test_filter_without_pre_filter_state_is_an_error() -> None:
 
 
 def test_filter_batch_matches_filter() -> None:
-    pl = NodeDeclaredFeatures({}, None)
+    pl = NodeDeclaredFeatures({}, testing.handle())
     nodes = [
         node("none"),
         node("restart", ["RestartAllContainersOnContainerExits"]),
@@ -176,7 +177,7 @@ def test_filter_batch_matches_filter() -> None:
 
 
 def test_events_to_register() -> None:
-    events = [e.event for e in NodeDeclaredFeatures({}, None).events_to_register()]
+    events = [e.event for e in NodeDeclaredFeatures({}, testing.handle()).events_to_register()]
     assert [(e.resource, e.action) for e in events] == [
         (Resource.NODE, ActionType.ADD | ActionType.UPDATE_NODE_DECLARED_FEATURE),
         (Resource.POD, ActionType.UPDATE),

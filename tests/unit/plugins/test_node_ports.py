@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from extender import testing
 from extender.framework.cycle_state import CycleState
 from extender.framework.events import ActionType, ClusterEvent, QueueingHint, Resource
 from extender.framework.node_info import NodeInfo
@@ -39,7 +40,9 @@ def with_ports(name: str, *ports: dict, node: str | None = None, **fields: objec
 
 def run(wanted: list[dict], existing: list[list[dict]]) -> tuple | None:
     pods = [with_ports(f"old{i}", *ports, node="n") for i, ports in enumerate(existing)]
-    return filter_all(NodePorts({}, None), with_ports("new", *wanted), [make_node("n")], pods)["n"]
+    return filter_all(
+        NodePorts({}, testing.handle()), with_ports("new", *wanted), [make_node("n")], pods
+    )["n"]
 
 
 @pytest.mark.parametrize(
@@ -98,7 +101,7 @@ def test_pre_filter_collects_sanitized_ports_of_containers_and_sidecars() -> Non
         ],
     )
     state = CycleState()
-    result, status = NodePorts({}, None).pre_filter(state, pod, [])
+    result, status = NodePorts({}, testing.handle()).pre_filter(state, pod, [])
     assert (result, status) == (None, None)
     assert sorted(state.read(PRE_FILTER_KEY).ports) == [
         ("0.0.0.0", "TCP", 80),
@@ -121,7 +124,7 @@ def test_pre_filter_collects_sanitized_ports_of_containers_and_sidecars() -> Non
 )
 def test_pre_filter_skips_without_host_ports(pod: dict) -> None:
     state = CycleState()
-    result, status = NodePorts({}, None).pre_filter(state, pod, [])
+    result, status = NodePorts({}, testing.handle()).pre_filter(state, pod, [])
     assert result is None and status is not None and status.code == Code.SKIP
     assert state.get(PRE_FILTER_KEY) is None
 
@@ -135,7 +138,7 @@ def test_existing_sidecar_ports_are_used_but_plain_init_ports_are_not() -> None:
             {"name": "i", "ports": [port(9001)]},
         ],
     )
-    plugin = NodePorts({}, None)
+    plugin = NodePorts({}, testing.handle())
     nodes = [make_node("n")]
     assert filter_all(plugin, with_ports("a", port(9000)), nodes, [existing])["n"] == CONFLICT
     assert filter_all(plugin, with_ports("b", port(9001)), nodes, [existing])["n"] is None
@@ -146,7 +149,10 @@ def test_wanted_sidecar_port_conflicts() -> None:
         "new", initContainers=[{"name": "s", "restartPolicy": "Always", "ports": [port(443)]}]
     )
     existing = with_ports("old", port(443), node="n")
-    assert filter_all(NodePorts({}, None), pod, [make_node("n")], [existing])["n"] == CONFLICT
+    assert (
+        filter_all(NodePorts({}, testing.handle()), pod, [make_node("n")], [existing])["n"]
+        == CONFLICT
+    )
 
 
 def test_removing_the_holder_frees_the_port() -> None:
@@ -154,7 +160,7 @@ def test_removing_the_holder_frees_the_port() -> None:
     holder = with_ports("old", port(80), node="n")
     pod = with_ports("new", port(80))
     state, snapshot = cycle([make_node("n")], [holder])
-    plugin = NodePorts({}, None)
+    plugin = NodePorts({}, testing.handle())
     plugin.pre_filter(state, pod, snapshot.node_info_list)
     info = snapshot.get("n")
     status = plugin.filter(state, pod, info)
@@ -166,7 +172,7 @@ def test_removing_the_holder_frees_the_port() -> None:
 
 
 def test_filter_without_pre_filter_is_an_error() -> None:
-    status = NodePorts({}, None).filter(
+    status = NodePorts({}, testing.handle()).filter(
         CycleState(), with_ports("p", port(80)), NodeInfo(make_node("n"))
     )
     assert status is not None and status.code == Code.ERROR
@@ -186,7 +192,7 @@ def test_check_conflict_rules() -> None:
 
 
 def test_events_to_register() -> None:
-    events = NodePorts({}, None).events_to_register()
+    events = NodePorts({}, testing.handle()).events_to_register()
     assert [e.event for e in events] == [
         ClusterEvent(Resource.ASSIGNED_POD, ActionType.DELETE),
         ClusterEvent(Resource.NODE, ActionType.ADD),

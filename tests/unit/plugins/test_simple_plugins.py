@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from extender import testing
 from extender.framework.cycle_state import CycleState
 from extender.framework.status import Code
 from extender.plugins.default_binder import DefaultBinder
@@ -52,7 +53,7 @@ def taint(key: str, effect: str, value: str = "") -> dict:
 )
 def test_taint_toleration_filter(taints, tolerations, fits) -> None:
     pod = make_pod("p", tolerations=tolerations)
-    result = filter_all(TaintToleration({}, None), pod, [make_node("n", taints=taints)])
+    result = filter_all(TaintToleration({}, testing.handle()), pod, [make_node("n", taints=taints)])
     expected = None if fits else (UNRESOLVABLE, ("node(s) had untolerated taint(s)",))
     assert result["n"] == expected
 
@@ -67,7 +68,7 @@ def test_taint_toleration_score_counts_intolerable_prefer_no_schedule() -> None:
         make_node("hard", taints=[taint("gpu", "NoSchedule")]),
     ]
     # counts 0, 1, 2, 0 -> reversed normalization: 100, 50, 0, 100
-    assert score_all(TaintToleration({}, None), make_pod("p"), nodes) == {
+    assert score_all(TaintToleration({}, testing.handle()), make_pod("p"), nodes) == {
         "clean": 100,
         "one": 50,
         "two": 0,
@@ -75,9 +76,9 @@ def test_taint_toleration_score_counts_intolerable_prefer_no_schedule() -> None:
     }
     # A toleration with effect NoSchedule does not count for scoring; an empty effect does.
     pod = make_pod("p", tolerations=[{"key": "spot", "operator": "Exists", "effect": "NoSchedule"}])
-    assert score_all(TaintToleration({}, None), pod, nodes)["one"] == 50
+    assert score_all(TaintToleration({}, testing.handle()), pod, nodes)["one"] == 50
     pod = make_pod("p", tolerations=[{"key": "spot", "operator": "Exists"}])
-    assert score_all(TaintToleration({}, None), pod, nodes) == {
+    assert score_all(TaintToleration({}, testing.handle()), pod, nodes) == {
         "clean": 100,
         "one": 100,
         "two": 0,
@@ -204,13 +205,13 @@ MISMATCH = (UNRESOLVABLE, ("node(s) didn't match Pod's node affinity/selector",)
     ],
 )
 def test_node_affinity_filter(spec, fit) -> None:
-    result = filter_all(NodeAffinity({}, None), make_pod("p", **spec), NODES)
+    result = filter_all(NodeAffinity({}, testing.handle()), make_pod("p", **spec), NODES)
     assert {n for n, status in result.items() if status is None} == fit
     assert all(status == MISMATCH for n, status in result.items() if n not in fit)
 
 
 def test_node_affinity_prefilter_pins_node_names() -> None:
-    plugin = NodeAffinity({}, None)
+    plugin = NodeAffinity({}, testing.handle())
     pod = make_pod(
         "p",
         affinity=affinity(
@@ -247,7 +248,9 @@ def test_node_affinity_added_affinity() -> None:
             [{"matchExpressions": [{"key": "zone", "operator": "In", "values": ["z2", "z3"]}]}]
         )["nodeAffinity"]
     }
-    result = filter_all(NodeAffinity(args, None), make_pod("p", nodeSelector={"zone": "z3"}), NODES)
+    result = filter_all(
+        NodeAffinity(args, testing.handle()), make_pod("p", nodeSelector={"zone": "z3"}), NODES
+    )
     assert result == {
         "a": (UNRESOLVABLE, ("node(s) didn't match scheduler-enforced node affinity",)),
         "b": MISMATCH,
@@ -274,8 +277,10 @@ def test_node_affinity_score() -> None:
         ),
     )
     # raw 40, 30, 0 -> normalized by the max: 100, 75, 0
-    assert score_all(NodeAffinity({}, None), pod, NODES) == {"a": 100, "b": 75, "c": 0}
-    assert score_all(NodeAffinity({}, None), make_pod("p"), NODES) == dict.fromkeys("abc")
+    assert score_all(NodeAffinity({}, testing.handle()), pod, NODES) == {"a": 100, "b": 75, "c": 0}
+    assert score_all(NodeAffinity({}, testing.handle()), make_pod("p"), NODES) == dict.fromkeys(
+        "abc"
+    )
 
 
 # -- NodePorts ------------------------------------------------------------------------------
@@ -299,7 +304,7 @@ def with_ports(name: str, *ports: dict, node: str | None = None) -> dict:
 )
 def test_node_ports(existing, wanted, fits) -> None:
     result = filter_all(
-        NodePorts({}, None),
+        NodePorts({}, testing.handle()),
         with_ports("new", wanted),
         [make_node("n")],
         [with_ports("old", existing, node="n")],
@@ -320,7 +325,10 @@ def test_node_ports_count_sidecar_init_containers() -> None:
         initContainers=[{"name": "s", "restartPolicy": "Always", "ports": [{"hostPort": 9000}]}],
     )
     result = filter_all(
-        NodePorts({}, None), with_ports("new", {"hostPort": 9000}), [make_node("n")], [sidecar]
+        NodePorts({}, testing.handle()),
+        with_ports("new", {"hostPort": 9000}),
+        [make_node("n")],
+        [sidecar],
     )
     assert result["n"] is not None
 
@@ -344,7 +352,7 @@ def test_image_locality_score() -> None:
     ]
     pod = make_pod("p", containers=[{"name": "c", "image": "app:v1"}])
     # 500 MB x 2/4 nodes = 250 MB; (250 - 23) x 100 // (1000 - 23) = 23
-    scores = score_all(ImageLocality({}, None), pod, nodes)
+    scores = score_all(ImageLocality({}, testing.handle()), pod, nodes)
     assert scores == {"has": 23, "also": 23, "none": 0, "small": 0}
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from extender import testing
 from extender.framework.cycle_state import CycleState
 from extender.framework.events import ActionType, ClusterEvent, QueueingHint, Resource
 from extender.framework.node_info import NodeInfo
@@ -29,7 +30,7 @@ def taint(key: str, effect: str, value: str = "") -> dict:
 
 
 def plugin() -> TaintToleration:
-    return TaintToleration({}, None)
+    return TaintToleration({}, testing.handle())
 
 
 def test_reason_is_the_1_35_wording() -> None:

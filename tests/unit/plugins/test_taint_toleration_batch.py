@@ -9,6 +9,7 @@ import random
 import numpy as np
 import pytest
 
+from extender import testing
 from extender.framework.cycle_state import CycleState
 from extender.framework.snapshot import Snapshot
 from extender.plugins.taint_toleration import TaintToleration
@@ -49,7 +50,7 @@ def _check(plugin: TaintToleration, snapshot: Snapshot, pod: dict, rng: random.R
 def test_batch_forms_equal_the_per_node_methods(seed: int) -> None:
     rng = random.Random(seed)
     snapshot = Snapshot.from_objects(nodes(rng, rng.randrange(1, 60)))
-    plugin = TaintToleration({}, None)
+    plugin = TaintToleration({}, testing.handle())
     for _ in range(15):
         _check(plugin, snapshot, _pod(tolerations(rng)), rng)
     # An overlay derives its table from this one: the changed rows regroup their taints.
@@ -69,7 +70,7 @@ def test_prefer_no_schedule_counts_per_row() -> None:
         for i, taints in enumerate([[], [spot], [spot, other], [spot, spot, other, hard], [hard]])
     ]
     snapshot = Snapshot.from_objects(node_list)
-    plugin = TaintToleration({}, None)
+    plugin = TaintToleration({}, testing.handle())
     state = CycleState()
     pod = _pod([{"key": "spot", "operator": "Exists"}])
     plugin.pre_score(state, pod, snapshot.node_info_list)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from extender import testing
 from extender.framework.events import (
     ASSIGNED_POD_DELETE,
     NODE_ADD,
@@ -33,7 +34,7 @@ class Clock:
 
 
 def make_queue(clock: Clock, events=None, pre_enqueue=None) -> SchedulingQueue:
-    sort = PrioritySort({}, None)
+    sort = PrioritySort({}, testing.handle())
     return SchedulingQueue(
         sort.less,
         clock=clock,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from extender import testing
 from extender.framework.cycle_state import CycleState
 from extender.framework.status import Code
 from extender.plugins.noderesources.balanced_allocation import (
@@ -22,7 +23,7 @@ GPU = "example.com/gpu"
 
 
 def plugin(args: dict | None = None) -> NodeResourcesBalancedAllocation:
-    return NodeResourcesBalancedAllocation(args or {}, None)
+    return NodeResourcesBalancedAllocation(args or {}, testing.handle())
 
 
 def requesting(name: str, requests: dict[str, str], node: str | None = None) -> dict:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from extender import testing
 from extender.framework.cycle_state import CycleState
 from extender.framework.events import ActionType, QueueingHint, Resource
 from extender.framework.node_info import NodeInfo
@@ -30,7 +31,7 @@ UNRESOLVABLE = Code.UNSCHEDULABLE_AND_UNRESOLVABLE
 
 
 def fit(args: dict | None = None) -> NodeResourcesFit:
-    return NodeResourcesFit(args or {}, None)
+    return NodeResourcesFit(args or {}, testing.handle())
 
 
 def strategy(kind: str, resources: list | None = None, shape: list | None = None) -> dict:
@@ -446,5 +447,5 @@ def test_score_reads_container_requests_even_with_pod_level_ones() -> None:
     node = make_node("n", cpu="4", memory="8Gi")
     # cpu (4000 - 200) / 4000 = 95, memory (8Gi - 1Gi - 200Mi) / 8Gi = 85: mean 90.
     assert score_all(fit(), pod, [node], [])["n"] == 90
-    balanced = NodeResourcesBalancedAllocation({}, None)
+    balanced = NodeResourcesBalancedAllocation({}, testing.handle())
     assert score_all(balanced, pod, [node], [])["n"] == 60  # the pod-level 5435817984

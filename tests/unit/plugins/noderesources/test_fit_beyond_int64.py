@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import pytest
 
+from extender import testing
 from extender.cache import Cache
 from extender.framework.cycle_state import CycleState
 from extender.framework.resources import (
@@ -135,7 +136,7 @@ def test_a_request_beyond_int64_is_refused_once_in_pre_filter(
     spec: dict, resource: str, quantity: str
 ) -> None:
     pod = make_pod("p", containers=spec.pop("containers"), **spec)
-    plugin = NodeResourcesFit({}, None)
+    plugin = NodeResourcesFit({}, testing.handle())
     state, snapshot = cycle([huge_node("a"), huge_node("b")])
     _, status = plugin.pre_filter(state, pod, snapshot.node_info_list)
     assert status is not None
@@ -157,14 +158,14 @@ def test_in_range_requests_fit_a_node_whose_allocatable_is_beyond_int64() -> Non
             )
         ],
     )
-    assert filter_all(NodeResourcesFit({}, None), pod, [huge_node()]) == {"n": None}
+    assert filter_all(NodeResourcesFit({}, testing.handle()), pod, [huge_node()]) == {"n": None}
 
 
 def test_an_ignored_resource_is_not_compared_so_not_refused() -> None:
     pod = make_pod("p", containers=[container(**{"example.com/gpu": "1e30"})])
-    plugin = NodeResourcesFit({"ignoredResources": ["example.com/gpu"]}, None)
+    plugin = NodeResourcesFit({"ignoredResources": ["example.com/gpu"]}, testing.handle())
     assert filter_all(plugin, pod, [make_node("n")]) == {"n": None}
-    plugin = NodeResourcesFit({"ignoredResourceGroups": ["example.com"]}, None)
+    plugin = NodeResourcesFit({"ignoredResourceGroups": ["example.com"]}, testing.handle())
     assert filter_all(plugin, pod, [make_node("n")]) == {"n": None}
 
 
@@ -172,7 +173,7 @@ def test_the_node_hint_skips_a_pod_no_node_can_take() -> None:
     from extender.framework.events import QueueingHint
 
     pod = make_pod("p", containers=[container(ephemeral_storage="8Ei")])
-    plugin = NodeResourcesFit({}, None)
+    plugin = NodeResourcesFit({}, testing.handle())
     assert plugin.is_schedulable_after_node_change(pod, None, huge_node()) == (
         QueueingHint.QUEUE_SKIP
     )
@@ -193,7 +194,7 @@ def test_many_large_pods_on_a_node_sum_exactly_in_the_pod_cache() -> None:
     snapshot = cache.snapshot()
     assert snapshot.get("n").requested.ephemeral_storage == 16 << 60
     one_byte = make_pod("p", containers=[container(ephemeral_storage="1")])
-    plugin = NodeResourcesFit({}, None)
+    plugin = NodeResourcesFit({}, testing.handle())
     state = CycleState()
     state.snapshot = snapshot
     assert plugin.pre_filter(state, one_byte, snapshot.node_info_list) == (None, None)

@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from extender import testing
 from extender.framework.cycle_state import CycleState
 from extender.framework.resources import Resource as Amounts
 from extender.framework.snapshot import Snapshot
@@ -188,7 +189,7 @@ def test_fit_score_batch_equals_score(seed: int) -> None:
     snapshot = _cluster(rng, rng.randint(1, 40))
     compared = 0
     for k in range(6):
-        plugin = NodeResourcesFit(_fit_args(rng), None)
+        plugin = NodeResourcesFit(_fit_args(rng), testing.handle())
         pod = _pod(rng, f"pending-{k}")
         n = len(snapshot)
         rows = np.arange(n) if k % 2 == 0 else np.array(rng.sample(range(n), rng.randint(1, n)))
@@ -228,7 +229,10 @@ def test_score_batch_without_pre_score_state() -> None:
     rng = random.Random(7)
     snapshot = _cluster(rng, 20)
     rows = np.arange(len(snapshot))
-    for plugin in (NodeResourcesFit({}, None), NodeResourcesBalancedAllocation({}, None)):
+    for plugin in (
+        NodeResourcesFit({}, testing.handle()),
+        NodeResourcesBalancedAllocation({}, testing.handle()),
+    ):
         for k in range(10):
             pod = _pod(rng, f"x{k}")
             state = CycleState()
@@ -353,7 +357,10 @@ def test_declines_when_not_int64_safe() -> None:
     pod["spec"]["containers"] = [
         {"name": "c", "image": "x", "resources": {"requests": {"cpu": "1", "memory": str(1 << 60)}}}
     ]
-    for plugin in (NodeResourcesFit({}, None), NodeResourcesBalancedAllocation({}, None)):
+    for plugin in (
+        NodeResourcesFit({}, testing.handle()),
+        NodeResourcesBalancedAllocation({}, testing.handle()),
+    ):
         state = CycleState()
         state.snapshot = snapshot
         plugin.pre_score(state, pod, snapshot.node_info_list)
@@ -364,7 +371,10 @@ def test_declines_when_not_int64_safe() -> None:
     huge.allocatable = Amounts(milli_cpu=1 << 62, memory=1)
     inexact = Snapshot([huge, *infos[1:]])
     assert not inexact.table.exact
-    for plugin in (NodeResourcesFit({}, None), NodeResourcesBalancedAllocation({}, None)):
+    for plugin in (
+        NodeResourcesFit({}, testing.handle()),
+        NodeResourcesBalancedAllocation({}, testing.handle()),
+    ):
         state = CycleState()
         state.snapshot = inexact
         small = _pod(rng, "small")

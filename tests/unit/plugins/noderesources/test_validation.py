@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from extender import testing
 from extender.config.defaults import default_args
 from extender.plugins.noderesources.balanced_allocation import NodeResourcesBalancedAllocation
 from extender.plugins.noderesources.fit import NodeResourcesFit
@@ -15,7 +16,7 @@ GPU = "example.com/gpu"
 
 
 def balanced(args: dict | None = None) -> NodeResourcesBalancedAllocation:
-    return NodeResourcesBalancedAllocation(args or {}, None)
+    return NodeResourcesBalancedAllocation(args or {}, testing.handle())
 
 
 # -- NodeResourcesFitArgs --------------------------------------------------------------------------
@@ -27,7 +28,7 @@ def test_fit_defaults() -> None:
     assert plugin.resources == ["cpu", "memory"]
     assert plugin.weights == [1, 1]
     assert plugin.ignored_resources == frozenset()
-    configured = NodeResourcesFit(default_args("NodeResourcesFit"), None)
+    configured = NodeResourcesFit(default_args("NodeResourcesFit"), testing.handle())
     assert (configured.strategy, configured.resources, configured.weights) == (
         "LeastAllocated",
         ["cpu", "memory"],
@@ -122,7 +123,10 @@ def test_balanced_allocation_defaults() -> None:
     weight_zero = {"resources": [{"name": "cpu", "weight": 0}, {"name": GPU}]}
     assert balanced(weight_zero).resources == ["cpu", GPU]
     defaulted = default_args("NodeResourcesBalancedAllocation")
-    assert NodeResourcesBalancedAllocation(defaulted, None).resources == ["cpu", "memory"]
+    assert NodeResourcesBalancedAllocation(defaulted, testing.handle()).resources == [
+        "cpu",
+        "memory",
+    ]
 
 
 @pytest.mark.parametrize(
