@@ -31,6 +31,7 @@ from .handle import (
     Handle,
     Kind,
     Lister,
+    SharedKey,
 )
 from .interfaces import (
     BatchFilterPlugin,
@@ -105,6 +106,7 @@ __all__ = [
     "Handle",
     "Lister",
     "Kind",
+    "SharedKey",
     "PODS",
     "NAMESPACES",
     "SERVICES",

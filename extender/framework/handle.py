@@ -11,14 +11,20 @@ Listers: a plugin class declares the kinds it reads in ``reads`` (a tuple of :cl
 the composition root starts one watch-fed informer per kind declared by an enabled plugin and
 ``handle.lister(kind)`` answers from its store. Objects are the API's JSON dicts, shared with
 the informer: read them, never mutate them.
+
+Shared state: what upstream's handle offers as process-wide managers (``SharedDRAManager()``,
+``PodGroupManager()``) is here one slot, ``handle.shared(key)``: a :class:`SharedKey` names an
+object and how to build it, and every profile built on the same :class:`Services` gets the same
+object (DynamicResources' claim tracker is one).
 """
 
 from __future__ import annotations
 
 import random
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, cast, runtime_checkable
 
 from .node_info import NodeInfo
 from .pod_info import PodInfo
@@ -234,10 +240,43 @@ class Extender(Protocol):
     def bind(self, pod: dict, node_name: str) -> None: ...
 
 
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, eq=False)
+class SharedKey(Generic[T]):
+    """Names one object the profiles of a process share, and how to build it.
+
+    ``build(handle)`` runs once per :class:`Services`, with the handle of the first plugin that
+    asks; it must not call back into ``handle.shared``. Keys compare by identity: declare each
+    one once, at module level.
+    """
+
+    name: str
+    build: Callable[[Handle], T]
+
+
+class SharedState:
+    """The objects built for :class:`SharedKey` s, one per key, shared by every profile of
+    one :class:`Services` (upstream's ``SharedDRAManager``, one per scheduler). Thread-safe."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._objects: dict[SharedKey[Any], Any] = {}
+
+    def get(self, key: SharedKey[T], handle: Handle) -> T:
+        """The object for ``key``, built by ``key.build(handle)`` on the first call."""
+        with self._lock:
+            if key not in self._objects:
+                self._objects[key] = key.build(handle)
+            return cast(T, self._objects[key])
+
+
 @dataclass
 class Services:
     """What a profile's handle reaches outside the core; every field has a harmless default,
-    so tests and the offline extender build a handle with ``Services()``."""
+    so tests and the offline extender build a handle with ``Services()``. The composition root
+    builds one per process and gives it to every profile, so ``shared`` is process-wide."""
 
     client: Client | None = None
     event_recorder: EventRecorder = field(default_factory=NoEvents)
@@ -247,48 +286,110 @@ class Services:
     listers: Callable[[Kind], Lister] = lambda kind: EmptyLister()
     namespace_labels: Callable[[str], dict | None] = lambda namespace: None
     rng: random.Random = field(default_factory=random.Random)
+    shared: SharedState = field(default_factory=SharedState)
 
 
 class Handle(Protocol):
-    """What a plugin gets at construction (upstream ``framework.Handle``)."""
+    """What a plugin gets at construction (upstream ``framework.Handle``), the second argument
+    of its factory; never ``None``. Keep it and use it from the extension points: the
+    constructor may store it but should not call it (the profile is still being built, so
+    ``plugin(name)`` may not know every plugin yet).
+    """
 
     profile_name: str
+    """The scheduler name of the profile this plugin runs in (upstream ``ProfileName``)."""
+
     client: Client | None
+    """The API writes a plugin may make (upstream ``ClientSet``, as far as plugins use it);
+    ``None`` when the process has no API client (the offline extender, the testing kit): a
+    plugin that writes checks, and answers an Error status then."""
+
     event_recorder: EventRecorder
+    """Writes Events about a pod (upstream ``EventRecorder``); never blocks. A no-op when the
+    process records no events."""
+
     nominator: Nominator
+    """Pods nominated to nodes by preemption (upstream ``PodNominator``). Empty behind
+    kube-scheduler (the extender service), which keeps its own."""
+
     metrics: Metrics
+    """Per-plugin observations (Prometheus in the shells, no-ops otherwise)."""
+
     extenders: Sequence[Extender]
+    """The HTTP extenders the scheduler calls, in config order (upstream ``Extenders``); empty
+    in the extender service."""
+
     rng: random.Random
+    """The profile's random source (ties, preemption's offset): seeded in tests, so that a
+    plugin's random choice is reproducible. Share it; do not reseed it."""
 
-    def lister(self, kind: Kind) -> Lister: ...
+    def lister(self, kind: Kind) -> Lister:
+        """The watch-fed store of ``kind`` (upstream ``SharedInformerFactory`` listers). Only
+        kinds some enabled plugin declares in ``reads`` are watched; any other kind lists
+        empty. Objects are the informer's: read them, never mutate them. May lag the API
+        server; PODS and NAMESPACES feed the snapshot instead (use the NodeInfos)."""
+        ...
 
-    def namespace_labels(self, namespace: str) -> dict | None: ...
+    def namespace_labels(self, namespace: str) -> dict | None:
+        """The labels of ``namespace`` (``None``: unknown, or NAMESPACES not watched)."""
+        ...
 
-    def plugin(self, name: str) -> object | None: ...
+    def plugin(self, name: str) -> object | None:
+        """Another plugin of this profile by name (``None``: not enabled in it)."""
+        ...
+
+    def shared(self, key: SharedKey[T]) -> T:
+        """The object ``key`` names, shared by every profile of this process (upstream
+        ``SharedDRAManager``, ``PodGroupManager``): built by ``key.build(handle)`` on the
+        first call for the key, then the same object for every plugin and profile built on the
+        same :class:`Services`. Guard its own state: profiles call it concurrently."""
+        ...
 
     # Waiting pods (Permit).
-    def get_waiting_pod(self, uid: str) -> WaitingPod | None: ...
+    def get_waiting_pod(self, uid: str) -> WaitingPod | None:
+        """The pod with ``uid`` waiting at Permit in this profile, or ``None`` (upstream
+        ``GetWaitingPod``)."""
+        ...
 
-    def iterate_over_waiting_pods(self, fn: Callable[[WaitingPod], None]) -> None: ...
+    def iterate_over_waiting_pods(self, fn: Callable[[WaitingPod], None]) -> None:
+        """Call ``fn`` for each pod waiting at Permit (upstream ``IterateOverWaitingPods``)."""
+        ...
 
-    def reject_waiting_pod(self, uid: str) -> bool: ...
+    def reject_waiting_pod(self, uid: str) -> bool:
+        """Reject the pod with ``uid`` if it waits at Permit; whether it was waiting (upstream
+        ``RejectWaitingPod``)."""
+        ...
 
-    # Plugins runner (preemption's dry runs).
+    # Plugins runner (preemption's dry runs; upstream ``PluginsRunner``).
     def run_pre_filter_extension_add_pod(
         self, state: CycleState, pod: dict, pod_to_add: PodInfo, node_info: NodeInfo
-    ) -> Status | None: ...
+    ) -> Status | None:
+        """Every PreFilter plugin's ``add_pod`` on ``state``, as if ``pod_to_add`` ran on
+        ``node_info``; the first failure as an Error status (upstream
+        ``RunPreFilterExtensionAddPod``)."""
+        ...
 
     def run_pre_filter_extension_remove_pod(
         self, state: CycleState, pod: dict, pod_to_remove: PodInfo, node_info: NodeInfo
-    ) -> Status | None: ...
+    ) -> Status | None:
+        """Every PreFilter plugin's ``remove_pod`` on ``state``, as if ``pod_to_remove`` left
+        ``node_info`` (upstream ``RunPreFilterExtensionRemovePod``)."""
+        ...
 
     def run_filter_plugins(
         self, state: CycleState, pod: dict, node_info: NodeInfo
-    ) -> Status | None: ...
+    ) -> Status | None:
+        """The profile's Filter plugins on one node, stopping at the first rejection
+        (upstream ``RunFilterPlugins``); ``None``: the pod fits."""
+        ...
 
     def run_filter_plugins_with_nominated_pods(
         self, state: CycleState, pod: dict, node_info: NodeInfo
-    ) -> Status | None: ...
+    ) -> Status | None:
+        """As :meth:`run_filter_plugins`, counting the pods nominated to the node with at
+        least the pod's priority as if they ran there (upstream
+        ``RunFilterPluginsWithNominatedPods``)."""
+        ...
 
 
 def reads_of(plugin_class: type) -> tuple[Kind, ...]:

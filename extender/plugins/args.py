@@ -10,7 +10,7 @@ helpers only format, they never decide what is valid.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, TypeGuard
 
 ValueFormat = Callable[[Any], str]
 
@@ -52,7 +52,7 @@ def raise_errors(errors: list[str]) -> None:
         raise ValueError("[" + ", ".join(errors) + "]")
 
 
-def is_int(value: Any) -> bool:
+def is_int(value: Any) -> TypeGuard[int]:
     """An integer that is not a bool (YAML ``true`` is not a weight)."""
     return isinstance(value, int) and not isinstance(value, bool)
 

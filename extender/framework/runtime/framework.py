@@ -17,7 +17,7 @@ upstream's semantics, reads best in one place (upstream's ``framework.go`` is la
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -25,7 +25,7 @@ from .. import budget
 from ..cycle_state import CycleState
 from ..events import ActionType, ClusterEvent, ClusterEventWithHint, Resource
 from ..failures import timed
-from ..handle import Kind, Lister, Services
+from ..handle import Kind, Lister, Services, SharedKey
 from ..interfaces import (
     EXTENSION_POINTS,
     POINT_METHODS,
@@ -64,6 +64,8 @@ from .calls import (
     wrong_return,
 )
 from .waiting_pods import MAX_PERMIT_TIMEOUT, WaitingPod, WaitingPods
+
+_T = TypeVar("_T")
 
 # The preBind plugins whose PreBindPreFlight answered Skip (upstream
 # ``CycleState.SetSkipPreBindPlugins``): their PreBind is not run for this pod.
@@ -243,6 +245,9 @@ class Framework(BatchPaths):
 
     def namespace_labels(self, namespace: str) -> dict | None:
         return self.services.namespace_labels(namespace)
+
+    def shared(self, key: SharedKey[_T]) -> _T:
+        return self.services.shared.get(key, self)
 
     def has_filter_plugins(self) -> bool:
         return bool(self.filter_plugins)

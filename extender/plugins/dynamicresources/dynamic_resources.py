@@ -37,7 +37,6 @@ import copy
 import logging
 import threading
 import time
-import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -60,6 +59,7 @@ from extender.framework.handle import (
     RESOURCE_CLAIMS,
     RESOURCE_SLICES,
     Handle,
+    SharedKey,
 )
 from extender.framework.labels import NodeSelector
 from extender.framework.node_info import NodeInfo
@@ -214,9 +214,12 @@ def _rfc3339(moment: datetime) -> str:
     return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-# Services id -> the claim tracker its profiles share.
-_TRACKERS: dict[int, ClaimTracker] = {}
-_TRACKERS_LOCK = threading.Lock()
+# The claim tracker, one per process like upstream's DRA manager (``NewDRAManager`` in
+# pkg/scheduler/scheduler.go): the profiles of one scheduler share it, so two profiles never
+# hand out the same in-flight device.
+CLAIM_TRACKER: SharedKey[ClaimTracker] = SharedKey(
+    "DynamicResources/claimTracker", lambda handle: ClaimTracker(handle.lister(RESOURCE_CLAIMS))
+)
 
 
 class DynamicResources:
@@ -244,21 +247,9 @@ class DynamicResources:
 
     @property
     def tracker(self) -> ClaimTracker:
-        """The claim tracker, one per process like upstream's DRA manager: the profiles of
-        one scheduler (one ``Services``) share it, so two profiles never hand out the same
-        in-flight device."""
+        """The claim tracker the profiles of this process share (:data:`CLAIM_TRACKER`)."""
         if self._tracker is None:
-            with _TRACKERS_LOCK:
-                if self._tracker is None:
-                    services = getattr(self.handle, "services", None)
-                    key = id(services) if services is not None else None
-                    tracker = _TRACKERS.get(key) if key is not None else None
-                    if tracker is None:
-                        tracker = ClaimTracker(self.handle.lister(RESOURCE_CLAIMS))
-                        if key is not None:
-                            _TRACKERS[key] = tracker
-                            weakref.finalize(services, _TRACKERS.pop, key, None)
-                    self._tracker = tracker
+            self._tracker = self.handle.shared(CLAIM_TRACKER)
         return self._tracker
 
     def _cel(self) -> Any:

@@ -18,9 +18,9 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Protocol, runtime_checkable
+from typing import Protocol, TypeVar, runtime_checkable
 
 from extender.framework.handle import Lister
 
@@ -28,6 +28,7 @@ from .claims import allocation, meta
 
 DeviceID = tuple[str, str, str]  # (driver, pool, device)
 SharedDeviceID = tuple[str, str, str, str]  # (driver, pool, device, shareID)
+_ID = TypeVar("_ID", DeviceID, SharedDeviceID)
 
 
 def _rv(obj: dict | None) -> int:
@@ -75,6 +76,16 @@ class JournaledLister(Lister, Protocol):
     def changed_since(self, mark: int) -> tuple[int, list[str] | None]: ...
 
 
+def _add_counts(counts: dict[_ID, int], ids: Iterable[_ID], delta: int) -> None:
+    """Add ``delta`` to the count of each of ``ids``; a count that reaches 0 is dropped."""
+    for device in ids:
+        left = counts.get(device, 0) + delta
+        if left:
+            counts[device] = left
+        else:
+            del counts[device]
+
+
 class _AllocatedIndex:
     """The allocated devices of the claims (assumed view), kept per claim key: what each
     claim object adds (``AllocatedDevices.add_claim``) and how many claims hold each device,
@@ -104,13 +115,8 @@ class _AllocatedIndex:
         self._count(part, 1)
 
     def _count(self, part: AllocatedDevices, delta: int) -> None:
-        for counts, ids in ((self.devices, part.devices), (self.shared, part.shared)):
-            for device in ids:
-                left = counts.get(device, 0) + delta
-                if left:
-                    counts[device] = left
-                else:
-                    del counts[device]
+        _add_counts(self.devices, part.devices, delta)
+        _add_counts(self.shared, part.shared, delta)
         if part.consumed:
             self.consuming += delta
 

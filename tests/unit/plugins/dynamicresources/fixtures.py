@@ -7,13 +7,21 @@ from __future__ import annotations
 
 import copy
 import random
-from typing import Any
+from typing import Any, TypeVar
 
 from extender.framework.cycle_state import CycleState
-from extender.framework.handle import DEVICE_CLASSES, RESOURCE_CLAIMS, RESOURCE_SLICES, Kind
+from extender.framework.handle import (
+    DEVICE_CLASSES,
+    RESOURCE_CLAIMS,
+    RESOURCE_SLICES,
+    Kind,
+    SharedKey,
+)
 from extender.framework.node_info import NodeInfo
 from extender.kube.errors import Conflict
 from extender.plugins.dynamicresources.dynamic_resources import DynamicResources
+
+T = TypeVar("T")
 
 NAMESPACE = "default"
 POD_NAME = "my-pod"
@@ -268,6 +276,10 @@ class FakeHandle:
 
     def lister(self, kind: Kind) -> ListLister:
         return self.listers.get(kind) or ListLister([])
+
+    def shared(self, key: SharedKey[T]) -> T:
+        # Built per call: each plugin on this fake keeps its own (it has no Services).
+        return key.build(self)  # type: ignore[arg-type]
 
 
 def plugin(handle: FakeHandle, args: dict | None = None) -> DynamicResources:
