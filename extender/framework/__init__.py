@@ -58,6 +58,7 @@ from .node_info import NodeInfo
 from .normalize import (
     MAX_NODE_SCORE,
     MIN_NODE_SCORE,
+    DefaultNormalize,
     default_normalize_score,
     default_normalize_score_batch,
 )
@@ -143,6 +144,7 @@ __all__ = [
     "MAX_NODE_SCORE",
     "MIN_NODE_SCORE",
     "default_normalize_score",
+    "DefaultNormalize",
     # cluster events (queueing hints)
     "ClusterEvent",
     "ClusterEventWithHint",

@@ -3,9 +3,16 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, ClassVar, Self
+
 import numpy as np
 
 from .results import NodeScore
+
+if TYPE_CHECKING:
+    from .cycle_state import CycleState
+    from .node_info import NodeInfo
+    from .status import Status
 
 MAX_NODE_SCORE = 100
 MIN_NODE_SCORE = 0
@@ -39,3 +46,27 @@ def default_normalize_score_batch(
         return np.full(len(scores), max_priority, dtype=np.int64) if reverse else scores.copy()
     scaled = max_priority * scores // highest
     return max_priority - scaled if reverse else scaled
+
+
+class DefaultNormalize:
+    """Mixin for a Score plugin whose NormalizeScore is upstream's usual one
+    (``helper.DefaultNormalizeScore(framework.MaxNodeScore, reverse, scores)``): its
+    ``score_extensions`` is itself, normalizing with :func:`default_normalize_score` (and
+    :func:`default_normalize_score_batch` for batch scores). Set ``normalize_reverse = True``
+    on the class for "fewer is better" scores."""
+
+    normalize_reverse: ClassVar[bool] = False
+
+    def score_extensions(self) -> Self:
+        return self
+
+    def normalize_score(
+        self, state: CycleState, pod: dict, scores: list[NodeScore]
+    ) -> Status | None:
+        default_normalize_score(MAX_NODE_SCORE, self.normalize_reverse, scores)
+        return None
+
+    def normalize_score_batch(
+        self, state: CycleState, pod: dict, nodes: list[NodeInfo], scores: np.ndarray
+    ) -> np.ndarray:
+        return default_normalize_score_batch(MAX_NODE_SCORE, self.normalize_reverse, scores)

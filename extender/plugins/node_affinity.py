@@ -46,13 +46,12 @@ from extender.framework.events import (
 from extender.framework.handle import Handle
 from extender.framework.labels import NodeSelector, NodeSelectorTerm, RequiredNodeAffinity
 from extender.framework.node_info import NodeInfo
-from extender.framework.normalize import MAX_NODE_SCORE
+from extender.framework.normalize import DefaultNormalize
 from extender.framework.resources import DNS1123_SUBDOMAIN
-from extender.framework.results import NodeScore, PreFilterResult
+from extender.framework.results import PreFilterResult
 from extender.framework.status import SKIP, Status, unresolvable
 
 from .args import unsupported
-from .helper import default_normalize_score, default_normalize_score_batch
 
 if TYPE_CHECKING:
     from extender.framework.columns import NodeTable
@@ -318,7 +317,7 @@ def _added_affinity(args: dict) -> tuple[NodeSelector | None, PreferredTerms | N
     return node_selector, preferred_terms
 
 
-class NodeAffinity:
+class NodeAffinity(DefaultNormalize):
     name = NAME
 
     @classmethod
@@ -431,20 +430,6 @@ class NodeAffinity:
                 return None
             total += weights
         return total[rows]
-
-    def score_extensions(self) -> NodeAffinity:
-        return self
-
-    def normalize_score(
-        self, state: CycleState, pod: dict, scores: list[NodeScore]
-    ) -> Status | None:
-        default_normalize_score(MAX_NODE_SCORE, False, scores)
-        return None
-
-    def normalize_score_batch(
-        self, state: CycleState, pod: dict, nodes: list[NodeInfo], scores: np.ndarray
-    ) -> np.ndarray:
-        return default_normalize_score_batch(MAX_NODE_SCORE, False, scores)
 
     # -- queueing -------------------------------------------------------------------------------
 

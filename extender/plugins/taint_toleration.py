@@ -36,11 +36,8 @@ from extender.framework.events import (
 from extender.framework.handle import Handle
 from extender.framework.labels import find_untolerated_taint, toleration_matcher
 from extender.framework.node_info import NodeInfo
-from extender.framework.normalize import MAX_NODE_SCORE
-from extender.framework.results import NodeScore
+from extender.framework.normalize import DefaultNormalize
 from extender.framework.status import Status, unresolvable
-
-from .helper import default_normalize_score, default_normalize_score_batch
 
 if TYPE_CHECKING:
     from extender.framework.columns import NodeTable
@@ -90,8 +87,9 @@ class _PreScoreState:
         return self
 
 
-class TaintToleration:
+class TaintToleration(DefaultNormalize):
     name = NAME
+    normalize_reverse = True  # fewer intolerable taints score higher
     # Answers depend only on the pod's spec and the NodeInfo: the runtime may memoize them.
     memo_points = ("filter", "score")
 
@@ -158,20 +156,6 @@ class TaintToleration:
             len(groups),
         )
         return counts[codes[rows]]
-
-    def score_extensions(self) -> TaintToleration:
-        return self
-
-    def normalize_score(
-        self, state: CycleState, pod: dict, scores: list[NodeScore]
-    ) -> Status | None:
-        default_normalize_score(MAX_NODE_SCORE, True, scores)
-        return None
-
-    def normalize_score_batch(
-        self, state: CycleState, pod: dict, nodes: list[NodeInfo], scores: np.ndarray
-    ) -> np.ndarray:
-        return default_normalize_score_batch(MAX_NODE_SCORE, True, scores)
 
     # -- queueing -------------------------------------------------------------------------------
 

@@ -64,12 +64,10 @@ from extender.framework.handle import (
 from extender.framework.labels import NodeSelector
 from extender.framework.node_info import NodeInfo
 from extender.framework.normalize import (
-    MAX_NODE_SCORE,
-    default_normalize_score,
-    default_normalize_score_batch,
+    DefaultNormalize,
 )
 from extender.framework.resources import pod_requests
-from extender.framework.results import NodeScore, PostFilterResult, PreFilterResult
+from extender.framework.results import PostFilterResult, PreFilterResult
 from extender.framework.status import SKIP, Code, Status, unresolvable
 from extender.kube.duration import parse_duration
 from extender.kube.errors import Conflict
@@ -222,7 +220,7 @@ CLAIM_TRACKER: SharedKey[ClaimTracker] = SharedKey(
 )
 
 
-class DynamicResources:
+class DynamicResources(DefaultNormalize):
     name = NAME
     reads = (DEVICE_CLASSES, RESOURCE_SLICES, RESOURCE_CLAIMS)
 
@@ -669,20 +667,6 @@ class DynamicResources:
         ):
             return np.zeros(len(rows), dtype=np.int64)
         return None
-
-    def score_extensions(self) -> DynamicResources:
-        return self
-
-    def normalize_score(
-        self, state: CycleState, pod: dict, scores: list[NodeScore]
-    ) -> Status | None:
-        default_normalize_score(MAX_NODE_SCORE, False, scores)
-        return None
-
-    def normalize_score_batch(
-        self, state: CycleState, pod: dict, nodes: list[NodeInfo], scores: np.ndarray
-    ) -> np.ndarray | None:
-        return default_normalize_score_batch(MAX_NODE_SCORE, False, scores)
 
     # -- Reserve / Unreserve -----------------------------------------------------------------
 
