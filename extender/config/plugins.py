@@ -100,13 +100,34 @@ def _call_problem(cls: type, attr: str, expected: inspect.Signature) -> str | No
     return None
 
 
+def _validate_args_problem(cls: type) -> str | None:
+    """Why ``cls.validate_args(args)`` cannot be called on the class, or ``None``."""
+    raw = inspect.getattr_static(cls, "validate_args")
+    if isinstance(raw, classmethod | staticmethod):
+        value = cls.validate_args
+        try:
+            inspect.signature(value).bind(None)
+            return None
+        except TypeError:
+            shown = _shown(inspect.signature(value))
+        except ValueError:
+            return None  # no signature to inspect
+    else:
+        shown = _shown(inspect.signature(raw)) if inspect.isfunction(raw) else ""
+    return (
+        f"{cls.__name__}.validate_args{shown}: must be a classmethod taking (args); the "
+        "loader calls it on the class, before any plugin is built"
+    )
+
+
 def signature_problems(cls: type) -> list[str]:
     """Mismatches between a plugin class and the protocols it (partly) implements, checked
     when the config loads so that a wrong method fails there instead of on the first pod:
     the constructor must take ``(args, handle)``; every point method and optional protocol
     method the class defines must take the protocol's arguments; a class that defines a
     point's method must define the rest of that point's protocol (``score`` needs
-    ``score_extensions``)."""
+    ``score_extensions``); ``validate_args``, if defined, must be a classmethod taking
+    ``(args)``."""
     problems: list[str] = []
     try:
         inspect.signature(cls).bind(None, None)
@@ -117,6 +138,10 @@ def signature_problems(cls: type) -> list[str]:
         )
     except ValueError:
         pass  # no signature to inspect
+    if hasattr(cls, "validate_args"):
+        problem = _validate_args_problem(cls)
+        if problem:
+            problems.append(problem)
     checked: set[str] = set()
     for point, proto in EXTENSION_POINTS.items():
         if not hasattr(cls, POINT_METHODS[point]):

@@ -160,9 +160,27 @@ class BadPreFlight:
         return None
 
 
+class InstanceValidateArgs(BareScore):
+    name = "InstanceValidateArgs"
+
+    def score(self, state, pod, node_info):
+        return 0, None
+
+    def score_extensions(self):
+        return None
+
+    def validate_args(self, args):
+        return None
+
+
 @pytest.mark.parametrize(
     ("cls", "message"),
     [
+        (
+            InstanceValidateArgs,
+            "InstanceValidateArgs.validate_args(self, args): must be a classmethod taking "
+            "(args); the loader calls it on the class, before any plugin is built",
+        ),
         (
             BadPreFlight,
             "BadPreFlight.pre_bind_pre_flight(self, pod, node_name) does not take the arguments "
