@@ -240,11 +240,11 @@ class Extender(Protocol):
     def bind(self, pod: dict, node_name: str) -> None: ...
 
 
-T = TypeVar("T")
+_T = TypeVar("_T")
 
 
 @dataclass(frozen=True, eq=False)
-class SharedKey(Generic[T]):
+class SharedKey(Generic[_T]):
     """Names one object the profiles of a process share, and how to build it.
 
     ``build(handle)`` runs once per :class:`Services`, with the handle of the first plugin that
@@ -253,7 +253,7 @@ class SharedKey(Generic[T]):
     """
 
     name: str
-    build: Callable[[Handle], T]
+    build: Callable[[Handle], _T]
 
 
 class SharedState:
@@ -264,12 +264,12 @@ class SharedState:
         self._lock = threading.Lock()
         self._objects: dict[SharedKey[Any], Any] = {}
 
-    def get(self, key: SharedKey[T], handle: Handle) -> T:
+    def get(self, key: SharedKey[_T], handle: Handle) -> _T:
         """The object for ``key``, built by ``key.build(handle)`` on the first call."""
         with self._lock:
             if key not in self._objects:
                 self._objects[key] = key.build(handle)
-            return cast(T, self._objects[key])
+            return cast(_T, self._objects[key])
 
 
 @dataclass
@@ -338,7 +338,7 @@ class Handle(Protocol):
         """Another plugin of this profile by name (``None``: not enabled in it)."""
         ...
 
-    def shared(self, key: SharedKey[T]) -> T:
+    def shared(self, key: SharedKey[_T]) -> _T:
         """The object ``key`` names, shared by every profile of this process (upstream
         ``SharedDRAManager``, ``PodGroupManager``): built by ``key.build(handle)`` on the
         first call for the key, then the same object for every plugin and profile built on the
