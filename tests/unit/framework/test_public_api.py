@@ -17,7 +17,12 @@ ROW = re.compile(r"^\| `([A-Za-z_][A-Za-z0-9_]*)` \|")
 
 def documented(section: str) -> list[str]:
     """The first-column names of the tables under the ``## section`` heading."""
-    names: list[str] = []
+    return [name for name, _ in rows(section)]
+
+
+def rows(section: str) -> list[tuple[str, str]]:
+    """The first-column name and the whole row of each table row under ``## section``."""
+    found: list[tuple[str, str]] = []
     inside = False
     for line in DOC.read_text(encoding="utf-8").splitlines():
         if line.startswith("## "):
@@ -25,8 +30,8 @@ def documented(section: str) -> list[str]:
             continue
         match = ROW.match(line) if inside else None
         if match:
-            names.append(match.group(1))
-    return names
+            found.append((match.group(1), line))
+    return found
 
 
 @pytest.mark.parametrize(
@@ -58,20 +63,6 @@ def test_in_tree_helper_still_imports() -> None:
     assert old is default_normalize_score
 
 
-def rows(section: str) -> dict[str, str]:
-    """Each first-column name of the tables under ``## section`` -> its whole row."""
-    found: dict[str, str] = {}
-    inside = False
-    for line in DOC.read_text(encoding="utf-8").splitlines():
-        if line.startswith("## "):
-            inside = line[3:].strip().startswith(section)
-            continue
-        match = ROW.match(line) if inside else None
-        if match:
-            found[match.group(1)] = line
-    return found
-
-
 def protocols() -> list[type]:
     from extender.framework import interfaces
 
@@ -98,6 +89,6 @@ def test_every_extension_point_states_its_contract(protocol: type) -> None:
         assert (getattr(protocol, name).__doc__ or "").strip(), f"{protocol.__name__}.{name}"
     public = importlib.import_module("extender.framework").__all__
     if protocol.__name__ in public:
-        row = rows("Public names")[protocol.__name__]
+        row = dict(rows("Public names"))[protocol.__name__]
         for name in methods:
             assert f"{name}(" in row, f"docs/plugin-api.md's {protocol.__name__} row: {name}"
