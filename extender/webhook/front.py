@@ -55,6 +55,9 @@ forever), none evicts at a cap, and none bounds the body bytes a process holds (
 bodies at once: +96 to +240 MiB RSS, the front +49 MiB and three 503s). waitress at its cap
 stops accepting (idle and slow clients lock new ones out); a2wsgi reads the body from a pool
 thread, so slow bodies hold threads. Figures and req/s in docs/benchmarks.md.
+
+One concept, the connection's life from accept to close (deadlines, caps, the body budget), in
+one module so that each limit's path can be read end to end.
 """
 
 from __future__ import annotations

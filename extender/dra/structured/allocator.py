@@ -12,6 +12,9 @@ Contract: inputs are resource.k8s.io/v1 objects as plain JSON dicts, read-only (
 in is mutated; results are new dicts). ``allocate`` returns one ``AllocationResult`` dict per
 claim (``allocationTimestamp`` is the caller's), ``None`` when the claims do not fit on the node,
 and raises :class:`AllocatorError` for invalid input with upstream's message text.
+
+One concept, the search, in one module as upstream's ``allocator_incubating.go``: its steps
+share the run's state and read best in upstream's order, so that the two can be compared.
 """
 
 from __future__ import annotations

@@ -29,6 +29,10 @@ claim is copied before the plugin changes it).
 
 An empty answer from a lister means the kind is not watched (offline): a pod with claims then
 gets ``could not find ResourceClaim``, never a node without its devices.
+
+One concept, the plugin's extension points over one claim state, kept in one module as
+upstream keeps ``dynamicresources.go``; the allocator, the claim tracker and the diagnosis live
+beside it.
 """
 
 from __future__ import annotations
