@@ -12,7 +12,7 @@ from typing import Any
 
 from marshmallow import ValidationError
 
-from extender.framework.resources import QuantityError, parse_quantity
+from extender.framework.quantity import QuantityError, check_quantity
 
 # -- limits: the work one request may ask for (docs/extender.md, "Limits") ----------------------
 
@@ -181,7 +181,7 @@ def check_fields(value: Any, spec: Any, path: str) -> None:
             raise _bad(path, f"{_show(value)} is not a boolean")
     elif spec == "qty":
         try:
-            parse_quantity(value)
+            check_quantity(value)
         except QuantityError:
             raise _bad(path, f"{_show(value)} is not a quantity") from None
     elif isinstance(spec, dict):

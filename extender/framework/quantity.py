@@ -203,7 +203,7 @@ def _scaled_cached(text: str, scale: int) -> int:
     return _scaled(text, scale)
 
 
-def _text(value: object) -> str:
+def text_of(value: object) -> str:
     """The quantity's text as Go's ``UnmarshalJSON`` sees it: a string trimmed, or a number."""
     if isinstance(value, str):
         return value.strip()
@@ -215,12 +215,12 @@ def _text(value: object) -> str:
 def _convert(value: object, scale: int) -> int:
     if isinstance(value, int) and not isinstance(value, bool):
         return max(MIN_INT64, min(MAX_INT64, value * 10**scale))
-    text = _text(value)
+    text = text_of(value)
     # A cluster repeats a handful of short values; long (hostile) ones are not kept.
     return _scaled_cached(text, scale) if len(text) <= 32 else _scaled(text, scale)
 
 
-def check(value: object) -> None:
+def check_quantity(value: object) -> None:
     """Raise :class:`QuantityError` if ``value`` is not a quantity Kubernetes accepts."""
     _convert(value, 0)
 
@@ -242,7 +242,7 @@ def exceeds_int64(value: object, scale: int = 0) -> bool:
         return not MIN_INT64 <= value * 10**scale <= MAX_INT64
     if _convert(value, scale) not in (MAX_INT64, MIN_INT64):
         return False  # the usual case, from the cached conversion
-    return _scaled_exact(_text(value), scale) is None
+    return _scaled_exact(text_of(value), scale) is None
 
 
 # A request beyond int64 compares as this: more than any (saturated) capacity, so it never fits.
@@ -334,7 +334,13 @@ class Quantity:
         return Quantity(-self.unscaled, self.exponent, self.format)
 
     def as_int64(self) -> int | None:
-        """The value as an int64, or None if it is not an integer in range."""
+        """The value as an int64, or None if it is not an integer in range.
+
+        Known difference: apimachinery keeps an int64 or an inf.Dec representation and
+        ``AsInt64`` (CEL's ``isInteger``, ``asInteger``) succeeds only for the former with a
+        non-negative scale; here an integral value within int64 always converts, so only a
+        quantity written with fraction digits that is still integral (``"1.0"``, ``"1.5Ki"``)
+        differs."""
         if self.exponent < 0:
             return None  # normalized: a negative exponent means a fraction
         if self.exponent > 19:

@@ -2,28 +2,20 @@
 ``staging/src/k8s.io/component-helpers/resource/helpers.go``; the name predicates follow
 ``pkg/apis/core/v1/helper/helpers.go``).
 
-Quantities are parsed as apimachinery's ``resource.ParseQuantity`` does
-(``pkg/api/resource/quantity.go``, ``suffix.go``): the same grammar, suffixes and errors, a
-decimal exponent read as an int64 and truncated to int32, and a JSON number taken as its text.
+Quantities are parsed by :mod:`extender.framework.quantity` (apimachinery's ``ParseQuantity``):
 CPU is kept in milli-cores and everything else in whole units, rounded up away from zero as
-``MilliValue()``/``Value()`` do.
-
-The work per quantity is bounded by its length, never by its value: ``"1e999999"`` is 8 bytes
-and exactly 10^999999, so nothing here builds the exact number. Only the leading significant
-digits are kept (with a sticky bit for the rest), enough to round exactly. A value beyond int64
-saturates at ``MAX_INT64`` (``MIN_INT64`` when negative): Go's ``Value()`` silently overflows
-there ("an overflowed result is undefined"). A saturated allocatable or capacity is still
-correct to compare against (its real value is at least that much); a saturated *request* is
-not (it would fit where the real amount does not), so the request side asks
-:func:`exceeds_int64` / :func:`request_int_value` and refuses such amounts
-(:func:`first_request_beyond_int64` for pods).
+``MilliValue()``/``Value()`` do. A value beyond int64 saturates at ``MAX_INT64``; a saturated
+allocatable or capacity is still correct to compare against (its real value is at least that
+much), a saturated *request* is not (it would fit where the real amount does not), so the
+request side refuses such amounts (:func:`first_request_beyond_int64` for pods).
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterator
-from functools import lru_cache
+
+from .quantity import MAX_INT64, MIN_INT64, exceeds_int64, int_value, milli_value, text_of
 
 CPU = "cpu"
 MEMORY = "memory"
@@ -33,200 +25,6 @@ PODS = "pods"
 # Defaults for containers that do not mention CPU / memory, used for scoring only.
 DEFAULT_MILLI_CPU_REQUEST = 100
 DEFAULT_MEMORY_REQUEST = 200 * 1024 * 1024
-
-MAX_INT64 = (1 << 63) - 1
-MIN_INT64 = -(1 << 63)
-
-# The quantity suffixes (k8s.io/apimachinery/pkg/api/resource/suffix.go), shared by every
-# quantity parser here (extender.dra.quantity, extender.dra.structured.capacity).
-DECIMAL_SUFFIXES = {
-    "n": -9,
-    "u": -6,
-    "m": -3,
-    "": 0,
-    "k": 3,
-    "M": 6,
-    "G": 9,
-    "T": 12,
-    "P": 15,
-    "E": 18,
-}
-BINARY_SUFFIXES = {"Ki": 10, "Mi": 20, "Gi": 30, "Ti": 40, "Pi": 50, "Ei": 60}
-SUFFIX_CHARS = frozenset("eEinumkKMGTP")
-_DIGITS = frozenset("0123456789")
-# Significant digits kept: 10^40 is far past int64 at any scale we convert to.
-_KEEP_DIGITS = 40
-
-
-class QuantityError(ValueError):
-    """A resource quantity that Kubernetes would not accept."""
-
-
-def _split(text: str) -> tuple[bool, str, str, str]:
-    """``parseQuantityString``: (positive, integer digits, fraction digits, suffix)."""
-    positive = True
-    pos, end = 0, len(text)
-    if pos < end and text[0] in "+-":
-        positive = text[0] == "+"
-        pos = 1
-    start = pos
-    while pos < end and text[pos] in _DIGITS:
-        pos += 1
-    num = text[start:pos]
-    denom = ""
-    if pos < end and text[pos] == ".":
-        pos += 1
-        start = pos
-        while pos < end and text[pos] in _DIGITS:
-            pos += 1
-        denom = text[start:pos]
-    suffix_start = pos
-    while pos < end and text[pos] in SUFFIX_CHARS:
-        pos += 1
-    if pos < end and text[pos] in "+-":
-        pos += 1
-    while pos < end and text[pos] in _DIGITS:
-        pos += 1
-    if pos < end:
-        raise QuantityError(
-            f"{text!r} is not a quantity (quantities must match the regular expression "
-            "'^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$')"
-        )
-    return positive, num, denom, text[suffix_start:end]
-
-
-def _interpret(text: str, suffix: str) -> tuple[int, int]:
-    """``suffixHandler.interpret``: (decimal exponent, binary exponent)."""
-    if suffix in DECIMAL_SUFFIXES:
-        return DECIMAL_SUFFIXES[suffix], 0
-    if suffix in BINARY_SUFFIXES:
-        return 0, BINARY_SUFFIXES[suffix]
-    if len(suffix) > 1 and suffix[0] in "eE":
-        body = suffix[1:]
-        sign = -1 if body[0] == "-" else 1
-        digits = body[1:] if body[0] in "+-" else body
-        if digits and all(c in _DIGITS for c in digits):
-            digits = digits.lstrip("0")
-            if len(digits) <= 19:
-                value = sign * int(digits or "0")
-                if MIN_INT64 <= value <= MAX_INT64:
-                    # Go: strconv.ParseInt(s, 10, 64), then int32(parsed), which wraps.
-                    return ((value + (1 << 31)) % (1 << 32)) - (1 << 31), 0
-    raise QuantityError(f"{text!r} is not a quantity (unable to parse quantity's suffix)")
-
-
-def _scaled(text: str, scale: int) -> int:
-    """``ceil(q * 10^scale)`` away from zero, saturated to int64, for a quantity string."""
-    value = _scaled_exact(text, scale)
-    if value is None:
-        return MIN_INT64 if text.startswith("-") else MAX_INT64
-    return value
-
-
-def _scaled_exact(text: str, scale: int) -> int | None:
-    """``ceil(q * 10^scale)`` away from zero, or ``None`` when that is beyond int64."""
-    if text == "0":
-        return 0
-    positive, num, denom, suffix = _split(text)
-    exp10, exp2 = _interpret(text, suffix)
-    digits = (num + denom).lstrip("0")
-    if not digits:
-        return 0
-    # value = int(digits) * 10^exp * 2^exp2
-    exp = exp10 - len(denom) + scale
-    if len(digits) - 1 + exp >= 19:  # >= 10^19 > MAX_INT64, before the binary factor
-        return None
-    if len(digits) + exp < -20:  # < 10^-20 * 2^60 < 1: rounds up to one unit
-        return 1 if positive else -1
-    sticky = False
-    # Keep enough fraction digits that truncation cannot cross an integer (see below).
-    keep = max(_KEEP_DIGITS, len(digits) + exp + exp2 + 2)
-    if len(digits) > keep:
-        sticky = digits[keep:].strip("0") != ""
-        exp += len(digits) - keep
-        digits = digits[:keep]
-    mantissa = int(digits) << exp2
-    if exp >= 0:
-        magnitude = mantissa * 10**exp
-    else:
-        whole, rest = divmod(mantissa, 10**-exp)
-        # mantissa * 10^exp keeps >= exp2 + 2 fraction digits, so the truncated tail is below
-        # the spacing of the representable values: only an exact integer can be nudged up.
-        magnitude = whole + (1 if rest or sticky else 0)
-    if exp >= 0 and sticky:
-        magnitude += 1
-    if magnitude > (MAX_INT64 if positive else -MIN_INT64):
-        return None
-    return magnitude if positive else -magnitude
-
-
-def _text(value: object) -> str:
-    """The quantity's text as Go's ``UnmarshalJSON`` sees it: a string trimmed, or a number."""
-    if isinstance(value, str):
-        return value.strip()
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise QuantityError(f"{_show(value)} is not a quantity")
-    return repr(value)
-
-
-def _show(value: object) -> str:
-    text = repr(value) if isinstance(value, str) else type(value).__name__
-    return text if len(text) <= 64 else text[:61] + "..."
-
-
-@lru_cache(maxsize=4096)
-def _scaled_cached(text: str, scale: int) -> int:
-    return _scaled(text, scale)
-
-
-def _convert(value: object, scale: int) -> int:
-    if isinstance(value, int) and not isinstance(value, bool):
-        magnitude = value * 10**scale
-        return max(MIN_INT64, min(MAX_INT64, magnitude))
-    text = _text(value)
-    if not text:
-        raise QuantityError(f"{_show(value)} is not a quantity")
-    # A cluster repeats a handful of short values; long (hostile) ones are not kept.
-    return _scaled_cached(text, scale) if len(text) <= 32 else _scaled(text, scale)
-
-
-def parse_quantity(value: object) -> None:
-    """Raise :class:`QuantityError` if ``value`` is not a quantity Kubernetes accepts."""
-    _convert(value, 0)
-
-
-def milli_value(value: object) -> int:
-    """The quantity in thousandths, rounded up (``"100m"`` -> 100, ``"1"`` -> 1000)."""
-    return _convert(value, 3)
-
-
-def int_value(value: object) -> int:
-    """The quantity as a whole number, rounded up (``"1Gi"`` -> 1073741824)."""
-    return _convert(value, 0)
-
-
-def exceeds_int64(value: object, scale: int = 0) -> bool:
-    """Whether the quantity times ``10^scale`` is beyond int64 (what :func:`milli_value` /
-    :func:`int_value` would saturate). Raises :class:`QuantityError` like them."""
-    if isinstance(value, int) and not isinstance(value, bool):
-        return not MIN_INT64 <= value * 10**scale <= MAX_INT64
-    if _convert(value, scale) not in (MAX_INT64, MIN_INT64):
-        return False  # the usual case, from the cached conversion
-    return _scaled_exact(_text(value), scale) is None
-
-
-# A request beyond int64 compares as this: more than any (saturated) capacity, so it never fits.
-BEYOND_INT64 = MAX_INT64 + 1
-
-
-def request_int_value(value: object) -> int:
-    """:func:`int_value` for an amount *requested* from a capacity: one beyond int64 is
-    :data:`BEYOND_INT64`, never the saturated ``MAX_INT64`` that a saturated capacity equals."""
-    return BEYOND_INT64 if exceeds_int64(value) and not _negative(value) else int_value(value)
-
-
-def _negative(value: object) -> bool:
-    return value < 0 if isinstance(value, int | float) else str(value).strip().startswith("-")
 
 
 def quantity_scale(name: str) -> int:
@@ -262,7 +60,7 @@ def first_request_beyond_int64(
     saturates too, whatever the real amounts: the caller refuses the pod instead."""
     for name, quantity in request_quantities(pod, pod_level):
         if compared(name) and exceeds_int64(quantity, quantity_scale(name)):
-            return name, _brief(_text(quantity))
+            return name, _brief(text_of(quantity))
     if total is None:
         total = pod_requests(pod, pod_level=pod_level)
     amounts = [(n, total.get(n)) for n in (CPU, MEMORY, EPHEMERAL_STORAGE)]

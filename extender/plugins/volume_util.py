@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 
 from extender.framework.labels import LabelSelector, NodeSelector
-from extender.framework.resources import int_value, request_int_value
+from extender.framework.quantity import int_value, request_int_value
 
 BETA_STORAGE_CLASS_ANNOTATION = "volume.beta.kubernetes.io/storage-class"
 ANN_SELECTED_NODE = "volume.kubernetes.io/selected-node"

@@ -23,7 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from extender.framework.resources import int_value, milli_value
+from extender.framework.quantity import int_value, milli_value
 
 PAUSE_IMAGE = "registry.k8s.io/pause:3.10"
 GPU = "example.com/gpu"

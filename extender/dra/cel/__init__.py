@@ -128,7 +128,7 @@ Known differences (none reachable by the selectors DRA drivers document):
   9007199254740993 equals 9007199254740992.0 (only past 2^53).
 - ``quantity(...).isGreaterThan(semver(...))`` is a runtime ``no such overload`` (upstream: a
   compile error); ``isInteger()``/``asInteger()`` of a quantity written with fraction digits
-  that is still integral (``"1.0"``, ``"1.5Ki"``) succeed (see ``extender.dra.quantity``).
+  that is still integral (``"1.0"``, ``"1.5Ki"``) succeed (see ``extender.framework.quantity``).
 - A quantity or semver value shows its one message field (``.value``, ``.version``) and can be
   built as a message literal (``kubernetes.Quantity{...}``); upstream's types have neither.
 - A lookup with a computed domain key (``device.attributes[k]``, ``k`` not a constant) of a

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from extender.dra import quantity as quantity_lib
+from extender.framework import quantity as quantity_lib
 
 from . import semver as semver_lib
 from .errors import CELError

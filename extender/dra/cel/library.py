@@ -11,7 +11,7 @@ from typing import Any
 import re2
 from cel_expr_python import cel
 
-from extender.dra import quantity as quantity_lib
+from extender.framework import quantity as quantity_lib
 
 from . import lists as cel_lists
 from . import net as cel_net

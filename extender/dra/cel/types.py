@@ -12,7 +12,7 @@ from typing import Any
 from cel_expr_python import cel
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory, struct_pb2
 
-from extender.dra import quantity as quantity_lib
+from extender.framework import quantity as quantity_lib
 
 from . import semver as semver_lib
 

@@ -1,8 +1,8 @@
 """Exact quantities and consumable capacity (DRAConsumableCapacity).
 
-Upstream: ``structured/internal/incubating/consumable_capacity.go``; quantities follow
-apimachinery's ``pkg/api/resource/quantity.go`` (parse rounding up to nano, exact sums, the
-canonical string of each format).
+Upstream: ``structured/internal/incubating/consumable_capacity.go``; quantities are parsed by
+:mod:`extender.framework.quantity` (apimachinery's ``pkg/api/resource/quantity.go``) and summed
+exactly, with the canonical string of each format.
 
 Values are ``decimal.Decimal`` in a private context wide enough to be exact for every quantity
 the API accepts (at most 9 fractional digits, int64-sized mantissas); the format (binary,
@@ -11,31 +11,27 @@ decimal, exponent) is kept from the parsed text because it decides the canonical
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from decimal import ROUND_CEILING, ROUND_UP, Context, Decimal, localcontext
+from decimal import ROUND_CEILING, Context, Decimal, localcontext
 from functools import lru_cache
 
-from extender.framework.resources import BINARY_SUFFIXES, DECIMAL_SUFFIXES
-
-BINARY_SI = "BinarySI"
-DECIMAL_SI = "DecimalSI"
-DECIMAL_EXPONENT = "DecimalExponent"
+from extender.framework import quantity
+from extender.framework.quantity import (
+    BINARY_SI,
+    BINARY_SUFFIXES,
+    DECIMAL_EXPONENT,
+    DECIMAL_SI,
+    DECIMAL_SUFFIXES,
+    QuantityError,
+)
 
 _CONTEXT = Context(prec=120, Emax=999_999, Emin=-999_999)
-_NANO = Decimal("1e-9")
-
-_QUANTITY_RE = re.compile(r"^([+-]?)([0-9]*)(?:\.([0-9]*))?([eEinumkKMGTP]*[-+]?[0-9]*)$")
 _DECIMAL_BY_EXPONENT = {exp: suffix for suffix, exp in DECIMAL_SUFFIXES.items()}
 _BINARY_BY_POWER = {power // 10: suffix for suffix, power in BINARY_SUFFIXES.items()}
-# An exponent past this is far beyond anything the API accepts (int64 values); refusing it
-# keeps the work per quantity bounded by its length.
+# A value past 10^1000 is far beyond anything this arithmetic needs (int64 values); refusing it
+# keeps the work bounded by the text's length (the exact view's sums stop at the same gap).
 _MAX_EXPONENT = 1000
-
-
-class QuantityError(ValueError):
-    """Not a quantity Kubernetes accepts."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,12 +43,11 @@ class Quantity:
 
     @staticmethod
     def parse(text: object) -> Quantity:
-        """``resource.ParseQuantity`` (a JSON number is taken as its text)."""
+        """``resource.ParseQuantity`` (a JSON number is taken as its text). Raises
+        :class:`QuantityError` with upstream's message, or past 10^1000."""
         if isinstance(text, Quantity):
             return text
-        if isinstance(text, bool) or not isinstance(text, str | int | float):
-            raise QuantityError(f"{text!r} is not a quantity")
-        return _parse_text(str(text).strip())
+        return _parse_text(quantity.text_of(text))
 
     @staticmethod
     def from_int(value: int, fmt: str = BINARY_SI) -> Quantity:
@@ -87,28 +82,10 @@ class Quantity:
 @lru_cache(maxsize=4096)
 def _parse_text(raw: str) -> Quantity:
     """Parsing is pure and the same few texts recur (capacities, counters): cached."""
-    match = _QUANTITY_RE.match(raw)
-    if not raw or match is None or not (match.group(2) or match.group(3)):
-        raise QuantityError(f"{raw!r} is not a quantity")
-    sign, whole, fraction, suffix = match.groups()
-    number = Decimal(f"{sign}{whole or '0'}.{fraction or '0'}")
-    with localcontext(_CONTEXT):
-        if suffix in DECIMAL_SUFFIXES:
-            value, fmt = number.scaleb(DECIMAL_SUFFIXES[suffix]), DECIMAL_SI
-        elif suffix in BINARY_SUFFIXES:
-            value, fmt = number * (2 ** BINARY_SUFFIXES[suffix]), BINARY_SI
-        elif len(suffix) > 1 and suffix[0] in "eE" and re.fullmatch(r"[-+]?[0-9]+", suffix[1:]):
-            exponent = int(suffix[1:])
-            if abs(exponent) > _MAX_EXPONENT:
-                raise QuantityError(f"{raw!r} is out of range")
-            value, fmt = number.scaleb(exponent), DECIMAL_EXPONENT
-        else:
-            raise QuantityError(f"{raw!r} is not a quantity (unable to parse suffix)")
-        # Non-zero values are rounded up (away from zero) to nano precision.
-        places = value.as_tuple().exponent
-        if value != 0 and isinstance(places, int) and places < -9:
-            value = value.quantize(_NANO, rounding=ROUND_UP)
-    return Quantity(value, fmt)
+    exact = quantity.parse(raw)
+    if exact.exponent > _MAX_EXPONENT:
+        raise QuantityError(quantity.OUT_OF_RANGE)
+    return Quantity(Decimal(f"{exact.unscaled}e{exact.exponent}"), exact.format)
 
 
 def canonical(q: Quantity) -> str:

@@ -15,7 +15,8 @@ import copy
 import uuid
 from collections.abc import Callable, Iterable
 
-from extender.framework.resources import is_extended_resource_name, milli_value
+from extender.framework.quantity import milli_value
+from extender.framework.resources import is_extended_resource_name
 
 from .claims import meta
 

@@ -20,7 +20,7 @@ from extender.framework.handle import (
 )
 from extender.framework.labels import LabelSelector
 from extender.framework.node_info import NodeInfo
-from extender.framework.resources import int_value, request_int_value
+from extender.framework.quantity import int_value, request_int_value
 
 from ..volume_util import (
     ANN_BIND_COMPLETED,

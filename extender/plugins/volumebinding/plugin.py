@@ -27,7 +27,7 @@ from extender.framework.handle import (
     Handle,
 )
 from extender.framework.node_info import NodeInfo
-from extender.framework.resources import int_value
+from extender.framework.quantity import int_value
 from extender.framework.results import PreFilterResult
 from extender.framework.status import SKIP, Status, unresolvable
 

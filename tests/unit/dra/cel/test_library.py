@@ -13,11 +13,11 @@ from typing import Any
 
 import pytest
 
-from extender.dra import quantity
 from extender.dra.cel import CELDevice, CELError, compile_expression, semver
 from extender.dra.cel import compile as cel_compile
 from extender.dra.cel import errors as cel_errors
 from extender.dra.cel import types as cel_types
+from extender.framework import quantity
 
 Q = quantity.parse
 V = semver.parse

@@ -12,7 +12,7 @@ import pytest
 from extender import testing
 from extender.cache import Cache
 from extender.framework.cycle_state import CycleState
-from extender.framework.resources import (
+from extender.framework.quantity import (
     BEYOND_INT64,
     MAX_INT64,
     exceeds_int64,
