@@ -16,14 +16,12 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-import orjson
-
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.progress import bar, steps
 from bench.workload import make_node, mixed_pod
 from extender.controlplane import ControlPlane
-from extender.kube import api_client, raw_request
+from extender.kube import api_client
 from extender.scenario.kube import Kube
 
 BENCH_NAMESPACE = "bench"
@@ -137,27 +135,16 @@ class BindRecorder:
 
     def _watch(self) -> None:
         while not self.done.is_set():
-            response = raw_request(
-                self.kube.api,
-                "GET",
+            stream = self.kube.client.watch(
                 f"/api/v1/namespaces/{BENCH_NAMESPACE}/pods",
-                query={
-                    "watch": "true",
-                    "resourceVersion": self.resource_version,
-                    "timeoutSeconds": "60",
-                },
-                timeout=(5, 90),
+                self.resource_version,
+                timeout_seconds=60,
             )
-            buffer = b""
-            for chunk in response.stream(65536):
-                buffer += chunk
-                while b"\n" in buffer:
-                    line, buffer = buffer.split(b"\n", 1)
-                    if line.strip():
-                        self._event(orjson.loads(line))
-                if self.done.is_set():
-                    break
-            response.release_conn()
+            with stream:
+                for kind, obj in stream:
+                    self._event({"type": kind, "object": obj})
+                    if self.done.is_set():
+                        break
 
     def _event(self, event: dict) -> None:
         obj = event.get("object") or {}

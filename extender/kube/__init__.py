@@ -6,7 +6,8 @@ import it.
 
 * :mod:`.duration`: :func:`parse_duration`, Go's ``time.ParseDuration``.
 * :mod:`.errors`: :class:`ApiError` and its subclasses by HTTP status.
-* :mod:`.client`: :func:`raw_request` and :class:`KubeClient` (raw JSON verbs).
+* :mod:`.client`: :class:`KubeClient` (raw JSON verbs).
+* :mod:`.transport`: :class:`Transport`, the one HTTP path (requests and watch streams).
 * :mod:`.watch`: :class:`WatchStream`, one watch request's events.
 * :mod:`.events`: :class:`EventRecorder`, best-effort Events from a background thread.
 * :mod:`.informer`: :class:`Informer`, list+watch of one resource into a store and handlers.
@@ -14,17 +15,16 @@ import it.
 * :mod:`.leader_election`: :class:`LeaderElector` on a Lease, and its defaults.
 """
 
-from .client import DEFAULT_TIMEOUT, MERGE_PATCH, STRATEGIC_MERGE_PATCH, KubeClient, raw_request
+from .client import DEFAULT_TIMEOUT, MERGE_PATCH, STRATEGIC_MERGE_PATCH, KubeClient
 from .duration import DurationError, parse_duration
 from .errors import ApiError, Conflict, Gone, Invalid, NotFound, error_class
 from .events import MAX_NOTE_BYTES, EventRecorder, micro_time, truncate
 from .informer import Informer, object_key
-from .kubeconfig import CONNECTION_POOL_SIZE, KubeconfigError, api_client, load_configuration
+from .kubeconfig import KubeconfigError, api_client, load_configuration
 from .leader_election import LeaderElectionConfig, LeaderElector, LeaseClient
 from .watch import WatchStream
 
 __all__ = [
-    "CONNECTION_POOL_SIZE",
     "DEFAULT_TIMEOUT",
     "MAX_NOTE_BYTES",
     "MERGE_PATCH",
@@ -49,6 +49,5 @@ __all__ = [
     "micro_time",
     "object_key",
     "parse_duration",
-    "raw_request",
     "truncate",
 ]

@@ -1,8 +1,9 @@
-"""A small raw-JSON Kubernetes client over the ``kubernetes`` package's ApiClient.
+"""A small raw-JSON Kubernetes client.
 
-Requests go through ``ApiClient.call_api`` (its connection pool, TLS and auth, including token
-refresh hooks) without reading the body up front, and are decoded with orjson: no model
-classes (building them for 500 nodes takes seconds), and no kubernetes-client/python#547
+Requests and watches go through :class:`~extender.kube.transport.Transport` (``http.client``),
+configured from the ``kubernetes`` package's ``ApiClient`` (its ``Configuration``: TLS, auth
+and token refresh hooks, as ``kubernetes.config`` loads them), and are decoded with orjson: no
+model classes (building them for 500 nodes takes seconds), and no kubernetes-client/python#547
 (``create_namespaced_binding`` raising on success). Objects in and out are plain dicts with
 the API's camelCase keys. The verbs are those of client-go's typed clients
 (``kubernetes/typed/core/v1/pod.go``, ``pod_expansion.go`` for ``Bind``,
@@ -21,9 +22,7 @@ import logging
 from typing import Any
 
 import orjson
-import urllib3
 from kubernetes.client import ApiClient
-from kubernetes.client.exceptions import ApiException
 
 from .errors import ApiError, Gone, NotFound
 from .transport import Transport
@@ -57,96 +56,21 @@ def _query_params(query: dict | list | None) -> list[tuple[str, str]]:
     return params
 
 
-def raw_request(
-    api: ApiClient,
-    method: str,
-    path: str,
-    body: Any = None,
-    query: dict | list | None = None,
-    content_type: str = "application/json",
-    timeout: float | tuple[float, float] | None = None,
-) -> urllib3.BaseHTTPResponse:
-    """One request through the ApiClient's pool and auth; the raw, unread (streamable) response.
-
-    ``timeout`` is ``(connect, read)`` seconds, or one number for both (never a total: a watch
-    may stream for minutes). Raises :class:`ApiError` for any status outside 2xx and for
-    connection failures (status 0). The caller reads the body and calls ``release_conn()``.
-    """
-    params = _query_params(query)
-    headers = {"Accept": "application/json", "Content-Type": content_type}
-    if isinstance(body, bytes | bytearray | str):
-        # The REST layer serializes JSON bodies itself (json.dumps): hand it the object.
-        body = orjson.loads(body)
-    try:
-        if hasattr(api, "param_serialize"):  # kubernetes >= 35 (openapi-generator "python")
-            method, url, headers, body, _ = api.param_serialize(
-                method=method,
-                resource_path=path,
-                query_params=params or None,
-                header_params=headers,
-                body=body,
-                auth_settings=["BearerToken"],
-            )
-            result = api.call_api(
-                method, url, header_params=headers, body=body, _request_timeout=_timeout(timeout)
-            )
-            response = result.response
-        else:  # older clients ("python-legacy"): raise ApiException on non-2xx themselves
-            response = api.call_api(
-                path,
-                method,
-                query_params=params,
-                header_params=headers,
-                body=body,
-                auth_settings=["BearerToken"],
-                _preload_content=False,
-                _return_http_data_only=True,
-                _request_timeout=_timeout(timeout),
-            )
-    except ApiException as exc:
-        if exc.status:
-            raise ApiError.from_response(exc.status, _bytes(exc.body)) from exc
-        raise ApiError(0, "ConnectionError", f"{method} {path}: {exc.reason}") from exc
-    except (urllib3.exceptions.HTTPError, OSError) as exc:
-        raise ApiError(0, "ConnectionError", f"{method} {path}: {exc}") from exc
-    if not 200 <= response.status < 300:
-        try:
-            payload = response.data
-        except (urllib3.exceptions.HTTPError, OSError):
-            payload = b""
-        finally:
-            response.release_conn()
-        raise ApiError.from_response(response.status, payload)
-    return response
-
-
-def _bytes(data: Any) -> bytes:
-    if data is None:
-        return b""
-    return data if isinstance(data, bytes) else str(data).encode()
-
-
 class KubeClient:
     """Raw-JSON access to the API for the scheduler, the webhook and the informers.
 
     Also leader election's ``LeaseClient`` (``get_lease``, ``create_lease``, ``update_lease``)
     and the :class:`~extender.kube.events.EventRecorder`'s sink (``create_event``).
 
-    Requests and answers go through a :class:`~extender.kube.transport.Transport` when the
-    configuration allows it (``fast=True``, the default), else through :func:`raw_request`;
-    watches always take :func:`raw_request`.
+    Requests, answers and watches go through one :class:`~extender.kube.transport.Transport`.
     """
 
     def __init__(
-        self,
-        api_client: ApiClient,
-        *,
-        timeout: tuple[float, float] = DEFAULT_TIMEOUT,
-        fast: bool = True,
+        self, api_client: ApiClient, *, timeout: tuple[float, float] = DEFAULT_TIMEOUT
     ) -> None:
         self.api = api_client
         self.timeout = timeout
-        self.transport = Transport.for_client(api_client) if fast else None
+        self.transport = Transport.for_client(api_client)
 
     # -- raw requests ---------------------------------------------------------------------------
 
@@ -159,30 +83,11 @@ class KubeClient:
         content_type: str = "application/json",
         timeout: float | tuple[float, float] | None = None,
     ) -> Any:
-        """Send one request; the decoded JSON answer (``None`` for an empty body)."""
-        if self.transport is not None:
-            return self._fast_request(method, path, body, query, content_type, timeout)
-        response = raw_request(
-            self.api, method, path, body, query, content_type, timeout or self.timeout
-        )
-        try:
-            data = response.data
-        except (urllib3.exceptions.HTTPError, OSError) as exc:
-            raise ApiError(0, "ConnectionError", f"{method} {path}: {exc}") from exc
-        finally:
-            response.release_conn()
-        return orjson.loads(data) if data else None
+        """Send one request; the decoded JSON answer (``None`` for an empty body).
 
-    def _fast_request(
-        self,
-        method: str,
-        path: str,
-        body: Any,
-        query: dict | list | None,
-        content_type: str,
-        timeout: float | tuple[float, float] | None,
-    ) -> Any:
-        assert self.transport is not None
+        ``timeout`` is ``(connect, read)`` seconds, or one number for both. Raises
+        :class:`ApiError` for any status outside 2xx and for connection failures (status 0).
+        """
         if body is None or isinstance(body, bytes):
             data = body
         elif isinstance(body, bytearray | str):
@@ -264,14 +169,23 @@ class KubeClient:
             params["fieldSelector"] = field_selector
         if label_selector:
             params["labelSelector"] = label_selector
-        response = raw_request(
-            self.api,
-            "GET",
-            path,
-            query=params,
-            timeout=(self.timeout[0], timeout_seconds + WATCH_READ_SLACK),
-        )
-        return WatchStream(response)
+        try:
+            conn, response = self.transport.stream(
+                path,
+                _query_params(params),
+                (self.timeout[0], timeout_seconds + WATCH_READ_SLACK),
+            )
+        except (http.client.HTTPException, OSError) as exc:
+            raise ApiError(0, "ConnectionError", f"watch {path}: {exc}") from exc
+        if not 200 <= response.status < 300:
+            try:
+                payload = response.read()
+            except (http.client.HTTPException, OSError):
+                payload = b""
+            finally:
+                conn.close()
+            raise ApiError.from_response(response.status, payload)
+        return WatchStream(response, conn)
 
     # -- pods -----------------------------------------------------------------------------------
 
@@ -390,5 +304,4 @@ __all__ = [
     "MERGE_PATCH",
     "STRATEGIC_MERGE_PATCH",
     "KubeClient",
-    "raw_request",
 ]

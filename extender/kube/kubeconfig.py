@@ -15,10 +15,6 @@ from pathlib import Path
 from kubernetes import client, config
 from kubernetes.config.config_exception import ConfigException
 
-# Request threads, informers (one long watch each), binding workers and the event recorder
-# share one urllib3 pool: it must hold that many connections, or requests queue behind
-# watches (urllib3 would open and throw away extra connections, logging a warning).
-CONNECTION_POOL_SIZE = 64
 DEFAULT_KUBECONFIG = "~/.kube/config"
 
 
@@ -65,21 +61,13 @@ def load_configuration(
     return configuration
 
 
-def api_client(
-    kubeconfig: str | None = None,
-    *,
-    context: str | None = None,
-    pool_size: int = CONNECTION_POOL_SIZE,
-) -> client.ApiClient:
-    """An ``ApiClient`` for the cluster, safe to share between threads."""
-    configuration = load_configuration(kubeconfig, context)
-    # The REST client reads the pool size when the ApiClient is built: set it before.
-    configuration.connection_pool_maxsize = pool_size
-    return client.ApiClient(configuration)
+def api_client(kubeconfig: str | None = None, *, context: str | None = None) -> client.ApiClient:
+    """An ``ApiClient`` for the cluster, safe to share between threads: its configuration
+    and User-Agent are what :class:`~extender.kube.transport.Transport` connects with."""
+    return client.ApiClient(load_configuration(kubeconfig, context))
 
 
 __all__ = [
-    "CONNECTION_POOL_SIZE",
     "ConfigException",
     "KubeconfigError",
     "api_client",

@@ -1,18 +1,20 @@
-"""Plain request/response calls to the apiserver over keep-alive ``http.client`` connections.
+"""The one HTTP path to the apiserver: keep-alive ``http.client`` connections for requests,
+and a dedicated connection per watch, read line by line as it streams.
 
 The scheduler makes two API calls per pod it places (the binding and the Scheduled event), on
 threads that share the GIL with the scheduling thread. Through the generated client, urllib3's
 pool manager and connection pool, each call cost several times the CPU of the HTTP exchange
 itself (serializing the body object by object, URL parsing, pool keys, retry objects, response
 wrappers); this transport sends the orjson bytes over one persistent connection per thread
-and reads the whole answer, with the same TLS material and credentials.
+and reads the whole answer.
 
-It covers what a kubeconfig usually holds: http or https, CA file or data, client
-certificate, bearer token (refreshed through the client's own auth hook, as the generated
-client does per request), ``verify_ssl``, ``assert_hostname=False``. Anything else (a proxy,
-a TLS server name, a custom hostname to assert, socket options) makes :meth:`for_client`
-return ``None``, and callers keep the generated client's path. Watches always do: they
-stream.
+It reads the TLS material, credentials and connection settings from the ``kubernetes``
+client's ``Configuration`` (what ``kubernetes.config`` loads from a kubeconfig or the
+in-cluster files): http or https, CA file or data, client certificate, the bearer token
+(renewed through the configuration's refresh hook per request, as the generated client does),
+``verify_ssl``, ``assert_hostname`` (``False`` skips the name check, a name is checked instead
+of the host's), ``tls_server_name`` (the TLS server name), ``socket_options``, and ``proxy``
+(a ``CONNECT`` tunnel, with ``proxy_headers``; ``no_proxy`` hosts go direct).
 
 A keep-alive connection the server closed while idle (an apiserver restart, its idle timeout)
 is noticed before it is reused, as urllib3's pool does: an idle connection that is readable
@@ -25,6 +27,7 @@ request fails before any answer arrives and is sent again once on a new connecti
 from __future__ import annotations
 
 import http.client
+import ipaddress
 import select
 import socket
 import ssl
@@ -32,7 +35,6 @@ import threading
 from typing import Any
 from urllib.parse import urlencode, urlsplit
 
-AUTH_SETTINGS = ["BearerToken"]
 # Failures of a reused connection that mean the server closed it before reading the request.
 _CLOSED_IDLE = (
     http.client.RemoteDisconnected,
@@ -52,6 +54,31 @@ def _dropped(sock: socket.socket) -> bool:
     return bool(readable)
 
 
+def _bypass_proxy(host: str, port: int, no_proxy: str) -> bool:
+    """Whether ``host`` matches a comma-separated ``no_proxy`` rule (``*``, a domain or a
+    subdomain of it, ``host:port``, an IP network), as the kubernetes client's REST layer."""
+    host = host.lower()
+    try:
+        address: ipaddress.IPv4Address | ipaddress.IPv6Address | None = ipaddress.ip_address(host)
+    except ValueError:
+        address = None
+    for entry in (entry.strip().lower() for entry in no_proxy.split(",")):
+        if entry == "*":
+            return True
+        if not entry:
+            continue
+        if address is not None:
+            try:
+                if address in ipaddress.ip_network(entry, strict=False):
+                    return True
+            except ValueError:
+                pass
+        entry = entry.lstrip(".")
+        if host == entry or host.endswith("." + entry) or f"{host}:{port}" == entry:
+            return True
+    return False
+
+
 def _ssl_context(configuration: Any) -> ssl.SSLContext:
     context = ssl.create_default_context(
         cafile=configuration.ssl_ca_cert or None, cadata=configuration.ca_cert_data or None
@@ -66,62 +93,109 @@ def _ssl_context(configuration: Any) -> ssl.SSLContext:
     return context
 
 
-class Transport:
-    """One keep-alive connection per calling thread to the client's apiserver."""
+class _Connection(http.client.HTTPConnection):
+    """An HTTP connection that applies the configuration's socket options."""
 
-    def __init__(self, api: Any) -> None:
-        configuration = api.configuration
+    socket_options: list[tuple[int, int, Any]] | None = None
+
+    def connect(self) -> None:
+        super().connect()
+        for option in self.socket_options or ():
+            self.sock.setsockopt(*option)
+
+
+class _TLSConnection(_Connection):
+    """HTTPS with a chosen TLS server name (``tls_server_name``, ``assert_hostname``)."""
+
+    def __init__(
+        self, host: str, port: int, *, timeout: float, context: ssl.SSLContext, server_name: str
+    ) -> None:
+        super().__init__(host, port, timeout=timeout)
+        self.context = context
+        self.server_name = server_name
+
+    def connect(self) -> None:
+        super().connect()  # TCP, socket options, and the proxy's tunnel if any
+        self.sock = self.context.wrap_socket(self.sock, server_hostname=self.server_name)
+
+
+class Transport:
+    """Requests over one keep-alive connection per calling thread, and watch streams, to the
+    apiserver of a ``kubernetes`` client ``Configuration``."""
+
+    def __init__(self, configuration: Any, default_headers: dict[str, str] | None = None) -> None:
         url = urlsplit(configuration.host)
-        self.api = api
+        if url.scheme not in ("http", "https"):
+            raise ValueError(f"apiserver URL {configuration.host!r}: not http or https")
+        self.configuration = configuration
+        self.default_headers = dict(default_headers or {})
         self.https = url.scheme == "https"
         self.host = url.hostname or "localhost"
         self.port = url.port or (443 if self.https else 80)
         self.prefix = url.path.rstrip("/")
         self.context = _ssl_context(configuration) if self.https else None
+        assert_hostname = configuration.assert_hostname
+        self.server_name = (
+            configuration.tls_server_name
+            or (assert_hostname if isinstance(assert_hostname, str) else None)
+            or self.host
+        )
+        self.proxy = None
+        no_proxy = getattr(configuration, "no_proxy", None) or ""
+        if configuration.proxy and not _bypass_proxy(self.host, self.port, no_proxy):
+            proxy = urlsplit(configuration.proxy)
+            if proxy.scheme not in ("http", ""):
+                raise ValueError(f"proxy {configuration.proxy!r}: only an http proxy is supported")
+            self.proxy = (proxy.hostname or "localhost", proxy.port or 80)
         self._local = threading.local()
         self._connections: list[http.client.HTTPConnection] = []
         self._lock = threading.Lock()
 
     @classmethod
-    def for_client(cls, api: Any) -> Transport | None:
-        """A transport for ``api`` (a generated ``ApiClient``), or ``None`` if its
-        configuration needs something only the generated client's path does."""
-        configuration = getattr(api, "configuration", None)
-        if configuration is None or not hasattr(api, "update_params_for_auth"):
-            return None
-        if not hasattr(api, "param_serialize"):  # python-legacy client: other auth signature
-            return None
-        if urlsplit(configuration.host).scheme not in ("http", "https"):
-            return None
-        if (
-            configuration.proxy
-            or configuration.tls_server_name
-            or configuration.assert_hostname not in (None, True, False)
-            or configuration.socket_options is not None
-        ):
-            return None
-        return cls(api)
+    def for_client(cls, api: Any) -> Transport:
+        """The transport for ``api``, a generated ``ApiClient``: its configuration and default
+        headers (the User-Agent)."""
+        return cls(api.configuration, api.default_headers)
 
-    def headers(self, method: str, path: str, content_type: str) -> dict[str, str]:
+    def headers(self, content_type: str) -> dict[str, str]:
         headers = {"Accept": "application/json", "Content-Type": content_type}
-        headers.update(self.api.default_headers)  # User-Agent
-        # Per request: the configuration's refresh hook may renew an expiring token.
-        self.api.update_params_for_auth(headers, [], AUTH_SETTINGS, path, method, None)
+        headers.update(self.default_headers)
+        # Per request: get_api_key_with_prefix calls the refresh hook (an expiring token).
+        auth = self.configuration.auth_settings().get("BearerToken")
+        if auth and auth.get("in") == "header" and auth.get("value"):
+            headers[auth["key"]] = auth["value"]
         return headers
+
+    def _new_connection(self, connect_timeout: float) -> http.client.HTTPConnection:
+        host, port = self.proxy or (self.host, self.port)
+        conn: _Connection
+        if self.https:
+            assert self.context is not None
+            conn = _TLSConnection(
+                host,
+                port,
+                timeout=connect_timeout,
+                context=self.context,
+                server_name=self.server_name,
+            )
+        else:
+            conn = _Connection(host, port, timeout=connect_timeout)
+        conn.socket_options = self.configuration.socket_options
+        if self.proxy:
+            conn.set_tunnel(self.host, self.port, headers=self.configuration.proxy_headers)
+        return conn
 
     def _connection(self, connect_timeout: float) -> http.client.HTTPConnection:
         conn = getattr(self._local, "conn", None)
         if conn is None:
-            if self.https:
-                conn = http.client.HTTPSConnection(
-                    self.host, self.port, timeout=connect_timeout, context=self.context
-                )
-            else:
-                conn = http.client.HTTPConnection(self.host, self.port, timeout=connect_timeout)
+            conn = self._new_connection(connect_timeout)
             self._local.conn = conn
             with self._lock:
                 self._connections.append(conn)
         return conn
+
+    def _target(self, path: str, query: list[tuple[str, str]]) -> str:
+        return self.prefix + path + ("?" + urlencode(query) if query else "")
 
     def request(
         self,
@@ -134,8 +208,8 @@ class Transport:
     ) -> tuple[int, bytes]:
         """Send one request; the status and the whole body. Raises ``OSError`` or
         ``http.client.HTTPException`` when the exchange fails."""
-        target = self.prefix + path + ("?" + urlencode(query) if query else "")
-        headers = self.headers(method, path, content_type)
+        target = self._target(path, query)
+        headers = self.headers(content_type)
         for attempt in (0, 1):
             conn = self._connection(timeout[0])
             if conn.sock is not None and _dropped(conn.sock):
@@ -161,6 +235,23 @@ class Transport:
                 conn.close()  # a half-done exchange: the connection is unusable
                 raise
         raise AssertionError("unreachable")  # pragma: no cover
+
+    def stream(
+        self, path: str, query: list[tuple[str, str]], timeout: tuple[float, float]
+    ) -> tuple[http.client.HTTPConnection, http.client.HTTPResponse]:
+        """GET ``path`` on a connection of its own (a watch holds it for minutes); the
+        connection and the response, its body unread. The caller reads the body and closes
+        the connection. Raises ``OSError`` or ``http.client.HTTPException``."""
+        conn = self._new_connection(timeout[0])
+        try:
+            conn.connect()
+            assert conn.sock is not None
+            conn.sock.settimeout(timeout[1])
+            conn.request("GET", self._target(path, query), None, self.headers("application/json"))
+            return conn, conn.getresponse()
+        except BaseException:
+            conn.close()
+            raise
 
     def close(self) -> None:
         with self._lock:

@@ -1,6 +1,8 @@
-"""KubeClient's keep-alive transport (``extender/kube/transport.py``) against a scripted
-HTTP/1.1 server on a socket: one connection per thread, reused; a connection the server
-closed while idle is replaced and the request sent again; the bearer token; fallbacks."""
+"""KubeClient's one HTTP path (``extender/kube/transport.py``) against a scripted HTTP/1.1
+server on a socket: one connection per thread, reused; a connection the server closed while
+idle is replaced and the request sent again; the bearer token; the connection settings taken
+from the configuration; watches streamed over the transport (bookmarks, a 410 as an event or
+as the answer, lines split across chunks and reads)."""
 
 from __future__ import annotations
 
@@ -12,7 +14,7 @@ import orjson
 import pytest
 from kubernetes.client import ApiClient, Configuration
 
-from extender.kube import ApiError, KubeClient
+from extender.kube import ApiError, Gone, KubeClient
 from extender.kube.transport import Transport
 
 
@@ -125,17 +127,22 @@ def test_bearer_token_and_user_agent_are_sent(server: ScriptedServer) -> None:
     assert headers["user-agent"] == "kube-extender-test"
 
 
-def test_configurations_it_does_not_cover_keep_the_generated_client() -> None:
-    assert Transport.for_client(ApiClient(Configuration(host="https://h:6443"))) is not None
-    for field, value in (
-        ("proxy", "http://proxy:3128"),
-        ("tls_server_name", "api.internal"),
-        ("assert_hostname", "other.example"),
-    ):
-        configuration = Configuration(host="https://h:6443")
-        setattr(configuration, field, value)
-        assert Transport.for_client(ApiClient(configuration)) is None, field
-    assert KubeClient(ApiClient(Configuration(host="http://h")), fast=False).transport is None
+def test_connection_settings_come_from_the_configuration() -> None:
+    plain = Transport.for_client(ApiClient(Configuration(host="https://h:6443")))
+    assert (plain.host, plain.port, plain.server_name, plain.proxy) == ("h", 6443, "h", None)
+    named = Configuration(host="https://h:6443")
+    named.tls_server_name = "api.internal"
+    assert Transport.for_client(ApiClient(named)).server_name == "api.internal"
+    asserted = Configuration(host="https://h:6443")
+    asserted.assert_hostname = "other.example"
+    assert Transport.for_client(ApiClient(asserted)).server_name == "other.example"
+    proxied = Configuration(host="https://h:6443")
+    proxied.proxy = "http://proxy:3128"
+    assert Transport.for_client(ApiClient(proxied)).proxy == ("proxy", 3128)
+    proxied.no_proxy = "h"
+    assert Transport.for_client(ApiClient(proxied)).proxy is None
+    with pytest.raises(ValueError, match="not http or https"):
+        Transport.for_client(ApiClient(Configuration(host="unix:///var/run/api.sock")))
 
 
 def test_a_connection_the_server_closed_is_not_reused() -> None:
@@ -170,3 +177,169 @@ def _readable(sock: socket.socket) -> bool:
     import select
 
     return bool(select.select([sock], [], [], 0)[0])
+
+
+class WatchServer:
+    """Answers one watch request with ``status``, then writes ``pieces`` (raw bytes of the
+    chunked body) one at a time, each flushed and followed by a pause, so the client reads
+    them in separate reads."""
+
+    def __init__(
+        self,
+        pieces: list[bytes],
+        status: bytes = b"200 OK",
+        body: bytes = b"",
+        hold: float = 0,
+        pause: float = 0.05,
+    ) -> None:
+        self.pieces = pieces
+        self.hold = hold
+        self.pause = pause
+        self.status = status
+        self.body = body
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.request_line = ""
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.listener.getsockname()[1]}"
+
+    def _serve(self) -> None:
+        sock, _ = self.listener.accept()
+        reader = sock.makefile("rb")
+        with sock, reader:
+            self.request_line = reader.readline().decode().strip()
+            while reader.readline() not in (b"\r\n", b""):
+                pass
+            if self.body:
+                sock.sendall(
+                    b"HTTP/1.1 %s\r\nContent-Type: application/json\r\n"
+                    b"Content-Length: %d\r\n\r\n%s" % (self.status, len(self.body), self.body)
+                )
+                return
+            sock.sendall(
+                b"HTTP/1.1 %s\r\nContent-Type: application/json\r\n"
+                b"Transfer-Encoding: chunked\r\n\r\n" % self.status
+            )
+            for piece in self.pieces:
+                try:
+                    sock.sendall(piece)
+                except OSError:
+                    return  # the client closed the watch
+                threading.Event().wait(self.pause)
+            threading.Event().wait(self.hold)  # the stream stays open, silent
+
+    def close(self) -> None:
+        self.listener.close()
+
+
+def _chunk(data: bytes) -> bytes:
+    return b"%x\r\n%s\r\n" % (len(data), data)
+
+
+def _line(kind: str, obj: dict) -> bytes:
+    return orjson.dumps({"type": kind, "object": obj}) + b"\n"
+
+
+def test_watch_streams_events_split_across_chunks_and_reads() -> None:
+    added = _line("ADDED", {"metadata": {"name": "a", "resourceVersion": "5"}})
+    bookmark = _line("BOOKMARK", {"metadata": {"resourceVersion": "9"}})
+    modified = _line("MODIFIED", {"metadata": {"name": "a", "resourceVersion": "10"}})
+    pieces = [
+        _chunk(added[:7]),  # one line in three chunks, each its own read
+        _chunk(added[7:20]),
+        _chunk(added[20:] + bookmark[:4]),  # a chunk ending one line and starting the next
+        _chunk(bookmark[4:] + modified),  # two lines ending in one chunk
+        b"0\r\n\r\n",
+    ]
+    server = WatchServer(pieces)
+    try:
+        client = KubeClient(ApiClient(Configuration(host=server.url)))
+        with client.watch("/api/v1/nodes", "4", timeout_seconds=30) as stream:
+            events = list(stream)
+        assert [(kind, obj["metadata"]["resourceVersion"]) for kind, obj in events] == [
+            ("ADDED", "5"),
+            ("BOOKMARK", "9"),
+            ("MODIFIED", "10"),
+        ]
+        assert "allowWatchBookmarks=true" in server.request_line
+        assert "resourceVersion=4" in server.request_line
+    finally:
+        server.close()
+
+
+def test_watch_chunk_framing_split_anywhere() -> None:
+    """Size lines, extensions and the CRLFs after the data, cut at every third byte."""
+    lines = [
+        _line("ADDED", {"metadata": {"name": f"n{i}", "resourceVersion": str(i)}}) for i in range(4)
+    ]
+    body = b"".join(
+        b"%x;ext=1\r\n%s\r\n" % (len(line), line) if i % 2 else _chunk(line)
+        for i, line in enumerate(lines)
+    )
+    body += b"0\r\nTrailer: x\r\n\r\n"
+    server = WatchServer([body[i : i + 3] for i in range(0, len(body), 3)], pause=0.002)
+    try:
+        client = KubeClient(ApiClient(Configuration(host=server.url)))
+        with client.watch("/api/v1/nodes", "0") as stream:
+            names = [obj["metadata"]["name"] for _, obj in stream]
+        assert names == ["n0", "n1", "n2", "n3"]
+    finally:
+        server.close()
+
+
+def test_watch_cut_mid_chunk_is_a_connection_error() -> None:
+    line = _line("ADDED", {"metadata": {"name": "a", "resourceVersion": "5"}})
+    server = WatchServer([_chunk(line), _chunk(line)[:10]])  # then the server closes
+    try:
+        client = KubeClient(ApiClient(Configuration(host=server.url)))
+        stream = client.watch("/api/v1/nodes", "4")
+        assert next(stream)[0] == "ADDED"
+        with pytest.raises(ApiError) as raised:
+            next(stream)
+        assert raised.value.status == 0
+    finally:
+        server.close()
+
+
+def test_watch_410_error_event_raises_gone() -> None:
+    gone = {"kind": "Status", "code": 410, "reason": "Expired", "message": "too old"}
+    pieces = [
+        _chunk(_line("BOOKMARK", {"metadata": {"resourceVersion": "9"}})),
+        _chunk(_line("ERROR", gone)),
+        b"0\r\n\r\n",
+    ]
+    server = WatchServer(pieces)
+    try:
+        client = KubeClient(ApiClient(Configuration(host=server.url)))
+        stream = client.watch("/api/v1/nodes", "4")
+        assert next(stream)[0] == "BOOKMARK"
+        with pytest.raises(Gone):
+            next(stream)
+    finally:
+        server.close()
+
+
+def test_watch_answered_410_raises_gone() -> None:
+    body = orjson.dumps({"kind": "Status", "code": 410, "reason": "Expired", "message": "old"})
+    server = WatchServer([], status=b"410 Gone", body=body)
+    try:
+        client = KubeClient(ApiClient(Configuration(host=server.url)))
+        with pytest.raises(Gone):
+            client.watch("/api/v1/nodes", "4")
+    finally:
+        server.close()
+
+
+def test_watch_closed_from_another_thread_ends_quietly() -> None:
+    bookmark = _chunk(_line("BOOKMARK", {"metadata": {"resourceVersion": "9"}}))
+    server = WatchServer([bookmark], hold=10)
+    try:
+        client = KubeClient(ApiClient(Configuration(host=server.url)))
+        stream = client.watch("/api/v1/nodes", "4", timeout_seconds=30)
+        assert next(stream)[0] == "BOOKMARK"
+        threading.Timer(0.2, stream.close).start()
+        assert list(stream) == []  # the blocked read wakes up and the iteration ends
+    finally:
+        server.close()
