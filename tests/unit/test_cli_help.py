@@ -34,14 +34,35 @@ print(json.dumps({"code": code, "out": out.getvalue(), "modules": sorted(sys.mod
 """
 
 
+def _name(requirement: str) -> str:
+    return re.split(r"[\s\[<>=!~;(]", requirement, maxsplit=1)[0].lower().replace("_", "-")
+
+
+def _closure(names: set[str]) -> set[str]:
+    """``names`` and every distribution they require (their own extras left out)."""
+    seen: set[str] = set()
+    todo = list(names)
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        try:
+            requires = metadata.requires(name) or []
+        except metadata.PackageNotFoundError:
+            continue
+        todo += [_name(r) for r in requires if "extra ==" not in r]
+    return seen
+
+
 def extra_modules() -> dict[str, str]:
     """Top-level module -> the distribution that brings it, for every optional extra's
-    requirement that the base install does not also bring."""
+    requirement that the base install does not also bring (directly or through a dependency:
+    the kubernetes client brings urllib3, which the dev extra also names)."""
     base, extras = set(), set()
     for requirement in metadata.requires("kube-extender") or []:
-        name = re.split(r"[\s\[<>=!~;]", requirement, maxsplit=1)[0].lower().replace("_", "-")
-        (extras if "extra ==" in requirement else base).add(name)
-    extras -= base | {"kube-extender"}
+        (extras if "extra ==" in requirement else base).add(_name(requirement))
+    extras -= _closure(base) | {"kube-extender"}
     modules = {}
     for module, dists in metadata.packages_distributions().items():
         for dist in dists:
