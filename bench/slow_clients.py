@@ -479,6 +479,19 @@ def closed_within(slow: Slow, seconds: float) -> float | None:
     return None
 
 
+def closed_by_deadline(slow: Slow, bound: float) -> tuple[bool, str]:
+    """Whether the server closed ``slow``'s connections within ``bound`` seconds (waiting 8 s
+    at most), and what was seen; ``slow`` is closed either way."""
+    try:
+        took = closed_within(slow, 8)
+        return (
+            took is not None and took < bound,
+            f"closed after {took:.1f} s" if took else "open after 8 s",
+        )
+    finally:
+        slow.close()
+
+
 SLOW_HEAD = HEAD + b"a" * 100_000
 BODY_HEAD = b"POST /filter HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
 
@@ -508,42 +521,21 @@ def s_thousand_slow(port: int, server: subprocess.Popen) -> tuple[bool, str]:
 def s_head_deadline(port: int, server: subprocess.Popen) -> tuple[bool, str]:
     """A head sent a byte every 0.3 s is closed by a total deadline (2 s here)."""
     slow = Slow(port, 1, SLOW_HEAD)
-    try:
-        took = closed_within(slow, 8)
-        return (
-            took is not None and took < 5,
-            f"closed after {took:.1f} s" if took else "open after 8 s",
-        )
-    finally:
-        slow.close()
+    return closed_by_deadline(slow, 5)
 
 
 def s_body_stall(port: int, server: subprocess.Popen) -> tuple[bool, str]:
     """A body that stops after its first byte is closed by the body deadline (1 s here)."""
     data = BODY_HEAD + b"Content-Length: 100\r\n\r\n{"
     slow = Slow(port, 1, data, start=len(data), every=1000)
-    try:
-        took = closed_within(slow, 8)
-        return (
-            took is not None and took < 4,
-            f"closed after {took:.1f} s" if took else "open after 8 s",
-        )
-    finally:
-        slow.close()
+    return closed_by_deadline(slow, 4)
 
 
 def s_body_dribble(port: int, server: subprocess.Popen) -> tuple[bool, str]:
     """A body sent a byte every 0.3 s is closed by a total body deadline (1 s here)."""
     head = BODY_HEAD + b"Content-Length: 100000\r\n\r\n"
     slow = Slow(port, 1, head + b"{" + b" " * 99_999, start=len(head))
-    try:
-        took = closed_within(slow, 8)
-        return (
-            took is not None and took < 4,
-            f"closed after {took:.1f} s" if took else "open after 8 s",
-        )
-    finally:
-        slow.close()
+    return closed_by_deadline(slow, 4)
 
 
 def s_slow_bodies_threads(port: int, server: subprocess.Popen) -> tuple[bool, str]:
