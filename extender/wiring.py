@@ -30,6 +30,7 @@ from extender.framework.handle import (
     Services,
 )
 from extender.framework.handle import Metrics as HandleMetrics
+from extender.framework.podgroups import PODGROUPS
 from extender.framework.profile import Profile
 from extender.framework.registry import Registry, kinds_read
 from extender.framework.runtime import Framework
@@ -126,6 +127,9 @@ def build_standalone(
     events = EventRecorder(client)
     nominator = Nominator()
     kinds = kinds_read(config.profiles, registry)
+    if config.features.generic_workload:
+        # The scheduler writes each PodGroup's condition (upstream's podGroupLister).
+        kinds.add(PODGROUPS)
     listers = Listers.watching(client, kinds - CACHE_KINDS)
     if extenders is None:
         extenders = list(build_extenders(config))

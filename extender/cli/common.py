@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from extender.cli.logs import LEVELS
+from extender.framework.features import FeatureGateError, Features
 
 
 def parse_bind(value: str, flag: str) -> tuple[str, int]:
@@ -69,3 +70,22 @@ def connect(prog: str, kubeconfig: str | None) -> Any:
     except Exception as exc:  # any kubeconfig or connection problem: one line, no traceback
         print(f"{prog}: no cluster connection: {exc}", file=sys.stderr)
         return None
+
+
+def feature_gates_type(value: str) -> Features:
+    """An argparse ``type`` for ``--feature-gates`` (kube-scheduler's syntax)."""
+    try:
+        return Features.parse(value)
+    except FeatureGateError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from exc
+
+
+def add_feature_gates_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--feature-gates",
+        type=feature_gates_type,
+        default=Features(),
+        metavar="NAME=BOOL,...",
+        help="alpha features, as kube-scheduler's flag: GenericWorkload, GangScheduling "
+        "(needs GenericWorkload) turn on workload-aware (gang) scheduling; off by default",
+    )

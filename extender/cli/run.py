@@ -22,7 +22,14 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from extender import health
 from extender.cli import logs
-from extender.cli.common import add_log_flags, bind_type, check_kubeconfig, connect, parse_bind
+from extender.cli.common import (
+    add_feature_gates_flag,
+    add_log_flags,
+    bind_type,
+    check_kubeconfig,
+    connect,
+    parse_bind,
+)
 from extender.config import ConfigError, load
 from extender.scheduler.http_extender import build_extenders
 from extender.scheduler.standalone import StandaloneScheduler
@@ -91,6 +98,7 @@ def main(argv: list[str]) -> int:
         help="write each unschedulable pod's per-node reasons to its annotation "
         "kube-extender.io/last-decision (4 KiB) and FailedScheduling event note (1 KiB)",
     )
+    add_feature_gates_flag(parser)
     add_log_flags(parser)
     args = parser.parse_args(argv)
     if not Path(args.config).is_file():
@@ -98,7 +106,7 @@ def main(argv: list[str]) -> int:
     check_kubeconfig(parser, args.kubeconfig)
     logs.setup(args.log_level, args.log_format)
     try:
-        config = load(args.config)
+        config = load(args.config, features=args.feature_gates)
         # Before connecting: a tlsConfig file that does not load is a config error.
         extenders = build_extenders(config)
     except ConfigError as exc:

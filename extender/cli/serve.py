@@ -70,12 +70,27 @@ def offline_pods_problem(profile: Any, registry: Any) -> str | None:
     )
 
 
+# Plugins that need Permit's wait and the pod group cycle, which the extender protocol lacks.
+GANG_PLUGINS = ("GangScheduling", "Coscheduling")
+
+
 def check_startup(config: SchedulerConfig, connected: bool, kubeconfig: str | None = None) -> None:
     """What a worker would refuse at boot, checked in the parent before gunicorn forks (so
     it is one line and exit 2, not a worker that fails to boot): the profile exists, the
     kubeconfig loads, every plugin constructs (``cls(args, handle)``, once here with a handle
     that has no cluster), and without a cluster connection no plugin needs the pods."""
     profile = _profile(config)
+    gang = [name for name in GANG_PLUGINS if name in profile.plugin_names()]
+    if gang:
+        raise StartupError(
+            f"{config.source}: profile {profile.scheduler_name!r} enables {', '.join(gang)}, "
+            "which an extender cannot serve: gang scheduling needs Permit (pods wait for their "
+            "quorum) and a pod group cycle, and the extender protocol has only filter, "
+            "prioritize, preempt and bind. Run `kube-extender run --feature-gates "
+            "GenericWorkload=true,GangScheduling=true` as the gangs' scheduler, or let "
+            "kube-scheduler do gang scheduling (its --feature-gates) with kube-extender as its "
+            "extender for the rest; disable the plugin in the served profile (docs/gang.md)"
+        )
     if connected:
         from extender.kube.kubeconfig import load_configuration
 

@@ -8,9 +8,10 @@ The default profile is upstream's MultiPoint list (upstream
 NodeDeclaredFeatures (feature gate NodeDeclaredFeatures, beta and on in v1.36) comes last, as
 upstream's ``applyFeatureGates`` appends it; DynamicResources goes before DefaultPreemption (its
 PostFilter first), as ``applyDynamicResources`` inserts it. Upstream defaults that are absent
-here, because they need objects we do not model (workloads): the feature-gated GangScheduling.
-A config may still *disable* them (a file shared with a
-real kube-scheduler often does); enabling them is an error. NodeNumber (the teaching plugin)
+here: TopologyPlacementGenerator and PodGroupPodsCount (gate TopologyAwareWorkloadScheduling).
+A config may still *disable* them (a file shared with a real kube-scheduler often does);
+enabling them is an error. GangScheduling is appended when its feature gate is on
+(:func:`default_multi_point`), as ``applyGangScheduling`` does. NodeNumber (the teaching plugin)
 is in the registry but opt-in, so it is not in the default profile.
 """
 
@@ -18,6 +19,8 @@ from __future__ import annotations
 
 import copy
 from typing import Any
+
+from extender.framework.features import DEFAULT_FEATURES, Features
 
 # Upstream's name for the profile created when a config names none, defined next to Profile
 # (whose default it is) and exported here with the other defaults.
@@ -63,10 +66,20 @@ DEFAULT_MULTI_POINT: tuple[PluginSpec, ...] = (
     PluginSpec("NodeDeclaredFeatures"),
 )
 
+
+def default_multi_point(features: Features = DEFAULT_FEATURES) -> tuple[PluginSpec, ...]:
+    """The MultiPoint defaults under ``features`` (upstream ``applyFeatureGates``)."""
+    specs = DEFAULT_MULTI_POINT
+    if features.gang_scheduling:
+        specs += (PluginSpec("GangScheduling"),)
+    return specs
+
+
 # Upstream plugins we do not implement: a config may disable them (no-op), not enable them.
 UPSTREAM_ONLY_PLUGINS: frozenset[str] = frozenset(
     {
-        "GangScheduling",
+        "TopologyPlacementGenerator",
+        "PodGroupPodsCount",
     }
 )
 

@@ -32,6 +32,12 @@ from typing import Any
 import yaml
 from marshmallow import ValidationError
 
+from extender.framework.features import (
+    DEFAULT_FEATURES,
+    TOPOLOGY_AWARE_WORKLOAD_SCHEDULING,
+    WORKLOAD_AWARE_PREEMPTION,
+    Features,
+)
 from extender.framework.profile import Profile
 from extender.framework.registry import Registry
 from extender.framework.resources import is_qualified_name
@@ -97,6 +103,8 @@ class SchedulerConfig:
     source: str = "<default>"
     # Every plugin the config may name: in-tree, installed packages, pluginModules.
     registry: Registry = field(default_factory=in_tree_registry)
+    # The process's feature gates (``--feature-gates``), which the defaults depend on.
+    features: Features = DEFAULT_FEATURES
 
 
 # -- extenders (upstream ``pkg/scheduler/apis/config/validation/validation.go``) ----------------
@@ -223,12 +231,30 @@ def _yaml_problem(exc: yaml.YAMLError) -> str:
     return f"invalid YAML at line {mark.line + 1}, column {mark.column + 1}: {problem}"
 
 
-def loads(text: str, source: str = "<string>", *, plugins: Iterable[type] = ()) -> SchedulerConfig:
+def loads(
+    text: str,
+    source: str = "<string>",
+    *,
+    plugins: Iterable[type] = (),
+    features: Features = DEFAULT_FEATURES,
+) -> SchedulerConfig:
     """Parse a config file's text; ``source`` names it in error messages.
 
     ``plugins``: extra plugin classes the config may name (registered by their ``name``, after
     in-tree plugins, installed packages and ``pluginModules``), for tests and embedders.
+    ``features``: the feature gates, which the default plugins depend on (as kube-scheduler's
+    ``--feature-gates`` flag, not a field of the file).
     """
+    unsupported = [
+        gate
+        for gate in (TOPOLOGY_AWARE_WORKLOAD_SCHEDULING, WORKLOAD_AWARE_PREEMPTION)
+        if gate in features
+    ]
+    if unsupported:
+        raise fail(
+            source,
+            [f"feature gate {gate}: not implemented by kube-extender yet" for gate in unsupported],
+        )
     try:
         documents = [d for d in yaml.safe_load_all(text) if d is not None]
     except yaml.YAMLError as exc:
@@ -258,7 +284,9 @@ def loads(text: str, source: str = "<string>", *, plugins: Iterable[type] = ()) 
     profiles: list[Profile] = []
     seen: dict[str, int] = {}
     for i, raw in enumerate(raw_profiles):
-        profile = build_profile(raw, i, source, lone=len(raw_profiles) == 1, registry=registry)
+        profile = build_profile(
+            raw, i, source, lone=len(raw_profiles) == 1, registry=registry, features=features
+        )
         if profile.scheduler_name in seen:
             raise fail(
                 source,
@@ -298,12 +326,15 @@ def loads(text: str, source: str = "<string>", *, plugins: Iterable[type] = ()) 
         extender=settings,
         source=source,
         registry=registry,
+        features=features,
     )
 
 
-def load(path: str | Path, *, plugins: Iterable[type] = ()) -> SchedulerConfig:
-    """Read and parse a config file; every error names ``path``. ``plugins`` as in
-    :func:`loads`."""
+def load(
+    path: str | Path, *, plugins: Iterable[type] = (), features: Features = DEFAULT_FEATURES
+) -> SchedulerConfig:
+    """Read and parse a config file; every error names ``path``. ``plugins`` and
+    ``features`` as in :func:`loads`."""
     file = Path(path)
     try:
         text = file.read_text(encoding="utf-8")
@@ -311,14 +342,17 @@ def load(path: str | Path, *, plugins: Iterable[type] = ()) -> SchedulerConfig:
         raise ConfigError(f"{file}: no such file") from exc
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{file}: cannot read: {getattr(exc, 'strerror', None) or exc}") from exc
-    return loads(text, source=str(file), plugins=plugins)
+    return loads(text, source=str(file), plugins=plugins, features=features)
 
 
-def default_config(scheduler_name: str = OWN_SCHEDULER_NAME) -> SchedulerConfig:
+def default_config(
+    scheduler_name: str = OWN_SCHEDULER_NAME, features: Features = DEFAULT_FEATURES
+) -> SchedulerConfig:
     """A config with one default profile named ``scheduler_name`` and upstream defaults."""
     config = loads(
         f"apiVersion: {schema.API_VERSION}\nkind: {schema.KIND}\n",
         source="<default>",
+        features=features,
     )
     config.profiles[0].scheduler_name = scheduler_name
     config.extender.profile = scheduler_name

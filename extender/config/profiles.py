@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from marshmallow import ValidationError
 
+from extender.framework.features import DEFAULT_FEATURES, Features
 from extender.framework.interfaces import EXTENSION_POINTS
 from extender.framework.profile import PluginSpec, Profile
 from extender.framework.registry import PluginLoadError, Registry
@@ -17,10 +18,10 @@ from extender.plugins import IN_TREE, in_tree_registry
 from . import schema
 from .defaults import (
     ARG_KEYS,
-    DEFAULT_MULTI_POINT,
     DEFAULT_SCHEDULER_NAME,
     UPSTREAM_ONLY_PLUGINS,
     default_args,
+    default_multi_point,
     has_args,
 )
 from .errors import fail, flatten
@@ -235,7 +236,13 @@ def _out_of_tree_args(
 
 
 def build_profile(
-    raw: dict, index: int, source: str, *, lone: bool = True, registry: Registry | None = None
+    raw: dict,
+    index: int,
+    source: str,
+    *,
+    lone: bool = True,
+    registry: Registry | None = None,
+    features: Features = DEFAULT_FEATURES,
 ) -> Profile:
     """One ``profiles[index]`` entry (as decoded by the schema) as a merged :class:`Profile`.
 
@@ -255,7 +262,7 @@ def build_profile(
 
     multi = plugins.get(MULTI_POINT) or {}
     multi_point = merge_plugin_set(
-        DEFAULT_MULTI_POINT,
+        default_multi_point(features),
         _specs(multi.get("enabled") or []),
         {p["name"] for p in multi.get("disabled") or []},
     )

@@ -26,6 +26,7 @@ class CycleState:
         "snapshot",
         "deadline",
         "budget",
+        "pod_group_states",
     )
 
     def __init__(self) -> None:
@@ -43,6 +44,10 @@ class CycleState:
         # time.monotonic() value, and its length in seconds; None: no budget.
         self.deadline: float | None = None
         self.budget: float | None = None
+        # Set for the pod attempts of a pod group scheduling cycle (upstream
+        # ``SetPodGroupSchedulingCycle``): the cycle's own copies of the pod group states, which
+        # it assumes pods into; ``None`` in a pod-by-pod cycle and in the binding cycle.
+        self.pod_group_states: dict[tuple[str, str], Any] | None = None
 
     def write(self, key: str, value: Any) -> None:
         with self._lock:
@@ -75,4 +80,5 @@ class CycleState:
         copy.snapshot = self.snapshot
         copy.deadline = self.deadline
         copy.budget = self.budget
+        copy.pod_group_states = self.pod_group_states
         return copy

@@ -58,6 +58,7 @@ class Resource(StrEnum):
     RESOURCE_CLAIM = "ResourceClaim"
     RESOURCE_SLICE = "ResourceSlice"
     DEVICE_CLASS = "DeviceClass"
+    POD_GROUP = "PodGroup"
     WILDCARD = "*"
 
 
@@ -100,5 +101,7 @@ NODE_DELETE = ClusterEvent(Resource.NODE, ActionType.DELETE, "NodeDelete")
 ASSIGNED_POD_ADD = ClusterEvent(Resource.ASSIGNED_POD, ActionType.ADD, "AssignedPodAdd")
 ASSIGNED_POD_UPDATE = ClusterEvent(Resource.ASSIGNED_POD, ActionType.UPDATE, "AssignedPodUpdate")
 ASSIGNED_POD_DELETE = ClusterEvent(Resource.ASSIGNED_POD, ActionType.DELETE, "AssignedPodDelete")
+UNSCHEDULED_POD_ADD = ClusterEvent(Resource.UNSCHEDULABLE_POD, ActionType.ADD, "UnscheduledPodAdd")
+POD_GROUP_ADD = ClusterEvent(Resource.POD_GROUP, ActionType.ADD, "PodGroupAdd")
 UNSCHEDULABLE_TIMEOUT = ClusterEvent(Resource.WILDCARD, ActionType.ALL, "UnschedulableTimeout")
 FORCE_ACTIVATE = ClusterEvent(Resource.WILDCARD, ActionType.ALL, "ForceActivate")

@@ -234,6 +234,16 @@ class KubeClient:
             content_type=STRATEGIC_MERGE_PATCH,
         )
 
+    def patch_pod_group_status(self, namespace: str, name: str, patch: dict) -> dict | None:
+        """Strategic-merge-patch a ``scheduling.k8s.io/v1alpha2`` PodGroup's status
+        (conditions merge by ``type``), as upstream's ``PatchPodGroupStatus``."""
+        return self.request(
+            "PATCH",
+            f"/apis/scheduling.k8s.io/v1alpha2/namespaces/{namespace}/podgroups/{name}/status",
+            patch,
+            content_type=STRATEGIC_MERGE_PATCH,
+        )
+
     # -- resource claims (DynamicResources) -------------------------------------------------
 
     def _claim_path(self, namespace: str, name: str) -> str:

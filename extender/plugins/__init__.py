@@ -35,6 +35,8 @@ IN_TREE_PLUGINS: dict[str, str] = {
     "DefaultBinder": "default_binder:DefaultBinder",
     "NodeDeclaredFeatures": "node_declared_features:NodeDeclaredFeatures",
     "NodeNumber": "node_number:NodeNumber",
+    # Workload-aware scheduling (feature gates GenericWorkload and GangScheduling).
+    "GangScheduling": "gang_scheduling:GangScheduling",
 }
 
 

@@ -36,6 +36,7 @@ from extender.framework.events import (
     Resource,
 )
 from extender.framework.pod_info import PodInfo, QueuedPodInfo, pod_key
+from extender.framework.podgroups import pod_group_name
 from extender.framework.status import Status
 
 from .nominator import Nominator
@@ -106,8 +107,11 @@ class SchedulingQueue:
         pod_initial_backoff: float = DEFAULT_POD_INITIAL_BACKOFF,
         pod_max_backoff: float = DEFAULT_POD_MAX_BACKOFF,
         max_in_unschedulable: float = DEFAULT_MAX_IN_UNSCHEDULABLE,
+        generic_workload: bool = False,
     ) -> None:
         self._less = less
+        # Feature gate GenericWorkload: a pod group's member retries on backoff alone.
+        self.generic_workload = generic_workload
         self._pre_enqueue = pre_enqueue
         self._plugin_events = plugin_events
         self._clock = clock
@@ -222,6 +226,27 @@ class SchedulingQueue:
             )
             return info
 
+    def pop_specific(self, pod: dict) -> QueuedPodInfo | None:
+        """Take ``pod`` out of the queue as :meth:`pop` would (upstream ``PopSpecificPod``,
+        for a pod group cycle, which schedules all the group's pending pods together): it is
+        activated first (so it passes PreEnqueue again), then taken from activeQ and marked
+        in flight. ``None``: not queued, or gated."""
+        key = pod_key(pod)
+        with self._cond:
+            info = self._unschedulable.pop(key, None) or self._backoff_index.pop(key, None)
+            if info is not None:
+                self._add_to_active_or_gate(info)
+            entry = self._active_index.pop(key, None)
+            if entry is None:
+                return None
+            entry.valid = False
+            info = entry.info
+            info.attempts += 1
+            if info.initial_attempt_timestamp is None:
+                info.initial_attempt_timestamp = self._clock()
+            self._in_flight[key] = _InFlight(info, self._events_base + len(self._events))
+            return info
+
     def done(self, key: str) -> None:
         """The pod's attempt is over; drop events no in-flight pod needs any more."""
         with self._cond:
@@ -285,7 +310,10 @@ class SchedulingQueue:
             info.timestamp = self._clock()
             self.nominator.add_nominated_pod(info.pod_info)
             strategy = QueueStrategy.AFTER_BACKOFF
-            if rejected and (info.unschedulable_plugins or info.pending_plugins):
+            # A pod group's member is retried on backoff alone: upstream has no event-based
+            # requeueing at the pod group level yet.
+            member = self.generic_workload and pod_group_name(info.pod) is not None
+            if rejected and not member and (info.unschedulable_plugins or info.pending_plugins):
                 strategy = QueueStrategy.SKIP
                 if in_flight is not None:
                     start = in_flight.first_event - self._events_base

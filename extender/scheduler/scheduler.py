@@ -33,16 +33,18 @@ from extender.framework.events import (
     ASSIGNED_POD_UPDATE,
     NODE_ADD,
     NODE_DELETE,
+    UNSCHEDULED_POD_ADD,
     ActionType,
     ClusterEvent,
     Resource,
 )
+from extender.framework.features import DEFAULT_FEATURES, Features
 from extender.framework.handle import EventRecorder
 from extender.framework.pod_info import PodInfo, QueuedPodInfo, pod_key
+from extender.framework.podgroups import POD_GROUP_STATES, PodGroupStates, pod_group_name
 from extender.framework.results import NominatingInfo, NominatingMode
 from extender.framework.runtime import Framework
 from extender.framework.schedule import (
-    Diagnosis,
     FitError,
     SchedulingAlgorithm,
     SchedulingError,
@@ -51,6 +53,7 @@ from extender.framework.status import Code, Status
 
 from .decisions import Decisions
 from .queue import SchedulingQueue, pod_update_event
+from .schedule_one_podgroup import PodGroupScheduling, single_node_fit_error
 
 log = logging.getLogger(__name__)
 
@@ -89,7 +92,7 @@ class Metrics:
         pass
 
 
-class Scheduler:
+class Scheduler(PodGroupScheduling):
     def __init__(
         self,
         frameworks: dict[str, Framework],
@@ -104,8 +107,10 @@ class Scheduler:
         metrics: Metrics | None = None,
         clock: Callable[[], float] = time.monotonic,
         decisions: Decisions | None = None,
+        features: Features = DEFAULT_FEATURES,
     ) -> None:
         self.frameworks = frameworks
+        self.features = features
         self.cache = cache
         self.queue = queue
         self.events = events
@@ -118,6 +123,13 @@ class Scheduler:
         self._stop = threading.Event()
         # The last diagnosis of each pending pod; written to the pod with --record-decisions.
         self.decisions = decisions or Decisions()
+        # Feature gate GenericWorkload: the members of each PodGroup, shared with the
+        # workload-aware plugins (``handle.shared(POD_GROUP_STATES)``).
+        self.pod_groups: PodGroupStates = (
+            next(iter(frameworks.values())).shared(POD_GROUP_STATES)
+            if frameworks
+            else PodGroupStates()
+        )
 
     # -- the loop -----------------------------------------------------------------------
 
@@ -142,7 +154,10 @@ class Scheduler:
         if info is None:
             return False
         try:
-            self._scheduling_cycle(info)
+            if self.features.generic_workload and pod_group_name(info.pod) is not None:
+                self._schedule_pod_group(info)
+            else:
+                self._scheduling_cycle(info)
         except Exception as exc:  # the last resort: a bug must neither stop the loop nor lose
             log.exception("scheduling cycle of %s failed", info.pod_info.key)
             self._cycle_crashed(info, exc)
@@ -154,7 +169,7 @@ class Scheduler:
         fwk = self._framework_of(info.pod)
         if self.cache.is_assumed(info.pod_info.uid):
             try:
-                self.cache.forget_pod(info.pod)
+                self._forget(info.pod)
             except Exception:
                 log.exception("forgetting the assumed %s failed", info.pod_info.key)
         try:
@@ -178,18 +193,7 @@ class Scheduler:
             log.error("no profile for scheduler name %r", spec.get("schedulerName"))
             self.queue.done(info.pod_info.key)
             return
-        if info.pod_info.deleting:
-            self.events.record_event(
-                pod,
-                "Warning",
-                "FailedScheduling",
-                "Scheduling",
-                f"skip schedule deleting pod: {info.pod_info.namespace}/{info.pod_info.name}",
-            )
-            self.queue.done(info.pod_info.key)
-            return
-        if self.cache.is_assumed(info.pod_info.uid):
-            self.queue.done(info.pod_info.key)
+        if self._skip_pod(info):
             return
 
         state = CycleState()
@@ -217,11 +221,46 @@ class Scheduler:
             self._fail(fwk, info, failure, fit, nominating, start)
             return
 
-        host = result.suggested_host
+        self._assume_reserve_permit(fwk, state, info, result.suggested_host, start)
+
+    def _skip_pod(self, info: QueuedPodInfo) -> bool:
+        """Upstream ``skipPodSchedule``: a pod being deleted, or already assumed, is not
+        tried (and leaves the queue's in-flight set)."""
+        if info.pod_info.deleting:
+            self.events.record_event(
+                info.pod,
+                "Warning",
+                "FailedScheduling",
+                "Scheduling",
+                f"skip schedule deleting pod: {info.pod_info.namespace}/{info.pod_info.name}",
+            )
+            self.queue.done(info.pod_info.key)
+            return True
+        if self.cache.is_assumed(info.pod_info.uid):
+            self.queue.done(info.pod_info.key)
+            return True
+        return False
+
+    def _assume(self, assumed: dict) -> None:
+        self.cache.assume_pod(assumed)
+        if self.features.generic_workload:
+            self.pod_groups.assume_pod(assumed)
+
+    def _forget(self, assumed: dict) -> None:
+        if self.features.generic_workload:
+            self.pod_groups.forget_pod(assumed)
+        self.cache.forget_pod(assumed)
+
+    def _assume_reserve_permit(
+        self, fwk: Framework, state: CycleState, info: QueuedPodInfo, host: str, start: float
+    ) -> None:
+        """The end of a successful scheduling cycle (upstream ``prepareForBindingCycle``):
+        assume the pod on ``host``, Reserve, Permit, then hand it to a binding cycle."""
+        pod = info.pod
         assumed = copy.copy(pod)
-        assumed["spec"] = {**spec, "nodeName": host}
+        assumed["spec"] = {**(pod.get("spec") or {}), "nodeName": host}
         try:
-            self.cache.assume_pod(assumed)
+            self._assume(assumed)
         except Exception as exc:
             self._fail(fwk, info, Status.error(exc), None, None, start)
             return
@@ -234,10 +273,10 @@ class Scheduler:
                 status = None
         if status is not None:
             fwk.run_reserve_plugins_unreserve(state, assumed, host)
-            self.cache.forget_pod(assumed)
+            self._forget(assumed)
             fit = None
             if status.is_rejected():
-                fit = _single_node_fit_error(pod, host, status)
+                fit = single_node_fit_error(pod, host, status)
             self._fail(fwk, info, status, fit, _clear_nomination(), start)
             return
 
@@ -281,7 +320,7 @@ class Scheduler:
                 status = fwk.wait_on_permit(assumed)
             if status is not None:
                 fit = (
-                    _single_node_fit_error(info.pod, host, status) if status.is_rejected() else None
+                    single_node_fit_error(info.pod, host, status) if status.is_rejected() else None
                 )
                 self._binding_failed(fwk, state, info, assumed, host, status, fit, start)
                 return
@@ -294,7 +333,7 @@ class Scheduler:
                 # As for Permit: a rejection is charged to its plugin, not to the plugins of
                 # an earlier attempt, so the events that plugin registered wake the pod.
                 fit = (
-                    _single_node_fit_error(info.pod, host, status) if status.is_rejected() else None
+                    single_node_fit_error(info.pod, host, status) if status.is_rejected() else None
                 )
                 self._binding_failed(fwk, state, info, assumed, host, status, fit, start)
                 return
@@ -384,7 +423,7 @@ class Scheduler:
     ) -> None:
         fwk.run_reserve_plugins_unreserve(state, assumed, host)
         try:
-            self.cache.forget_pod(assumed)
+            self._forget(assumed)
         except Exception:
             log.debug("forget_pod after failed binding", exc_info=True)
         self._fail(fwk, info, status, fit, _clear_nomination(), start)
@@ -469,7 +508,12 @@ class Scheduler:
 
     def on_unassigned_pod_add(self, pod: dict) -> None:
         if self.responsible_for(pod):
+            if self.features.generic_workload:
+                self.pod_groups.add_pod(pod)
             self.queue.add(pod)
+            if self.features.gang_scheduling:
+                # The new pod may complete a gang waiting at PreEnqueue.
+                self.queue.move_all_to_active_or_backoff(UNSCHEDULED_POD_ADD, None, pod)
 
     def on_unassigned_pod_update(self, old: dict | None, new: dict) -> None:
         if not self.responsible_for(new):
@@ -479,34 +523,44 @@ class Scheduler:
         # An assumed pod's own updates (the nominatedNodeName its binding cycle writes) are no
         # queue event: queueing it again would nominate it on top of its assumed copy
         # (upstream ``updatePodInSchedulingQueue``).
+        if self.features.generic_workload:
+            self.pod_groups.update_pod(new)
         if self.cache.is_assumed(pod_key(new)):
             return
         self.queue.update(old, new)
 
     def on_unassigned_pod_delete(self, pod: dict) -> None:
         self.queue.delete(pod)
+        if self.features.generic_workload:
+            self.pod_groups.remove_pod(pod)
         uid = (pod.get("metadata") or {}).get("uid", "")
         for fwk in self.frameworks.values():
             fwk.reject_waiting_pod(uid)
         if self.cache.is_assumed(uid):
             try:
-                self.cache.forget_pod(pod)
+                self._forget(pod)
             except Exception:
                 log.debug("forget on delete", exc_info=True)
             self.queue.move_all_to_active_or_backoff(ASSIGNED_POD_DELETE, pod, None)
 
     def on_assigned_pod_add(self, pod: dict) -> None:
         # The pod got bound (by us or anyone): it leaves the queue, and may help others.
+        if self.features.generic_workload:
+            self.pod_groups.add_pod(pod)
         self.queue.delete(pod)
         self.queue.move_all_to_active_or_backoff(ASSIGNED_POD_ADD, None, pod)
 
     def on_assigned_pod_update(self, old: dict | None, new: dict) -> None:
+        if self.features.generic_workload:
+            self.pod_groups.update_pod(new)
         event = pod_update_event(old, new)
         self.queue.move_all_to_active_or_backoff(
             ClusterEvent(Resource.ASSIGNED_POD, event.action, ASSIGNED_POD_UPDATE.label), old, new
         )
 
     def on_assigned_pod_delete(self, pod: dict) -> None:
+        if self.features.generic_workload:
+            self.pod_groups.remove_pod(pod)
         self.queue.move_all_to_active_or_backoff(ASSIGNED_POD_DELETE, pod, None)
 
     def on_node_add(self, node: dict) -> None:
@@ -558,12 +612,6 @@ def _resource_version(obj: dict) -> str:
 
 def _clear_nomination() -> NominatingInfo:
     return NominatingInfo("", NominatingMode.OVERRIDE)
-
-
-def _single_node_fit_error(pod: dict, host: str, status: Status) -> FitError:
-    diagnosis = Diagnosis()
-    diagnosis.add_rejection(host, status)
-    return FitError(pod, 1, diagnosis)
 
 
 def _condition_changed(pod: dict, condition: dict) -> bool:

@@ -121,6 +121,7 @@ class StandaloneScheduler:
             plugin_events=self._plugin_events,
             pod_initial_backoff=config.pod_initial_backoff_seconds,
             pod_max_backoff=config.pod_max_backoff_seconds,
+            generic_workload=config.features.generic_workload,
         )
         self.scheduler = Scheduler(
             self.frameworks,
@@ -136,6 +137,7 @@ class StandaloneScheduler:
             metrics=self.metrics,
             # --record-decisions: each unschedulable pod's per-node reasons written to it.
             decisions=Decisions(client if record_decisions else None),
+            features=config.features,
         )
         self.informers = cache_informers(
             client,

@@ -1,8 +1,8 @@
 """Cluster events from the storage and DRA informers (upstream ``pkg/scheduler/eventhandlers.go``,
 ``addAllEventHandlers`` for PersistentVolumes, PersistentVolumeClaims, StorageClasses, CSINodes,
-CSIDrivers, CSIStorageCapacities, and for ResourceClaims, ResourceSlices and DeviceClasses): an
-add, update or delete requeues the unschedulable pods whose rejecting plugins registered the
-event (with their queueing hints).
+CSIDrivers, CSIStorageCapacities, for ResourceClaims, ResourceSlices and DeviceClasses, and for
+PodGroups): an add, update or delete requeues the unschedulable pods whose rejecting plugins
+registered the event (with their queueing hints).
 
 Only the kinds some enabled plugin reads have informers, so only those produce events.
 """
@@ -25,6 +25,7 @@ from extender.framework.handle import (
     STORAGE_CLASSES,
     Kind,
 )
+from extender.framework.podgroups import PODGROUPS
 
 STORAGE_RESOURCES: dict[Kind, Resource] = {
     PERSISTENT_VOLUMES: Resource.PERSISTENT_VOLUME,
@@ -37,6 +38,8 @@ STORAGE_RESOURCES: dict[Kind, Resource] = {
     RESOURCE_CLAIMS: Resource.RESOURCE_CLAIM,
     RESOURCE_SLICES: Resource.RESOURCE_SLICE,
     DEVICE_CLASSES: Resource.DEVICE_CLASS,
+    # Workload-aware scheduling (GangScheduling waits for its PodGroup to be added).
+    PODGROUPS: Resource.POD_GROUP,
 }
 
 

@@ -627,9 +627,12 @@ class Framework(BatchPaths):
             except Exception as exc:
                 self._failed(plugin.name, "unreserve", exc)
 
-    def run_permit_plugins(self, state: CycleState, pod: dict, node_name: str) -> Status | None:
+    def run_permit_plugins(
+        self, state: CycleState, pod: dict, node_name: str, *, add_waiting: bool = True
+    ) -> Status | None:
         """Permit (upstream ``RunPermitPlugins``): a rejection stops; Wait parks the pod in the
-        waiting map."""
+        waiting map (``add_waiting``; a pod group cycle only asks, upstream's
+        ``AddWaitingPod`` comes later)."""
         timeouts: dict[str, float] = {}
         for name, permit in self._calls["permit"]:
             answer, error = self._answer(
@@ -648,9 +651,10 @@ class Framework(BatchPaths):
                 continue
             return self._failed(name, "permit", status.message)
         if timeouts:
-            waiting = WaitingPod(pod, node_name, timeouts)
-            self.waiting_pods.add(waiting)
-            waiting.start()
+            if add_waiting:
+                waiting = WaitingPod(pod, node_name, timeouts)
+                self.waiting_pods.add(waiting)
+                waiting.start()
             name = (pod.get("metadata") or {}).get("name", "")
             return Status(
                 Code.WAIT,

@@ -429,6 +429,7 @@ EXPECTED_POINTS: dict[str, frozenset[str]] = {
     ),
     "NodeNumber": frozenset({"preScore", "score", "permit"}),
     "NodeDeclaredFeatures": frozenset({"preFilter", "filter"}),
+    "GangScheduling": frozenset({"preEnqueue", "permit"}),
 }
 
 
@@ -740,16 +741,17 @@ def test_error_unknown_plugin() -> None:
     assert message.startswith(
         f'{SOURCE}: profiles[0].plugins.filter.enabled[1].name: unknown plugin "Foo" '
         "(registered: in-tree: DefaultBinder, DefaultPreemption, DynamicResources, "
-        "ImageLocality, "
+        "GangScheduling, ImageLocality, "
     )
 
 
 def test_error_enabling_an_upstream_plugin_we_lack() -> None:
     message = parse_error(
-        "profiles:\n  - plugins: {multiPoint: {enabled: [{name: GangScheduling}]}}\n"
+        "profiles:\n  - plugins: {multiPoint: {enabled: [{name: PodGroupPodsCount}]}}\n"
     )
     assert message.startswith(
-        f'{SOURCE}: profiles[0].plugins.multiPoint.enabled[0].name: unknown plugin "GangScheduling"'
+        f"{SOURCE}: profiles[0].plugins.multiPoint.enabled[0].name: "
+        'unknown plugin "PodGroupPodsCount"'
     )
     assert "does not implement" in message
 

@@ -1,0 +1,50 @@
+"""Feature gates (kube-scheduler's ``--feature-gates``, upstream ``pkg/features/kube_features.go``)
+and what they add to the default profile (``applyFeatureGates``)."""
+
+from __future__ import annotations
+
+import pytest
+
+from extender.config import ConfigError, default_config
+from extender.config.loader import loads
+from extender.framework.features import FeatureGateError, Features
+
+
+def test_workload_gates_are_off_by_default() -> None:
+    assert Features.parse("").enabled == frozenset()
+    assert "GangScheduling" not in default_config().profiles[0].plugin_names()
+
+
+def test_gang_scheduling_joins_the_default_profile_when_its_gate_is_on() -> None:
+    features = Features.parse("GenericWorkload=true, GangScheduling=true")
+    profile = default_config(features=features).profiles[0]
+    assert profile.enabled("preEnqueue")[-1] == "GangScheduling"
+    assert profile.enabled("permit") == ["GangScheduling"]
+    assert features.generic_workload and features.gang_scheduling
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("GangScheduling=true", "GangScheduling is enabled, but it depends on GenericWorkload"),
+        ("Bogus=true", "unrecognized feature gate: Bogus"),
+        ("GenericWorkload", "missing bool value for GenericWorkload"),
+        ("GenericWorkload=yes", "invalid value of GenericWorkload=yes"),
+        (
+            "GenericWorkload=true,WorkloadAwarePreemption=true",
+            "WorkloadAwarePreemption is enabled, but it depends on GangScheduling",
+        ),
+    ],
+)
+def test_bad_gates_are_named(text: str, message: str) -> None:
+    with pytest.raises(FeatureGateError, match=message):
+        Features.parse(text)
+
+
+def test_a_gate_we_do_not_implement_is_refused_with_its_name() -> None:
+    features = Features.parse("GenericWorkload=true,TopologyAwareWorkloadScheduling=true")
+    with pytest.raises(ConfigError, match="TopologyAwareWorkloadScheduling: not implemented"):
+        loads(
+            "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n",
+            features=features,
+        )

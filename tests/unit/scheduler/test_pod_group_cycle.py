@@ -1,0 +1,252 @@
+"""The pod group scheduling cycle (upstream ``pkg/scheduler/schedule_one_podgroup.go``) and the
+GangScheduling plugin (``framework/plugins/gangscheduling``), over a real Cache, queue and
+Frameworks; the API and the reporter are the fakes of ``test_scheduler``.
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import wait
+
+import pytest
+
+from extender.cache import Cache
+from extender.framework.features import Features
+from extender.framework.handle import EmptyLister, Services
+from extender.framework.podgroups import PODGROUPS, PodGroupStateNotFound
+from extender.framework.profile import PluginSpec, Profile
+from extender.framework.runtime import Framework
+from extender.plugins import in_tree_registry
+from extender.plugins.gang_scheduling import (
+    ERR_MIN_COUNT_NOT_CREATED,
+    ERR_POD_GROUP_MISSING,
+)
+from extender.scheduler.queue import GATED, SchedulingQueue
+from extender.scheduler.schedule_one_podgroup import ERR_POD_GROUP_UNSCHEDULABLE
+from extender.scheduler.scheduler import Scheduler
+from tests.unit.builders import make_node, make_pod
+from tests.unit.scheduler.test_scheduler import Api, Clock, RecordingExecutor, Reporter
+
+GATES = Features.parse("GenericWorkload=true,GangScheduling=true")
+
+
+class PodGroups(EmptyLister):
+    """The PodGroup informer's store."""
+
+    def __init__(self) -> None:
+        self.objects: dict[tuple[str, str], dict] = {}
+
+    def get(self, namespace: str, name: str) -> dict | None:
+        return self.objects.get((namespace, name))
+
+
+class GroupReporter(Reporter):
+    def __init__(self) -> None:
+        super().__init__()
+        self.group_patches: list[tuple[str, str, dict]] = []
+
+    def patch_pod_group_status(self, namespace: str, name: str, patch: dict) -> None:
+        self.group_patches.append((namespace, name, patch))
+
+
+def pod_group(name: str, min_count: int | None, namespace: str = "default") -> dict:
+    policy = {"gang": {"minCount": min_count}} if min_count is not None else {"basic": {}}
+    return {
+        "apiVersion": "scheduling.k8s.io/v1alpha2",
+        "kind": "PodGroup",
+        "metadata": {"name": name, "namespace": namespace, "generation": 1},
+        "spec": {"schedulingPolicy": policy},
+    }
+
+
+def member(name: str, group: str, cpu: str = "1", **kwargs) -> dict:
+    return make_pod(
+        name, cpu=cpu, uid=f"uid-{name}", schedulingGroup={"podGroupName": group}, **kwargs
+    )
+
+
+class Gangs:
+    def __init__(self, nodes: list[dict], features: Features = GATES) -> None:
+        self.clock = Clock()
+        self.cache = Cache()
+        for node in nodes:
+            self.cache.add_node(node)
+        self.groups = PodGroups()
+        self.api, self.reporter = Api(), GroupReporter()
+        frameworks: dict[str, Framework] = {}
+        self.queue = SchedulingQueue(
+            lambda a, b: frameworks["default-scheduler"].queue_sort_less(a, b),
+            pre_enqueue=lambda pod: frameworks["default-scheduler"].run_pre_enqueue_plugins(pod),
+            plugin_events=lambda pod: frameworks["default-scheduler"].events_to_register(),
+            clock=self.clock,
+            generic_workload=features.generic_workload,
+        )
+        points = {
+            "queueSort": ["PrioritySort"],
+            "preEnqueue": ["GangScheduling"],
+            "preFilter": ["NodeResourcesFit"],
+            "filter": ["NodeResourcesFit"],
+            "permit": ["GangScheduling"],
+            "bind": ["DefaultBinder"],
+        }
+        profile = Profile(
+            "default-scheduler", {p: [PluginSpec(n) for n in ns] for p, ns in points.items()}
+        )
+        services = Services(
+            client=self.api,
+            nominator=self.queue.nominator,
+            listers=lambda kind: self.groups if kind == PODGROUPS else EmptyLister(),
+        )
+        frameworks["default-scheduler"] = Framework(profile, in_tree_registry(), services)
+        self.fwk = frameworks["default-scheduler"]
+        self.sched = Scheduler(
+            frameworks,
+            self.cache,
+            self.queue,
+            self.reporter,
+            self.reporter,
+            get_pod=self.api.get_pod,
+            clock=self.clock,
+            features=features,
+        )
+        self.sched._binders.shutdown(wait=False)
+        self.executor = self.sched._binders = RecordingExecutor()
+
+    def add_group(self, group: dict) -> None:
+        meta = group["metadata"]
+        self.groups.objects[(meta["namespace"], meta["name"])] = group
+
+    def submit(self, *pods: dict) -> None:
+        for pod in pods:
+            self.api.store(pod)
+            self.sched.on_unassigned_pod_add(pod)
+
+    def cycle(self) -> None:
+        assert self.sched.schedule_one(timeout=0) is True
+        done, not_done = wait(self.executor.futures, 10)
+        assert not not_done
+        for future in done:
+            assert future.exception() is None
+
+    def conditions(self) -> list[dict]:
+        return [patch["status"]["conditions"][0] for _, _, patch in self.reporter.group_patches]
+
+    def pod_messages(self) -> dict[str, str]:
+        return {
+            name: patch["status"]["conditions"][0]["message"]
+            for _, name, patch in self.reporter.patches
+            if "conditions" in patch.get("status", {})
+        }
+
+    def close(self) -> None:
+        self.executor.shutdown(wait=False, cancel_futures=True)
+
+
+@pytest.fixture
+def gangs_factory():
+    made: list[Gangs] = []
+
+    def make(nodes: list[dict], features: Features = GATES) -> Gangs:
+        made.append(Gangs(nodes, features))
+        return made[-1]
+
+    yield make
+    for g in made:
+        g.close()
+
+
+def test_a_gang_that_fits_is_bound_whole_in_one_cycle(gangs_factory) -> None:
+    g = gangs_factory([make_node("n1", cpu="2"), make_node("n2", cpu="2")])
+    g.add_group(pod_group("pg", 4))
+    g.submit(*(member(f"p{i}", "pg") for i in range(4)))
+
+    g.cycle()
+
+    assert sorted(name for name, _ in g.api.bindings) == ["p0", "p1", "p2", "p3"]
+    nodes = [node for _, node in g.api.bindings]
+    assert sorted(nodes) == ["n1", "n1", "n2", "n2"]
+    assert g.conditions()[-1]["status"] == "True"
+    assert g.conditions()[-1]["reason"] == "Scheduled"
+
+
+def test_a_gang_that_does_not_fit_binds_nothing_and_says_why(gangs_factory) -> None:
+    g = gangs_factory([make_node("n1", cpu="3")])
+    g.add_group(pod_group("pg", 4))
+    g.submit(*(member(f"p{i}", "pg") for i in range(4)))
+
+    g.cycle()
+
+    assert g.api.bindings == []
+    # Nothing stays assumed or reserved: the node is free for others.
+    assert g.cache.snapshot().node_info_map["n1"].requested.milli_cpu == 0
+    messages = g.pod_messages()
+    # Three fit and wait at Permit (upstream's aggregate Wait message); the fourth tried
+    # does not fit.
+    waiting = {
+        name
+        for name, message in messages.items()
+        if message
+        == f"{ERR_POD_GROUP_UNSCHEDULABLE}, one or more plugins asked to wait and "
+        f'no plugin rejected pod "{name}"'
+    }
+    unfit = {n for n, m in messages.items() if m == "0/1 nodes are available: 1 Insufficient cpu."}
+    assert len(waiting) == 3 and len(unfit) == 1 and waiting | unfit == set(messages)
+    condition = g.conditions()[-1]
+    assert (condition["status"], condition["reason"], condition["message"]) == (
+        "False",
+        "Unschedulable",
+        ERR_POD_GROUP_UNSCHEDULABLE,
+    )
+
+
+def test_a_quorum_below_the_gang_size_binds_the_ones_that_fit(gangs_factory) -> None:
+    g = gangs_factory([make_node("n1", cpu="3")])
+    g.add_group(pod_group("pg", 3))
+    g.submit(*(member(f"p{i}", "pg") for i in range(4)))
+
+    g.cycle()
+
+    assert len(g.api.bindings) == 3
+    assert g.conditions()[-1]["status"] == "True"
+    leftover = [name for name in g.pod_messages()]
+    assert len(leftover) == 1
+
+
+def test_members_wait_outside_the_queue_until_min_count_pods_exist(gangs_factory) -> None:
+    g = gangs_factory([make_node("n1", cpu="8")])
+    g.add_group(pod_group("pg", 3))
+    first, second, third = (member(f"p{i}", "pg") for i in range(3))
+    g.submit(first, second)
+    assert g.queue.where(first) == GATED
+    assert g.fwk.run_pre_enqueue_plugins(first).message == ERR_MIN_COUNT_NOT_CREATED
+
+    g.submit(third)  # completes the gang: the gated members are requeued
+
+    g.cycle()
+    assert sorted(name for name, _ in g.api.bindings) == ["p0", "p1", "p2"]
+
+
+def test_a_member_waits_for_its_pod_group_object(gangs_factory) -> None:
+    g = gangs_factory([make_node("n1", cpu="8")])
+    pod = member("p0", "later")
+    g.submit(pod)
+    status = g.fwk.run_pre_enqueue_plugins(pod)
+    assert status.message == ERR_POD_GROUP_MISSING.format(name="later")
+    assert g.queue.where(pod) == GATED
+
+
+def test_a_basic_pod_group_needs_no_quorum(gangs_factory) -> None:
+    g = gangs_factory([make_node("n1", cpu="1")])
+    g.add_group(pod_group("basic", None))
+    g.submit(member("p0", "basic"), member("p1", "basic"))
+
+    g.cycle()
+
+    assert [name for name, _ in g.api.bindings] == ["p0"]
+
+
+def test_without_the_gate_members_are_scheduled_pod_by_pod(gangs_factory) -> None:
+    g = gangs_factory([make_node("n1", cpu="8")], Features())
+    g.add_group(pod_group("pg", 2))
+    g.submit(member("p0", "pg"), member("p1", "pg"))
+    with pytest.raises(PodGroupStateNotFound):
+        g.sched.pod_groups.get("default", "pg")
