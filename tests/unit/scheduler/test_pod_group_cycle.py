@@ -184,8 +184,7 @@ def test_a_gang_that_does_not_fit_binds_nothing_and_says_why(gangs_factory) -> N
     waiting = {
         name
         for name, message in messages.items()
-        if message
-        == f"{ERR_POD_GROUP_UNSCHEDULABLE}, one or more plugins asked to wait and "
+        if message == f"{ERR_POD_GROUP_UNSCHEDULABLE}, one or more plugins asked to wait and "
         f'no plugin rejected pod "{name}"'
     }
     unfit = {n for n, m in messages.items() if m == "0/1 nodes are available: 1 Insufficient cpu."}
