@@ -28,7 +28,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -50,6 +50,40 @@ def generate_certs(directory: Path) -> certs.CertFiles:
 
 DEFAULT_CACHE = Path(os.environ.get("KUBE_EXTENDER_CACHE", Path.home() / ".cache/kube-extender"))
 DISABLED_ADMISSION = "ServiceAccount,TaintNodesByCondition"
+
+# kube-scheduler v1.36's workload-aware scheduling (``pkg/features/kube_features.go``; all alpha,
+# off by default): the Workload and PodGroup API and the pod's ``spec.schedulingGroup``
+# (GenericWorkload), gang scheduling (GangScheduling, needs GenericWorkload), topology-aware
+# placement (TopologyAwareWorkloadScheduling, needs GenericWorkload) and workload-aware
+# preemption (WorkloadAwarePreemption, needs GangScheduling). kube-apiserver needs the gates too
+# (without GenericWorkload it drops ``spec.schedulingGroup``) and the API group version served.
+WORKLOAD_FEATURE_GATES: dict[str, bool] = {
+    "GenericWorkload": True,
+    "GangScheduling": True,
+    "TopologyAwareWorkloadScheduling": True,
+    "WorkloadAwarePreemption": True,
+}
+WORKLOAD_RUNTIME_CONFIG: dict[str, bool] = {"scheduling.k8s.io/v1alpha2": True}
+
+
+def feature_gates_value(gates: Mapping[str, bool]) -> str:
+    """``--feature-gates``' value as the Kubernetes components (and ``kube-extender run``) read
+    it: ``Name=true,Other=false``, in the mapping's order."""
+    return ",".join(f"{name}={'true' if on else 'false'}" for name, on in gates.items())
+
+
+def apiserver_args(
+    feature_gates: Mapping[str, bool] | None = None,
+    runtime_config: Mapping[str, bool] | None = None,
+) -> list[str]:
+    """kube-apiserver flags for ``feature_gates`` and ``runtime_config`` (API group versions
+    served or not, e.g. ``{"scheduling.k8s.io/v1alpha2": True}``); nothing for neither."""
+    args = []
+    if feature_gates:
+        args.append(f"--feature-gates={feature_gates_value(feature_gates)}")
+    if runtime_config:
+        args.append(f"--runtime-config={feature_gates_value(runtime_config)}")
+    return args
 
 
 class ControlPlaneError(RuntimeError):
@@ -155,6 +189,8 @@ class ControlPlane:
         self._children: dict[str, subprocess.Popen] = {}
         # The command line each component was started with in this process, by name.
         self.commands: dict[str, list[str]] = {}
+        # kube-apiserver's extra flags of the last start: a restart keeps them.
+        self.apiserver_extra_args: list[str] = []
 
     # -- state --------------------------------------------------------------------------------
 
@@ -253,7 +289,10 @@ class ControlPlane:
     # -- kube-apiserver -----------------------------------------------------------------------
 
     def start_apiserver(self, extra_args: list[str] | None = None) -> None:
+        """kube-apiserver with this cluster's defaults, then ``extra_args`` (later flags win:
+        e.g. :func:`apiserver_args` for feature gates and runtime-config)."""
         assert self.certs is not None
+        self.apiserver_extra_args = list(extra_args or ())
         self.state.apiserver_port = self.state.apiserver_port or free_port()
         c = self.certs
         self._spawn(
@@ -277,7 +316,7 @@ class ControlPlane:
                 "--allow-privileged=true",
                 "--profiling=false",
                 f"--cert-dir={self.directory / 'apiserver-certs'}",
-                *(extra_args or ()),
+                *self.apiserver_extra_args,
             ],
         )
         self._wait(self._apiserver_ready, "kube-apiserver", 90)
@@ -292,9 +331,9 @@ class ControlPlane:
         return _http_ok(f"{self.server}/readyz", self._ssl_context())
 
     def restart_apiserver(self) -> None:
-        """Stop and start kube-apiserver on the same port (for recovery tests)."""
+        """Stop and start kube-apiserver on the same port and flags (for recovery tests)."""
         self.stop_component("kube-apiserver")
-        self.start_apiserver()
+        self.start_apiserver(self.apiserver_extra_args)
 
     # -- kube-scheduler -----------------------------------------------------------------------
 
@@ -304,8 +343,11 @@ class ControlPlane:
         name: str = "kube-scheduler",
         wait: bool = True,
         kubeconfig: Path | None = None,
+        feature_gates: Mapping[str, bool] | None = None,
+        extra_args: list[str] | None = None,
     ) -> Path:
-        """Start the real kube-scheduler with a KubeSchedulerConfiguration.
+        """Start the real kube-scheduler with a KubeSchedulerConfiguration, ``feature_gates``
+        (``--feature-gates``; none: the release's defaults) and ``extra_args`` (e.g. ``--v=4``).
 
         kube-scheduler ignores its ``--kubeconfig`` flag when ``--config`` is given: the API
         server comes from ``clientConnection.kubeconfig``. It is set to ``kubeconfig`` if given,
@@ -324,7 +366,11 @@ class ControlPlane:
         kubeconfig = kubeconfig or self.kubeconfig
         path = self.directory / f"{name}-config.yaml"
         path.write_text(yaml.safe_dump(config, sort_keys=False))
-        self._start_component(name, "kube-scheduler", [f"--config={path}"], kubeconfig, wait)
+        args = [f"--config={path}"]
+        if feature_gates:
+            args.append(f"--feature-gates={feature_gates_value(feature_gates)}")
+        args += extra_args or ()
+        self._start_component(name, "kube-scheduler", args, kubeconfig, wait)
         return path
 
     def _start_component(
@@ -337,12 +383,12 @@ class ControlPlane:
             name,
             [
                 str(binary(program)),
-                *args,
                 f"--authentication-kubeconfig={kubeconfig}",
                 f"--authorization-kubeconfig={kubeconfig}",
                 "--bind-address=127.0.0.1",
                 f"--secure-port={port}",
                 "--v=2",
+                *args,  # last: a caller's --v wins
             ],
         )
         if wait:
@@ -386,7 +432,8 @@ class ControlPlane:
 
     # -- whole cluster ------------------------------------------------------------------------
 
-    def up(self) -> None:
+    def up(self, apiserver_extra_args: list[str] | None = None) -> None:
+        """etcd and kube-apiserver (with ``apiserver_extra_args``), and the admin kubeconfig."""
         if any(self.running().values()):
             raise ControlPlaneError(
                 f"a control plane is already running in {self.directory} "
@@ -398,7 +445,7 @@ class ControlPlane:
         self.certs = generate_certs(self.directory / "pki")
         try:
             self.start_etcd()
-            self.start_apiserver()
+            self.start_apiserver(apiserver_extra_args)
         except BaseException:
             self.down()
             raise
@@ -495,10 +542,13 @@ def wait_http_ok(
 
 
 @contextlib.contextmanager
-def running(directory: Path | str) -> Iterator[ControlPlane]:
-    """A control plane up for the ``with`` block, torn down after it (tests, benchmarks)."""
+def running(
+    directory: Path | str, apiserver_extra_args: list[str] | None = None
+) -> Iterator[ControlPlane]:
+    """A control plane up for the ``with`` block, torn down after it (tests, benchmarks);
+    ``apiserver_extra_args`` as :meth:`ControlPlane.up` takes them."""
     cp = ControlPlane(directory)
-    cp.up()
+    cp.up(apiserver_extra_args)
     try:
         yield cp
     finally:
@@ -514,6 +564,10 @@ def _http_ok(url: str, context: ssl.SSLContext | None = None) -> bool:
 
 
 __all__ = [
+    "WORKLOAD_FEATURE_GATES",
+    "WORKLOAD_RUNTIME_CONFIG",
+    "apiserver_args",
+    "feature_gates_value",
     "kube_extender",
     "running",
     "spawn",

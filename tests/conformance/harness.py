@@ -38,7 +38,7 @@ import re
 import threading
 import time
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -703,13 +703,18 @@ class Conformance:
         *,
         out: Callable[[str], None] = print,
         repro_dir: Path | None = None,
+        feature_gates: Mapping[str, bool] | None = None,
     ) -> None:
+        """``feature_gates``: kube-scheduler's ``--feature-gates`` (none: v1.36's defaults);
+        the control plane's kube-apiserver needs the matching ones
+        (``extender.controlplane.apiserver_args``)."""
         from extender.kube import api_client
         from extender.scenario.kube import Kube
 
         self.cp = cp
         self.out = out
         self.repro_dir = repro_dir
+        self.feature_gates = dict(feature_gates or {})
         self.kube = Kube(api_client(str(cp.kubeconfig)), out=lambda *a: None)
         self.extender: RecordingExtender | None = None
         self.scheduler_name = "kube-scheduler-conformance"
@@ -724,7 +729,11 @@ class Conformance:
         for pc in gen.priority_classes():
             self._create("/apis/scheduling.k8s.io/v1/priorityclasses", pc)
         self._create("/apis/node.k8s.io/v1/runtimeclasses", gen.runtime_class())
-        self.cp.start_scheduler(scheduler_config(self.extender.url), name=self.scheduler_name)
+        self.cp.start_scheduler(
+            scheduler_config(self.extender.url),
+            name=self.scheduler_name,
+            feature_gates=self.feature_gates,
+        )
         return self
 
     def stop(self) -> None:

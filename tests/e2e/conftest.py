@@ -7,7 +7,7 @@ a missing binary fails the run with that instruction rather than skipping.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 import pytest
@@ -68,10 +68,17 @@ def kube_scheduler(control_plane: ControlPlane) -> Iterator:
     names: list[str] = []
     counter = itertools.count(1)
 
-    def start(config: dict | Path, wait: bool = True, kubeconfig: Path | None = None) -> Path:
+    def start(
+        config: dict | Path,
+        wait: bool = True,
+        kubeconfig: Path | None = None,
+        feature_gates: Mapping[str, bool] | None = None,
+    ) -> Path:
         name = f"kube-scheduler-{next(counter)}"
         names.append(name)
-        return control_plane.start_scheduler(config, name=name, wait=wait, kubeconfig=kubeconfig)
+        return control_plane.start_scheduler(
+            config, name=name, wait=wait, kubeconfig=kubeconfig, feature_gates=feature_gates
+        )
 
     yield start
     for name in names:

@@ -8,12 +8,20 @@ import subprocess
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Mapping
 from pathlib import Path
 
 import orjson
 import yaml
 
-from extender.controlplane import ControlPlane, free_port, kube_extender, spawn, stop_pid
+from extender.controlplane import (
+    ControlPlane,
+    feature_gates_value,
+    free_port,
+    kube_extender,
+    spawn,
+    stop_pid,
+)
 from extender.controlplane.certs import generate, issue_serving_cert
 
 
@@ -202,7 +210,8 @@ def scheduler_config(extender: Extender | None, **extender_fields: object) -> di
 
 
 class Standalone(Served):
-    """``kube-extender run``: our standalone scheduler against the control plane."""
+    """``kube-extender run``: our standalone scheduler against the control plane, with
+    ``feature_gates`` as kube-scheduler's ``--feature-gates`` takes them (none: no flag)."""
 
     def __init__(
         self,
@@ -212,6 +221,7 @@ class Standalone(Served):
         identity: str | None = None,
         kubeconfig: Path | None = None,
         extra: list[str] | None = None,
+        feature_gates: Mapping[str, bool] | None = None,
     ) -> None:
         self.port = free_port()
         path = cp.directory / f"{name}-config.yaml"
@@ -221,6 +231,8 @@ class Standalone(Served):
         args += ["--metrics-bind", f"127.0.0.1:{self.port}", "--log-level", "debug"]
         if identity:
             args += ["--identity", identity]
+        if feature_gates:
+            args += ["--feature-gates", feature_gates_value(feature_gates)]
         args += extra or []
         super().__init__(name, args, cp.directory / "logs")
 
