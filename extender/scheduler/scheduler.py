@@ -49,11 +49,12 @@ from extender.framework.schedule import (
     SchedulingAlgorithm,
     SchedulingError,
 )
+from extender.framework.schedule_podgroup import PodGroupAlgorithm, single_node_fit_error
 from extender.framework.status import Code, Status
 
 from .decisions import Decisions
 from .queue import SchedulingQueue, pod_update_event
-from .schedule_one_podgroup import PodGroupScheduling, single_node_fit_error
+from .schedule_one_podgroup import PodGroupScheduling
 
 log = logging.getLogger(__name__)
 
@@ -123,6 +124,12 @@ class Scheduler(PodGroupScheduling):
         self._stop = threading.Event()
         # The last diagnosis of each pending pod; written to the pod with --record-decisions.
         self.decisions = decisions or Decisions()
+        self.pod_group_algorithm = PodGroupAlgorithm(
+            self.algorithm,
+            post_filter=self._post_filter,
+            nominator=self.queue.nominator,
+            budget_exceeded=self.metrics.budget_exceeded,
+        )
         # Feature gate GenericWorkload: the members of each PodGroup, shared with the
         # workload-aware plugins (``handle.shared(POD_GROUP_STATES)``).
         self.pod_groups: PodGroupStates = (

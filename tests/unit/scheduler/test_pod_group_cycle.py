@@ -15,13 +15,13 @@ from extender.framework.handle import EmptyLister, Services
 from extender.framework.podgroups import PODGROUPS, PodGroupStateNotFound
 from extender.framework.profile import PluginSpec, Profile
 from extender.framework.runtime import Framework
+from extender.framework.schedule_podgroup import ERR_POD_GROUP_UNSCHEDULABLE
 from extender.plugins import in_tree_registry
 from extender.plugins.gang_scheduling import (
     ERR_MIN_COUNT_NOT_CREATED,
     ERR_POD_GROUP_MISSING,
 )
 from extender.scheduler.queue import GATED, SchedulingQueue
-from extender.scheduler.schedule_one_podgroup import ERR_POD_GROUP_UNSCHEDULABLE
 from extender.scheduler.scheduler import Scheduler
 from tests.unit.builders import make_node, make_pod
 from tests.unit.scheduler.test_scheduler import Api, Clock, RecordingExecutor, Reporter
