@@ -8,10 +8,10 @@ The default profile is upstream's MultiPoint list (upstream
 NodeDeclaredFeatures (feature gate NodeDeclaredFeatures, beta and on in v1.36) comes last, as
 upstream's ``applyFeatureGates`` appends it; DynamicResources goes before DefaultPreemption (its
 PostFilter first), as ``applyDynamicResources`` inserts it. Upstream defaults that are absent
-here: TopologyPlacementGenerator and PodGroupPodsCount (gate TopologyAwareWorkloadScheduling).
-A config may still *disable* them (a file shared with a real kube-scheduler often does);
-enabling them is an error. GangScheduling is appended when its feature gate is on
-(:func:`default_multi_point`), as ``applyGangScheduling`` does. NodeNumber (the teaching plugin)
+here: none today (:data:`UPSTREAM_ONLY_PLUGINS`; a config may *disable* such a plugin, not
+enable it). The feature-gated workload plugins are appended when their gates are on
+(:func:`default_multi_point`), as ``applyGangScheduling`` and
+``applyTopologyAwareWorkloadScheduling`` do. NodeNumber (the teaching plugin)
 is in the registry but opt-in, so it is not in the default profile.
 """
 
@@ -72,16 +72,13 @@ def default_multi_point(features: Features = DEFAULT_FEATURES) -> tuple[PluginSp
     specs = DEFAULT_MULTI_POINT
     if features.gang_scheduling:
         specs += (PluginSpec("GangScheduling"),)
+    if features.topology_aware_workload_scheduling:
+        specs += (PluginSpec("TopologyPlacementGenerator"), PluginSpec("PodGroupPodsCount", 1))
     return specs
 
 
 # Upstream plugins we do not implement: a config may disable them (no-op), not enable them.
-UPSTREAM_ONLY_PLUGINS: frozenset[str] = frozenset(
-    {
-        "TopologyPlacementGenerator",
-        "PodGroupPodsCount",
-    }
-)
+UPSTREAM_ONLY_PLUGINS: frozenset[str] = frozenset()
 
 # The keys each plugin's args accept (upstream decodes args strictly). A plugin missing here
 # takes no args.

@@ -34,7 +34,6 @@ from marshmallow import ValidationError
 
 from extender.framework.features import (
     DEFAULT_FEATURES,
-    TOPOLOGY_AWARE_WORKLOAD_SCHEDULING,
     WORKLOAD_AWARE_PREEMPTION,
     Features,
 )
@@ -245,11 +244,7 @@ def loads(
     ``features``: the feature gates, which the default plugins depend on (as kube-scheduler's
     ``--feature-gates`` flag, not a field of the file).
     """
-    unsupported = [
-        gate
-        for gate in (TOPOLOGY_AWARE_WORKLOAD_SCHEDULING, WORKLOAD_AWARE_PREEMPTION)
-        if gate in features
-    ]
+    unsupported = [gate for gate in (WORKLOAD_AWARE_PREEMPTION,) if gate in features]
     if unsupported:
         raise fail(
             source,

@@ -282,8 +282,23 @@ def build_profile(
     for spec in (*_specs((plugins.get("score") or {}).get("enabled") or []), *multi_point):
         weights.setdefault(spec.name, spec.weight)
     points["score"] = [PluginSpec(s.name, weights.get(s.name) or 1) for s in points["score"]]
+    # PlacementScore weights the same way, but a weight is required (upstream ``NewFramework``).
+    placement_weights: dict[str, int] = {}
+    for spec in (*_specs((plugins.get("placementScore") or {}).get("enabled") or []), *multi_point):
+        placement_weights.setdefault(spec.name, spec.weight)
+    points["placementScore"] = [
+        PluginSpec(s.name, placement_weights.get(s.name) or 0) for s in points["placementScore"]
+    ]
+    errors = [
+        f'{where}.plugins.placementScore: placement score plugin "{s.name}" is not configured '
+        "with weight"
+        for s in points["placementScore"]
+        if not s.weight
+    ]
+    if errors:
+        raise fail(source, errors)
     for point in schema.POINTS:
-        if point != "score":
+        if point not in ("score", "placementScore"):
             points[point] = [PluginSpec(s.name, 0) for s in points[point]]
 
     enabled = {spec.name for specs in points.values() for spec in specs}

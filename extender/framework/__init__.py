@@ -41,6 +41,9 @@ from .interfaces import (
     EnqueueExtensions,
     FilterPlugin,
     PermitPlugin,
+    PlacementGeneratePlugin,
+    PlacementScoreExtensions,
+    PlacementScorePlugin,
     PostBindPlugin,
     PostFilterPlugin,
     PreBindPlugin,
@@ -63,6 +66,15 @@ from .normalize import (
     default_normalize_score_batch,
 )
 from .pod_info import PodInfo, QueuedPodInfo
+from .podgroups import (
+    POD_GROUP_STATES,
+    PODGROUPS,
+    Placement,
+    PlacementScore,
+    PodGroupAssignments,
+    PodGroupInfo,
+    PodGroupState,
+)
 from .profile import PluginSpec, Profile
 from .registry import Registry
 from .resources import Resource as ResourceAmounts
@@ -91,6 +103,16 @@ __all__ = [
     "ScoreExtensions",
     "ReservePlugin",
     "PermitPlugin",
+    "POD_GROUP_STATES",
+    "PODGROUPS",
+    "Placement",
+    "PlacementScore",
+    "PodGroupAssignments",
+    "PodGroupInfo",
+    "PodGroupState",
+    "PlacementGeneratePlugin",
+    "PlacementScoreExtensions",
+    "PlacementScorePlugin",
     "PreBindPlugin",
     "PreBindPreFlightPlugin",
     "BindPlugin",

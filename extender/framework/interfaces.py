@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from .columns import NodeTable
     from .events import ClusterEventWithHint
     from .pod_info import QueuedPodInfoLike
+    from .podgroups import Placement, PlacementScore, PodGroupAssignments, PodGroupInfo
 
 
 @runtime_checkable
@@ -281,6 +282,45 @@ class PostBindPlugin(Plugin, Protocol):
 
 
 @runtime_checkable
+class PlacementGeneratePlugin(Plugin, Protocol):
+    """Proposes the node sets a pod group is tried on (upstream ``PlacementGeneratePlugin``;
+    feature gate TopologyAwareWorkloadScheduling). At most one per profile."""
+
+    def generate_placements(
+        self, state: CycleState, pod_group: PodGroupInfo, parent: Placement
+    ) -> tuple[list[Placement] | None, Status | None]:
+        """Called once per pod group cycle with ``parent`` (every node); answer the placements,
+        each a subset of ``parent``'s nodes, that the cycle tries the whole group on, one after
+        the other. No placement at all makes the group unschedulable. ``state`` is the pod
+        group cycle's (``state.pod_group_states`` holds its copies of the group states)."""
+        ...
+
+
+@runtime_checkable
+class PlacementScorePlugin(Plugin, Protocol):
+    """Ranks the placements where the whole group fit (upstream ``PlacementScorePlugin``); its
+    weight comes from the configuration as a score plugin's does."""
+
+    def score_placement(
+        self, state: CycleState, pod_group: PodGroupInfo, assignments: PodGroupAssignments
+    ) -> tuple[int, Status | None]:
+        """Called for each placement where the group is schedulable, with where its pods went;
+        answer a score (0..100 after ``normalize_placement_score``, if the plugin has one)."""
+        ...
+
+
+@runtime_checkable
+class PlacementScoreExtensions(Protocol):
+    """Optional companion of PlacementScore (upstream ``PlacementScoreExtensions``)."""
+
+    def normalize_placement_score(
+        self, state: CycleState, pod_group: PodGroupInfo, scores: list[PlacementScore]
+    ) -> Status | None:
+        """Rewrite ``scores`` in place into 0..100, after every placement was scored."""
+        ...
+
+
+@runtime_checkable
 class EnqueueExtensions(Plugin, Protocol):
     """The cluster events that may make a pod this plugin rejected schedulable (upstream
     ``EnqueueExtensions``)."""
@@ -308,6 +348,8 @@ EXTENSION_POINTS: dict[str, type] = {
     "preBind": PreBindPlugin,
     "bind": BindPlugin,
     "postBind": PostBindPlugin,
+    "placementGenerate": PlacementGeneratePlugin,
+    "placementScore": PlacementScorePlugin,
 }
 
 # Extension point -> the method a plugin implements for it.
@@ -324,4 +366,6 @@ POINT_METHODS: dict[str, str] = {
     "preBind": "pre_bind",
     "bind": "bind",
     "postBind": "post_bind",
+    "placementGenerate": "generate_placements",
+    "placementScore": "score_placement",
 }

@@ -15,12 +15,14 @@ are assumed into and thrown away, as upstream's snapshot copies are.
 from __future__ import annotations
 
 import threading
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from .handle import Kind, SharedKey
 
 if TYPE_CHECKING:
     from .handle import Handle
+    from .node_info import NodeInfo
 
 PODGROUPS = Kind("scheduling.k8s.io", "v1alpha2", "podgroups")
 WORKLOADS = Kind("scheduling.k8s.io", "v1alpha2", "workloads")
@@ -153,6 +155,46 @@ class PodGroupState:
     def scheduled_pods(self) -> list[dict]:
         pods = [self.all_pods[uid] for uid in self.assigned if uid in self.all_pods]
         return pods + list(self.assumed.values())
+
+
+@dataclass(frozen=True)
+class PodGroupInfo:
+    """The PodGroup a pod group cycle schedules (upstream ``PodGroupInfo``): its key and the
+    pending members the cycle tries."""
+
+    namespace: str
+    name: str
+    pods: tuple[dict, ...] = ()
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return (self.namespace, self.name)
+
+
+@dataclass
+class Placement:
+    """A set of nodes a pod group is tried on as a whole (upstream ``fwk.Placement``): one
+    topology domain, say. ``name`` is the domain; the parent placement has none."""
+
+    name: str
+    nodes: list[NodeInfo] = field(default_factory=list)
+
+
+@dataclass
+class PodGroupAssignments:
+    """Where a placement's simulation put the group's pods (upstream ``PodGroupAssignments``):
+    ``(pod, node name)`` for every pod that fit."""
+
+    placement: Placement
+    proposed: list[tuple[dict, str]] = field(default_factory=list)
+
+
+@dataclass
+class PlacementScore:
+    """One placement's score from one plugin (upstream ``fwk.PlacementScore``)."""
+
+    placement: Placement
+    score: int = 0
 
 
 class PodGroupStateNotFound(LookupError):

@@ -439,26 +439,44 @@ class SchedulingAlgorithm:
     # -- whole attempt ------------------------------------------------------------------
 
     def schedule_pod(
-        self, fwk: Framework, state: CycleState, pod: dict, snapshot: Snapshot
+        self,
+        fwk: Framework,
+        state: CycleState,
+        pod: dict,
+        snapshot: Snapshot,
+        placement: Sequence[str] | None = None,
     ) -> ScheduleResult:
-        """Pick a node for ``pod`` or raise :class:`FitError` / :class:`SchedulingError`."""
+        """Pick a node for ``pod`` or raise :class:`FitError` / :class:`SchedulingError`.
+
+        ``placement``: the names of the only nodes the pod may go to (a pod group cycle's
+        placement, upstream ``ListNodesInPlacement``); plugins still see the whole snapshot.
+        """
         state.snapshot = snapshot
-        if len(snapshot) == 0:
+        candidates: list[NodeInfo] | None = None
+        if placement is not None:
+            info_map = snapshot.node_info_map
+            candidates = [info_map[name] for name in placement if name in info_map]
+        num_nodes = len(snapshot) if candidates is None else len(candidates)
+        if num_nodes == 0:
             raise SchedulingError(Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, NO_NODES_AVAILABLE))
         feasible: list[NodeInfo] = []
         diagnosis: Diagnosis | None = None
         nominated = (pod.get("status") or {}).get("nominatedNodeName")
-        if nominated and nominated in snapshot.node_info_map:
+        if (
+            nominated
+            and nominated in snapshot.node_info_map
+            and (placement is None or nominated in placement)
+        ):
             feasible, diagnosis = self.find_nodes_that_fit(
                 fwk, state, pod, snapshot, [snapshot.node_info_map[nominated]], evaluate_all=True
             )
             if not feasible:
                 state = _fresh_state(state)
         if not feasible:
-            feasible, diagnosis = self.find_nodes_that_fit(fwk, state, pod, snapshot)
+            feasible, diagnosis = self.find_nodes_that_fit(fwk, state, pod, snapshot, candidates)
         assert diagnosis is not None
         if not feasible:
-            raise FitError(pod, len(snapshot), diagnosis)
+            raise FitError(pod, num_nodes, diagnosis)
         evaluated = len(feasible) + diagnosis.rejected_count
         if len(feasible) == 1:
             return ScheduleResult(feasible[0].name, evaluated, 1)

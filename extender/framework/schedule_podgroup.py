@@ -23,7 +23,7 @@ from . import budget
 from .cycle_state import CycleState
 from .handle import Nominator, NoNominator
 from .pod_info import QueuedPodInfo, pod_key
-from .podgroups import PodGroupState, pod_group_key
+from .podgroups import Placement, PodGroupAssignments, PodGroupInfo, PodGroupState, pod_group_key
 from .results import NominatingInfo, NominatingMode
 from .runtime import Framework
 from .schedule import Diagnosis, FitError, SchedulingAlgorithm, SchedulingError
@@ -87,7 +87,8 @@ class PodGroupAlgorithm:
     """Places a pod group on a snapshot. ``post_filter``: what a pod that fits nowhere gets
     (the scheduler runs PostFilter, i.e. preemption; a report runs none); ``nominator``: whose
     nominations an assumed pod leaves while it is assumed; ``budget_exceeded(profile)``: called
-    when a pod's attempt runs out of its budget."""
+    when a pod's attempt runs out of its budget; ``placements``: gate
+    TopologyAwareWorkloadScheduling (the group is tried on each placement)."""
 
     def __init__(
         self,
@@ -96,8 +97,11 @@ class PodGroupAlgorithm:
         post_filter: PostFilter = _no_post_filter,
         nominator: Nominator | None = None,
         budget_exceeded: Callable[[str], None] = lambda profile: None,
+        placements: bool = False,
     ) -> None:
         self.algorithm = algorithm
+        # Feature gate TopologyAwareWorkloadScheduling: the placement algorithm.
+        self.placements = placements
         self.post_filter = post_filter
         self.nominator: Nominator = nominator or NoNominator()
         self.budget_exceeded = budget_exceeded
@@ -109,16 +113,82 @@ class PodGroupAlgorithm:
         snapshot: Snapshot,
         states: dict[tuple[str, str], PodGroupState],
     ) -> GroupResult:
+        """Place the group (upstream ``podGroupSchedulingAlgorithm``): on every node, or, with
+        placements on (TopologyAwareWorkloadScheduling), on each placement in turn."""
+        if self.placements:
+            return self._schedule_placements(fwk, infos, snapshot, states)
+        return self._schedule_on(fwk, infos, snapshot, states, None)
+
+    def _schedule_placements(
+        self,
+        fwk: Framework,
+        infos: list[QueuedPodInfo],
+        snapshot: Snapshot,
+        states: dict[tuple[str, str], PodGroupState],
+    ) -> GroupResult:
+        """Upstream ``podGroupSchedulingPlacementAlgorithm``: the group tried on each placement
+        the PlacementGenerate plugin proposes; of those where it is schedulable, the one the
+        PlacementScore plugins rank first (ties at random)."""
+        key = pod_group_key(infos[0].pod) or ("", "")
+        group = PodGroupInfo(key[0], key[1], tuple(info.pod for info in infos))
+        state = CycleState()
+        state.snapshot = snapshot
+        state.pod_group_states = states
+        placements, status = fwk.run_placement_generate_plugins(
+            state, group, snapshot.node_info_list
+        )
+        if status is not None:
+            return GroupResult(status=status)
+        first: GroupResult | None = None
+        schedulable: list[tuple[Placement, GroupResult]] = []
+        for placement in placements:
+            names = None
+            if len(placement.nodes) != len(snapshot):
+                names = [node.name for node in placement.nodes]
+            result = self._schedule_on(fwk, infos, snapshot, states, names)
+            if result.status is not None and result.status.code == Code.ERROR:
+                return result
+            first = first or result
+            if result.status is None or result.waiting_on_preemption:
+                schedulable.append((placement, result))
+        if not schedulable:
+            assert first is not None
+            first.status = Status(
+                Code.UNSCHEDULABLE,
+                f"0/{len(placements)} placements are available, first placement status: "
+                f"{ERR_POD_GROUP_UNSCHEDULABLE}",
+            )
+            return first
+        if len(schedulable) == 1:
+            return schedulable[0][1]
+        assignments = [
+            PodGroupAssignments(placement, [(r.info.pod, r.host) for r in result.results if r.host])
+            for placement, result in schedulable
+        ]
+        totals, status = fwk.run_placement_score_plugins(state, group, assignments)
+        if status is not None:
+            return GroupResult(status=status)
+        best = max(range(len(totals)), key=lambda i: (totals[i], fwk.rng.random()))
+        return schedulable[best][1]
+
+    def _schedule_on(
+        self,
+        fwk: Framework,
+        infos: list[QueuedPodInfo],
+        snapshot: Snapshot,
+        states: dict[tuple[str, str], PodGroupState],
+        placement: list[str] | None,
+    ) -> GroupResult:
         """Upstream ``podGroupSchedulingDefaultAlgorithm``: each pod in order; a placed pod is
         assumed into the cycle's snapshot for the ones after it, and every assume is undone at
-        the end (last first)."""
+        the end (last first). ``placement``: the only nodes the pods may go to."""
         result = GroupResult(status=group_unschedulable())
         current = [snapshot]
         reverts: list[Callable[[], None]] = []
         requires_preemption = False
         try:
             for info in infos:
-                pod_result, revert = self._attempt(fwk, info, current, states)
+                pod_result, revert = self._attempt(fwk, info, current, states, placement)
                 result.results.append(pod_result)
                 if pod_result.status is not None and not pod_result.requires_preemption:
                     if pod_result.status.is_rejected():
@@ -153,6 +223,7 @@ class PodGroupAlgorithm:
         info: QueuedPodInfo,
         current: list[Snapshot],
         states: dict[tuple[str, str], PodGroupState],
+        placement: list[str] | None = None,
     ) -> tuple[PodResult, Callable[[], None] | None]:
         """One member: the algorithm, then assume into the cycle's snapshot, Reserve and Permit
         (upstream ``podGroupPodSchedulingAlgorithm``). The revert is returned when the pod was
@@ -165,7 +236,7 @@ class PodGroupAlgorithm:
             with budget.enforced(state, fwk.profile.pod_budget):
                 try:
                     result.host = self.algorithm.schedule_pod(
-                        fwk, state, pod, current[0]
+                        fwk, state, pod, current[0], placement
                     ).suggested_host
                 except FitError as err:
                     result.fit = err

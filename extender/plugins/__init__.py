@@ -37,6 +37,9 @@ IN_TREE_PLUGINS: dict[str, str] = {
     "NodeNumber": "node_number:NodeNumber",
     # Workload-aware scheduling (feature gates GenericWorkload and GangScheduling).
     "GangScheduling": "gang_scheduling:GangScheduling",
+    # Feature gate TopologyAwareWorkloadScheduling.
+    "TopologyPlacementGenerator": "topology_placement_generator:TopologyPlacementGenerator",
+    "PodGroupPodsCount": "pod_group_pods_count:PodGroupPodsCount",
 }
 
 

@@ -129,6 +129,7 @@ class Scheduler(PodGroupScheduling):
             post_filter=self._post_filter,
             nominator=self.queue.nominator,
             budget_exceeded=self.metrics.budget_exceeded,
+            placements=features.topology_aware_workload_scheduling,
         )
         # Feature gate GenericWorkload: the members of each PodGroup, shared with the
         # workload-aware plugins (``handle.shared(POD_GROUP_STATES)``).

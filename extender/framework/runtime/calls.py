@@ -92,6 +92,9 @@ POST_FILTER_ANSWER = Expected(
     "a tuple (PostFilterResult | None, Status | None)", _post_filter_answer
 )
 PERMIT_ANSWER = Expected("a tuple (Status | None, timeout seconds)", _permit_answer)
+PLACEMENTS_ANSWER = Expected(
+    "a tuple (list of Placement | None, Status | None)", _post_filter_answer
+)
 
 
 def exception_text(exc: BaseException) -> str:

@@ -49,6 +49,7 @@ from ..interfaces import (
 from ..node_info import NodeInfo
 from ..normalize import MAX_NODE_SCORE, MIN_NODE_SCORE
 from ..pod_info import PodInfo, QueuedPodInfo
+from ..podgroups import Placement, PlacementScore, PodGroupAssignments, PodGroupInfo
 from ..profile import Profile
 from ..registry import Registry
 from ..results import NodePluginScores, NodeScore, NodeScoreList, PostFilterResult, PreFilterResult
@@ -56,6 +57,7 @@ from ..status import REJECTED_CODES, Code, Status, is_non_success, is_success
 from .batch import MEMO_SPECS_PER_NODE, NO_REJECT, BatchPaths, batch_normalizes
 from .calls import (
     PERMIT_ANSWER,
+    PLACEMENTS_ANSWER,
     POST_FILTER_ANSWER,
     PRE_FILTER_ANSWER,
     STATUS_OR_NONE,
@@ -221,6 +223,13 @@ class Framework(BatchPaths):
         self.post_bind_plugins: list[PostBindPlugin] = self.points["postBind"]
         if len(self.queue_sort_plugins) > 1:
             raise ProfileError(f"profile {self.profile_name!r}: only one queueSort plugin allowed")
+        if len(self.points["placementGenerate"]) > 1:
+            raise ProfileError(
+                f"profile {self.profile_name!r}: only one placementGenerate plugin allowed"
+            )
+        self.placement_score_weights = {
+            spec.name: spec.weight for spec in profile.plugins.get("placementScore", ())
+        }
 
     def _timed(self, name: str, point: str) -> bool:
         return self.profile.plugin_timeouts.get(name, {}).get(point) is not None
@@ -608,6 +617,69 @@ class Framework(BatchPaths):
         return values, None
 
     # -- reserve / permit ---------------------------------------------------------------
+
+    # -- pod group placements (feature gate TopologyAwareWorkloadScheduling) ---------------
+
+    def run_placement_generate_plugins(
+        self, state: CycleState, pod_group: PodGroupInfo, nodes: list[NodeInfo]
+    ) -> tuple[list[Placement], Status | None]:
+        """Upstream ``RunPlacementGeneratePlugins``: the one PlacementGenerate plugin's
+        placements of ``nodes`` (no plugin: all of them, as one placement)."""
+        parent = Placement("", list(nodes))
+        calls = self._calls["placementGenerate"]
+        if not calls:
+            return [parent], None
+        name, generate = calls[0]
+        answer, error = self._answer(
+            name, "placementGenerate", generate, (state, pod_group, parent), PLACEMENTS_ANSWER
+        )
+        if error is not None:
+            return [], error
+        placements, status = answer
+        if status is not None:
+            status.plugin = name
+            return [], status
+        if not placements:
+            return [], Status(Code.UNSCHEDULABLE, "no feasible placements found", plugin=name)
+        return list(placements), None
+
+    def run_placement_score_plugins(
+        self, state: CycleState, pod_group: PodGroupInfo, assignments: list[PodGroupAssignments]
+    ) -> tuple[list[int], Status | None]:
+        """Upstream ``RunPlacementScorePlugins``: every PlacementScore plugin on every
+        placement, normalized, weighted and summed: one total per placement."""
+        totals = [0] * len(assignments)
+        for plugin in self.points["placementScore"]:
+            scores: list[PlacementScore] = []
+            for assignment in assignments:
+                try:
+                    score, status = plugin.score_placement(state, pod_group, assignment)
+                except Exception as exc:
+                    return [], self._failed(plugin.name, "placementScore", exc)
+                if status is not None:
+                    return [], Status.error(
+                        f'running PlacementScore plugins: plugin "{plugin.name}" failed with: '
+                        f"{status.message}"
+                    )
+                scores.append(PlacementScore(assignment.placement, int(score)))
+            normalize = getattr(plugin, "normalize_placement_score", None)
+            if normalize is not None:
+                status = normalize(state, pod_group, scores)
+                if status is not None:
+                    return [], Status.error(
+                        "running NormalizePlacementScore on PlacementScore plugins: "
+                        f'plugin "{plugin.name}" failed with: {status.message}'
+                    )
+            weight = self.placement_score_weights.get(plugin.name, 1)
+            for i, s in enumerate(scores):
+                if not MIN_NODE_SCORE <= s.score <= MAX_NODE_SCORE:
+                    return [], Status.error(
+                        "applying score defaultWeights on PlacementScore plugins: plugin "
+                        f'"{plugin.name}" returns an invalid score {s.score}, it should in the '
+                        f"range of [{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] after normalizing"
+                    )
+                totals[i] += s.score * weight
+        return totals, None
 
     def run_reserve_plugins_reserve(
         self, state: CycleState, pod: dict, node_name: str

@@ -42,9 +42,20 @@ def test_bad_gates_are_named(text: str, message: str) -> None:
 
 
 def test_a_gate_we_do_not_implement_is_refused_with_its_name() -> None:
-    features = Features.parse("GenericWorkload=true,TopologyAwareWorkloadScheduling=true")
-    with pytest.raises(ConfigError, match="TopologyAwareWorkloadScheduling: not implemented"):
+    features = Features.parse(
+        "GenericWorkload=true,GangScheduling=true,WorkloadAwarePreemption=true"
+    )
+    with pytest.raises(ConfigError, match="WorkloadAwarePreemption: not implemented"):
         loads(
             "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n",
             features=features,
         )
+
+
+def test_topology_aware_scheduling_adds_its_two_plugins() -> None:
+    features = Features.parse("GenericWorkload=true,TopologyAwareWorkloadScheduling=true")
+    profile = default_config(features=features).profiles[0]
+    assert profile.enabled("placementGenerate") == ["TopologyPlacementGenerator"]
+    assert [(s.name, s.weight) for s in profile.plugins["placementScore"]] == [
+        ("PodGroupPodsCount", 1)
+    ]

@@ -48,13 +48,18 @@ class GroupReporter(Reporter):
         self.group_patches.append((namespace, name, patch))
 
 
-def pod_group(name: str, min_count: int | None, namespace: str = "default") -> dict:
+def pod_group(
+    name: str, min_count: int | None, namespace: str = "default", topology: str | None = None
+) -> dict:
     policy = {"gang": {"minCount": min_count}} if min_count is not None else {"basic": {}}
+    spec: dict = {"schedulingPolicy": policy}
+    if topology:
+        spec["schedulingConstraints"] = {"topology": [{"key": topology}]}
     return {
         "apiVersion": "scheduling.k8s.io/v1alpha2",
         "kind": "PodGroup",
         "metadata": {"name": name, "namespace": namespace, "generation": 1},
-        "spec": {"schedulingPolicy": policy},
+        "spec": spec,
     }
 
 
@@ -65,7 +70,9 @@ def member(name: str, group: str, cpu: str = "1", **kwargs) -> dict:
 
 
 class Gangs:
-    def __init__(self, nodes: list[dict], features: Features = GATES) -> None:
+    def __init__(
+        self, nodes: list[dict], features: Features = GATES, placements: bool = False
+    ) -> None:
         self.clock = Clock()
         self.cache = Cache()
         for node in nodes:
@@ -88,8 +95,11 @@ class Gangs:
             "permit": ["GangScheduling"],
             "bind": ["DefaultBinder"],
         }
+        if placements:
+            points["placementGenerate"] = ["TopologyPlacementGenerator"]
+            points["placementScore"] = ["PodGroupPodsCount"]
         profile = Profile(
-            "default-scheduler", {p: [PluginSpec(n) for n in ns] for p, ns in points.items()}
+            "default-scheduler", {p: [PluginSpec(n, 1) for n in ns] for p, ns in points.items()}
         )
         services = Services(
             client=self.api,
@@ -145,8 +155,8 @@ class Gangs:
 def gangs_factory():
     made: list[Gangs] = []
 
-    def make(nodes: list[dict], features: Features = GATES) -> Gangs:
-        made.append(Gangs(nodes, features))
+    def make(nodes: list[dict], features: Features = GATES, placements: bool = False) -> Gangs:
+        made.append(Gangs(nodes, features, placements))
         return made[-1]
 
     yield make
@@ -249,3 +259,64 @@ def test_without_the_gate_members_are_scheduled_pod_by_pod(gangs_factory) -> Non
     g.submit(member("p0", "pg"), member("p1", "pg"))
     with pytest.raises(PodGroupStateNotFound):
         g.sched.pod_groups.get("default", "pg")
+
+
+TOPOLOGY_GATES = Features.parse(
+    "GenericWorkload=true,GangScheduling=true,TopologyAwareWorkloadScheduling=true"
+)
+ZONE = "topology.kubernetes.io/zone"
+
+
+def zoned(name: str, zone: str, cpu: str) -> dict:
+    return make_node(name, cpu=cpu, labels={ZONE: zone, "kubernetes.io/hostname": name})
+
+
+def test_a_gang_with_a_topology_constraint_lands_in_one_domain(gangs_factory) -> None:
+    g = gangs_factory(
+        [
+            zoned("a1", "a", "2"),
+            zoned("a2", "a", "1"),
+            zoned("b1", "b", "2"),
+            zoned("b2", "b", "2"),
+        ],
+        TOPOLOGY_GATES,
+        placements=True,
+    )
+    g.add_group(pod_group("pg", 4, topology=ZONE))
+    g.submit(*(member(f"p{i}", "pg") for i in range(4)))
+
+    g.cycle()
+
+    # Zone a holds only 3 of the 4: the gang goes to zone b whole, never split.
+    assert sorted(node for _, node in g.api.bindings) == ["b1", "b1", "b2", "b2"]
+
+
+def test_the_placement_holding_more_members_wins(gangs_factory) -> None:
+    g = gangs_factory(
+        [zoned("a1", "a", "3"), zoned("b1", "b", "4")], TOPOLOGY_GATES, placements=True
+    )
+    g.add_group(pod_group("pg", 2, topology=ZONE))
+    g.submit(*(member(f"p{i}", "pg") for i in range(4)))
+
+    g.cycle()
+
+    # Both zones reach the quorum of 2; PodGroupPodsCount prefers b (4 members to a's 3).
+    assert sorted(node for _, node in g.api.bindings) == ["b1"] * 4
+
+
+def test_a_gang_that_fits_no_single_domain_is_unschedulable(gangs_factory) -> None:
+    g = gangs_factory(
+        [zoned("a1", "a", "2"), zoned("b1", "b", "2")], TOPOLOGY_GATES, placements=True
+    )
+    g.add_group(pod_group("pg", 4, topology=ZONE))
+    g.submit(*(member(f"p{i}", "pg") for i in range(4)))
+
+    g.cycle()
+
+    assert g.api.bindings == []
+    condition = g.conditions()[-1]
+    assert condition["message"] == (
+        "0/2 placements are available, first placement status: pod group is unschedulable"
+    )
+    # A pod fits nowhere within the first placement: its message counts that placement's nodes.
+    assert "0/1 nodes are available: 1 Insufficient cpu." in g.pod_messages().values()
