@@ -23,7 +23,8 @@ from extender.framework.handle import Kind
 GROUP = "scheduling.x-k8s.io"
 VERSION = "v1alpha1"
 PODGROUPS = Kind(GROUP, VERSION, "podgroups")
-"""The PodGroup kind, read through ``handle.lister``."""
+"""scheduler-plugins' PodGroup kind, read through ``handle.lister``; not the workload API's
+``scheduling.k8s.io`` PodGroup of :mod:`extender.framework.podgroups` (GangScheduling's)."""
 
 POD_GROUP_LABEL = GROUP + "/pod-group"
 """The pod label naming the pod's PodGroup (upstream ``v1alpha1.PodGroupLabel``)."""
