@@ -55,6 +55,9 @@ class Listers:
     """One informer per lister kind; ``listers(kind)`` is the lister (empty if unwatched)."""
 
     informers: dict[Kind, Informer] = field(default_factory=dict)
+    # Kinds served from an informer the process runs anyway (the standalone scheduler's pod
+    # informer serves PODS): not started here.
+    served: dict[Kind, Informer] = field(default_factory=dict)
 
     @classmethod
     def watching(cls, client: Any, kinds: Iterable[Kind]) -> Listers:
@@ -67,8 +70,12 @@ class Listers:
             slices.on_forget = forget_resource_slice
         return cls(informers)
 
+    def serve(self, kind: Kind, informer: Informer) -> None:
+        """Answer ``kind`` from ``informer``, which its owner starts."""
+        self.served[kind] = informer
+
     def __call__(self, kind: Kind) -> Lister:
-        informer = self.informers.get(kind)
+        informer = self.informers.get(kind) or self.served.get(kind)
         return EmptyLister() if informer is None else StoreLister(informer)
 
 

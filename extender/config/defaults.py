@@ -12,7 +12,8 @@ here: none today (:data:`UPSTREAM_ONLY_PLUGINS`; a config may *disable* such a p
 enable it). The feature-gated workload plugins are appended when their gates are on
 (:func:`default_multi_point`), as ``applyGangScheduling`` and
 ``applyTopologyAwareWorkloadScheduling`` do. NodeNumber (the teaching plugin)
-is in the registry but opt-in, so it is not in the default profile.
+is in the registry but opt-in, so it is not in the default profile; so is Coscheduling
+(scheduler-plugins' gang scheduling), enabled by name as upstream's out-of-tree build requires.
 """
 
 from __future__ import annotations
@@ -92,6 +93,9 @@ ARG_KEYS: dict[str, frozenset[str]] = {
     "NodeNumber": frozenset({"permitTimeoutSeconds"}),
     "VolumeBinding": frozenset({"bindTimeoutSeconds", "shape"}),
     "DynamicResources": frozenset({"filterTimeout", "bindingTimeout"}),
+    "Coscheduling": frozenset(
+        {"permitWaitingTimeSeconds", "podGroupBackoffSeconds", "podGroupRejectPercentage"}
+    ),
 }
 
 
@@ -170,6 +174,14 @@ def _dynamic_resources(args: dict) -> dict:
     return args
 
 
+def _coscheduling(args: dict) -> dict:
+    # scheduler-plugins apis/config/v1/defaults.go, SetDefaults_CoschedulingArgs.
+    args.setdefault("permitWaitingTimeSeconds", 60)
+    args.setdefault("podGroupBackoffSeconds", 0)
+    args.setdefault("podGroupRejectPercentage", 10)
+    return args
+
+
 _DEFAULTERS = {
     "NodeResourcesFit": _fit,
     "NodeResourcesBalancedAllocation": _balanced,
@@ -180,6 +192,7 @@ _DEFAULTERS = {
     "NodeNumber": _node_number,
     "VolumeBinding": _volume_binding,
     "DynamicResources": _dynamic_resources,
+    "Coscheduling": _coscheduling,
 }
 
 

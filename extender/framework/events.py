@@ -64,7 +64,11 @@ class Resource(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class ClusterEvent:
-    resource: Resource
+    """``resource``: a :class:`Resource`, or a custom resource in upstream's
+    ``<resource>.<version>.<group>`` form (e.g. ``podgroups.v1alpha1.scheduling.x-k8s.io``),
+    whose events come from the informer of a kind some plugin reads."""
+
+    resource: Resource | str
     action: ActionType
     label: str = ""
 
@@ -78,6 +82,11 @@ class ClusterEvent:
         ):
             return False
         return bool(self.action & incoming.action)
+
+
+def custom_resource(resource: str, version: str, group: str) -> str:
+    """A custom resource's name in a :class:`ClusterEvent` (upstream's GVK form)."""
+    return f"{resource}.{version}.{group}"
 
 
 class QueueingHint(Enum):

@@ -327,7 +327,9 @@ class Handle(Protocol):
         """The watch-fed store of ``kind`` (upstream ``SharedInformerFactory`` listers). Only
         kinds some enabled plugin declares in ``reads`` are watched; any other kind lists
         empty. Objects are the informer's: read them, never mutate them. May lag the API
-        server; PODS and NAMESPACES feed the snapshot instead (use the NodeInfos)."""
+        server; PODS and NAMESPACES feed the snapshot instead (use the NodeInfos), except that
+        the standalone scheduler also answers PODS here with every pod not finished, pending
+        ones included (the extender lists none: it sees pods once they are assigned)."""
         ...
 
     def namespace_labels(self, namespace: str) -> dict | None:

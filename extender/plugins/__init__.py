@@ -1,6 +1,6 @@
 """In-tree plugins, named after the upstream plugin: one module each, or one package split along
 upstream's files where upstream's directory splits it (the node-resources family,
-DynamicResources, PodTopologySpread, InterPodAffinity, VolumeBinding).
+DynamicResources, PodTopologySpread, InterPodAffinity, VolumeBinding, Coscheduling).
 
 The registry maps each plugin name to its factory ``cls(args, handle)``. Modules are imported
 on first use, so a profile only pays for the plugins it enables.
@@ -40,6 +40,8 @@ IN_TREE_PLUGINS: dict[str, str] = {
     # Feature gate TopologyAwareWorkloadScheduling.
     "TopologyPlacementGenerator": "topology_placement_generator:TopologyPlacementGenerator",
     "PodGroupPodsCount": "pod_group_pods_count:PodGroupPodsCount",
+    # scheduler-plugins' gang scheduling, opt-in (enabled by name, with its queueSort).
+    "Coscheduling": "coscheduling.coscheduling:Coscheduling",
 }
 
 

@@ -12,7 +12,7 @@ from typing import Any
 from extender.cache import Cache
 from extender.cache.informers import Listers, cache_informers
 from extender.config import SchedulerConfig
-from extender.framework.handle import NAMESPACES, Extender, Kind
+from extender.framework.handle import NAMESPACES, PODS, Extender, Kind
 from extender.framework.runtime import Framework
 from extender.framework.schedule import SchedulingAlgorithm
 from extender.framework.status import Status
@@ -148,10 +148,23 @@ class StandaloneScheduler:
             pod_handler=PodDispatcher(self.cache, self.scheduler),
         )
         self._pods = self.informers[1]
-        wire_storage_events(self.listers.informers, self.queue)
+        # The pods of every phase but finished, pending ones included, for the plugins that
+        # read PODS through their lister (Coscheduling counts a group's pods).
+        self.listers.serve(PODS, self._pods)
+        wire_storage_events(self.listers.informers, self.queue, self._registered_resources())
         self.informers += self.listers.informers.values()
         self.stop_event = threading.Event()
         self.leading = threading.Event()
+
+    def _registered_resources(self) -> set[str]:
+        """The resources the profiles' plugins registered events for (custom resources among
+        them get their informers' events)."""
+        return {
+            str(registration.event.resource)
+            for fwk in self.frameworks.values()
+            for registered in fwk.events_to_register().values()
+            for registration in registered
+        }
 
     def _framework_of(self, pod: dict) -> Framework | None:
         return self.frameworks.get((pod.get("spec") or {}).get("schedulerName") or "")

@@ -9,10 +9,10 @@ Only the kinds some enabled plugin reads have informers, so only those produce e
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any
 
-from extender.framework.events import ActionType, ClusterEvent, Resource
+from extender.framework.events import ActionType, ClusterEvent, Resource, custom_resource
 from extender.framework.handle import (
     CSI_DRIVERS,
     CSI_NODES,
@@ -44,7 +44,7 @@ STORAGE_RESOURCES: dict[Kind, Resource] = {
 
 
 class _Requeue:
-    def __init__(self, queue: Any, resource: Resource) -> None:
+    def __init__(self, queue: Any, resource: Resource | str) -> None:
         self.queue = queue
         self.resource = resource
 
@@ -61,12 +61,19 @@ class _Requeue:
         self.queue.move_all_to_active_or_backoff(event, obj, None)
 
 
-def wire_storage_events(informers: Mapping[Kind, Any], queue: Any) -> None:
-    """Point the storage kinds' informers (unstarted) at the queue."""
+def wire_storage_events(
+    informers: Mapping[Kind, Any], queue: Any, registered: Collection[str] = ()
+) -> None:
+    """Point the storage kinds' informers (unstarted) at the queue, and those of the custom
+    resources a plugin registered events for (``registered``, in upstream's
+    ``<resource>.<version>.<group>`` form, as upstream's dynamic informers for them)."""
     for kind, informer in informers.items():
-        resource = STORAGE_RESOURCES.get(kind)
+        resource: Resource | str | None = STORAGE_RESOURCES.get(kind)
         if resource is None:
-            continue
+            custom = custom_resource(kind.resource, kind.version, kind.group)
+            if custom not in registered:
+                continue
+            resource = custom
         handler = _Requeue(queue, resource)
         informer.on_add = handler.on_add
         informer.on_update = handler.on_update

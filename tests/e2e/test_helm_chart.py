@@ -138,6 +138,35 @@ def test_standalone(tmp_path) -> None:
     assert load(str(path)).profiles[0].scheduler_name == "kube-extender-standalone"
 
 
+def test_coscheduling(tmp_path) -> None:
+    objects = render("standalone.enabled=true", "coscheduling.enabled=true")
+    (crd,) = by_kind(objects)["CustomResourceDefinition"]
+    deployed = documents((CHART.parents[1] / "scheduling.x-k8s.io_podgroups.yaml").read_text())
+    assert crd == deployed[0]
+    assert rules(get(objects, "ClusterRole", "kx-coscheduling")) == {
+        ("scheduling.x-k8s.io", "podgroups", verb) for verb in ("get", "list", "watch")
+    }
+    binding = get(objects, "ClusterRoleBinding", "kx-coscheduling")
+    assert binding["subjects"] == [
+        {"kind": "ServiceAccount", "name": "kx-standalone", "namespace": NS}
+    ]
+    text = get(objects, "ConfigMap", "kx-standalone-config")["data"]["config.yaml"]
+    path = tmp_path / "standalone.yaml"
+    path.write_text(text)
+    profile = load(str(path)).profiles[0]
+    assert [p.name for p in profile.plugins["queueSort"]] == ["Coscheduling"]
+    assert [p.name for p in profile.plugins["permit"]] == ["Coscheduling"]
+    without_crd = render(
+        "standalone.enabled=true", "coscheduling.enabled=true", "coscheduling.installCRD=false"
+    )
+    assert "CustomResourceDefinition" not in by_kind(without_crd)
+    with pytest.raises(AssertionError, match="coscheduling.enabled needs standalone.enabled"):
+        render("coscheduling.enabled=true")
+    assert "kx-coscheduling" not in {
+        o["metadata"]["name"] for o in render("standalone.enabled=true")
+    }
+
+
 def test_cert_manager_and_service_monitor() -> None:
     objects = render(
         "tls.enabled=true", "tls.certManager.enabled=true", "serviceMonitor.enabled=true"
@@ -201,8 +230,9 @@ def admin(control_plane):
         ["bind.enabled=true", *TLS],
         ["standalone.enabled=true"],
         ["tls.enabled=true", "tls.certManager.enabled=true", "serviceMonitor.enabled=true"],
+        ["standalone.enabled=true", "coscheduling.enabled=true"],
     ],
-    ids=["defaults", "bind-tls", "standalone", "cert-manager-servicemonitor"],
+    ids=["defaults", "bind-tls", "standalone", "cert-manager-servicemonitor", "coscheduling"],
 )
 def test_rendered_chart_applies_server_side(admin, values) -> None:
     objects = render(*values)

@@ -508,3 +508,67 @@ def test_stub_matches_service_verbs() -> None:
     for verb in ("filter", "prioritize", "preempt", "bind", "ready"):
         assert hasattr(service.ExtenderService, verb)
         assert callable(getattr(_StubService(), verb))
+
+
+# -- Coscheduling (scheduler-plugins' PodGroup) ---------------------------------------------
+
+
+def test_podgroup_crd_serves_the_kind_coscheduling_reads() -> None:
+    from extender.plugins.coscheduling.podgroup import PODGROUPS
+
+    (crd,) = documents(DEPLOY / "scheduling.x-k8s.io_podgroups.yaml")
+    assert (crd["apiVersion"], crd["kind"]) == (
+        "apiextensions.k8s.io/v1",
+        "CustomResourceDefinition",
+    )
+    spec = crd["spec"]
+    assert crd["metadata"]["name"] == f"{PODGROUPS.resource}.{PODGROUPS.group}"
+    assert spec["group"] == PODGROUPS.group
+    assert spec["names"]["plural"] == PODGROUPS.resource
+    assert spec["names"]["kind"] == "PodGroup"
+    assert spec["scope"] == ("Namespaced" if PODGROUPS.namespaced else "Cluster")
+    (version,) = spec["versions"]
+    assert (version["name"], version["served"], version["storage"]) == (
+        PODGROUPS.version,
+        True,
+        True,
+    )
+    assert version["subresources"] == {"status": {}}
+    schema = version["schema"]["openAPIV3Schema"]["properties"]
+    fields = schema["spec"]["properties"]
+    assert set(fields) == {"minMember", "minResources", "scheduleTimeoutSeconds"}
+    assert fields["minMember"]["minimum"] == 1
+    assert set(schema["status"]["properties"]) == {
+        "phase",
+        "occupiedBy",
+        "running",
+        "succeeded",
+        "failed",
+        "scheduleStartTime",
+    }
+
+
+def test_coscheduling_role_reads_exactly_the_podgroups() -> None:
+    from extender.framework.handle import reads_of
+    from extender.plugins import plugin_class
+
+    (role, binding) = documents(DEPLOY / "rbac-coscheduling.yaml")
+    granted = {
+        (group, resource, verb)
+        for rule in role["rules"]
+        for group in rule["apiGroups"]
+        for resource in rule["resources"]
+        for verb in rule["verbs"]
+    }
+    # Pods are read too, with deploy/standalone.yaml's grant; nothing is written.
+    kinds = [k for k in reads_of(plugin_class("Coscheduling")) if k.resource != "pods"]
+    assert granted == {
+        (kind.group, kind.resource, verb) for kind in kinds for verb in ("get", "list", "watch")
+    }
+    assert binding["roleRef"]["name"] == role["metadata"]["name"]
+    subjects_are(binding, "kube-extender-standalone")
+
+
+def test_helm_chart_ships_the_same_podgroup_crd() -> None:
+    chart_copy = REPO / "deploy/helm/kube-extender/files/scheduling.x-k8s.io_podgroups.yaml"
+    assert chart_copy.read_text() == (DEPLOY / "scheduling.x-k8s.io_podgroups.yaml").read_text()

@@ -429,6 +429,8 @@ EXPECTED_POINTS: dict[str, frozenset[str]] = {
         {"preEnqueue", "preFilter", "filter", "postFilter", "score", "reserve", "preBind"}
     ),
     "NodeNumber": frozenset({"preScore", "score", "permit"}),
+    # scheduler-plugins (pkg/coscheduling/coscheduling.go, v0.34.7).
+    "Coscheduling": frozenset({"queueSort", "preFilter", "postFilter", "reserve", "permit"}),
     "NodeDeclaredFeatures": frozenset({"preFilter", "filter"}),
     "GangScheduling": frozenset({"preEnqueue", "permit"}),
     "TopologyPlacementGenerator": frozenset({"placementGenerate"}),
@@ -743,8 +745,8 @@ def test_error_unknown_plugin() -> None:
     )
     assert message.startswith(
         f'{SOURCE}: profiles[0].plugins.filter.enabled[1].name: unknown plugin "Foo" '
-        "(registered: in-tree: DefaultBinder, DefaultPreemption, DynamicResources, "
-        "GangScheduling, ImageLocality, "
+        "(registered: in-tree: Coscheduling, DefaultBinder, DefaultPreemption, "
+        "DynamicResources, GangScheduling, ImageLocality, "
     )
 
 

@@ -109,7 +109,7 @@ def test_unknown_plugin_lists_what_is_registered_and_where_from(tmp_path: Path) 
         tmp_path, ENABLE_RACK.replace("RackLimit", "Racks"), "pluginModules: [rack.py:RackLimit]\n"
     )
     message = load_error(path)
-    assert 'unknown plugin "Racks" (registered: in-tree: DefaultBinder,' in message
+    assert 'unknown plugin "Racks" (registered: in-tree: Coscheduling, DefaultBinder,' in message
     assert "RackLimit (pluginModules rack.py:RackLimit)" in message
 
 

@@ -54,3 +54,25 @@ def test_dra_events_reach_the_queue_with_upstream_resource_names() -> None:
         "DeviceClass",
         "ResourceClaim",
     ]
+
+
+def test_a_custom_resource_a_plugin_registered_reaches_the_queue_in_upstreams_form() -> None:
+    """Coscheduling registers PodGroup add/update as ``podgroups.v1alpha1.scheduling.x-k8s.io``
+    (upstream's GVK form): the PodGroup informer's events carry that name; a custom kind no
+    plugin registered stays silent."""
+    from extender.framework.events import ClusterEvent
+    from extender.framework.handle import Kind
+    from extender.plugins.coscheduling.podgroup import PODGROUP_EVENT_RESOURCE, PODGROUPS
+
+    widgets = Kind("example.com", "v1", "widgets")
+    informers = {PODGROUPS: Informer(None, PODGROUPS.path), widgets: Informer(None, widgets.path)}
+    queue = RecordingQueue()
+    wire_storage_events(informers, queue, {PODGROUP_EVENT_RESOURCE})
+    group = {"metadata": {"name": "pg", "namespace": "a", "resourceVersion": "1"}}
+    informers[PODGROUPS]._apply("ADDED", group)
+    informers[widgets]._apply("ADDED", {"metadata": {"name": "w", "resourceVersion": "1"}})
+    ((event, _, new),) = queue.events
+    assert event.resource == "podgroups.v1alpha1.scheduling.x-k8s.io"
+    assert new is group
+    registered = ClusterEvent(PODGROUP_EVENT_RESOURCE, ActionType.ADD | ActionType.UPDATE)
+    assert registered.matches(event)
