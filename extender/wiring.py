@@ -141,6 +141,7 @@ def build_standalone(
         extenders=extenders,
         listers=listers,
         namespace_labels=cache.namespace_labels,
+        features=config.features,
     )
     frameworks = {
         profile.scheduler_name: Framework(profile, registry, services)

@@ -26,6 +26,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, cast, runtime_checkable
 
+from .features import DEFAULT_FEATURES, Features
 from .node_info import NodeInfo
 from .pod_info import PodInfo
 from .results import NominatingInfo
@@ -287,6 +288,7 @@ class Services:
     namespace_labels: Callable[[str], dict | None] = lambda namespace: None
     rng: random.Random = field(default_factory=random.Random)
     shared: SharedState = field(default_factory=SharedState)
+    features: Features = DEFAULT_FEATURES
 
 
 class Handle(Protocol):
@@ -318,6 +320,10 @@ class Handle(Protocol):
     extenders: Sequence[Extender]
     """The HTTP extenders the scheduler calls, in config order (upstream ``Extenders``); empty
     in the extender service."""
+
+    features: Features
+    """The process's feature gates (upstream passes ``feature.Features`` to each factory):
+    e.g. ``handle.features.topology_aware_workload_scheduling``. Read-only."""
 
     rng: random.Random
     """The profile's random source (ties, preemption's offset): seeded in tests, so that a

@@ -27,6 +27,7 @@ from extender.framework.handle import POD_DISRUPTION_BUDGETS, PODS, Handle
 from extender.framework.labels import LabelSelector
 from extender.framework.node_info import NodeInfo
 from extender.framework.pod_info import PodInfo, pod_priority
+from extender.framework.podgroups import PODGROUPS, pod_group_key
 from extender.framework.preemption import (
     DISRUPTION_TARGET,
     REASON_PREEMPTION_BY_SCHEDULER,
@@ -47,6 +48,11 @@ DEFAULT_MIN_CANDIDATE_NODES_PERCENTAGE = 10
 DEFAULT_MIN_CANDIDATE_NODES_ABSOLUTE = 100
 
 MSG_PREEMPTION_PREFIX = "preemption: "
+# Gate TopologyAwareWorkloadScheduling: a member of a pod group (with topology constraints).
+MSG_POD_GROUP_NOT_FOUND = "preemption: pod group for pod not found"
+MSG_PLACEMENT_LIMITATION = (
+    "preemption: not eligible due to placement-based pod group scheduling limitation"
+)
 MSG_NOT_ELIGIBLE_NEVER = "not eligible due to preemptionPolicy=Never."
 MSG_NOT_ELIGIBLE_TERMINATING = "not eligible due to a terminating pod on the nominated node."
 MSG_NO_VICTIMS = "No preemption victims found for incoming pod"
@@ -307,6 +313,15 @@ class DefaultPreemption:
     def post_filter(
         self, state: CycleState, pod: dict, filtered_node_status: dict[str, Status]
     ) -> tuple[PostFilterResult | None, Status | None]:
+        group_key = pod_group_key(pod)
+        if group_key is not None and self.handle.features.topology_aware_workload_scheduling:
+            group = self.handle.lister(PODGROUPS).get(*group_key)
+            if group is None:
+                return None, Status(Code.UNSCHEDULABLE, MSG_POD_GROUP_NOT_FOUND)
+            if (group.get("spec") or {}).get("schedulingConstraints") is not None:
+                # Upstream: preempting once per topology option would evict for nothing;
+                # placement-aware preemption is future work (KEPs 4671, 5710).
+                return None, Status(Code.UNSCHEDULABLE, MSG_PLACEMENT_LIMITATION)
         result, status = self.evaluator.preempt(state, pod, filtered_node_status)
         if status is not None and status.message:
             return result, Status(status.code, MSG_PREEMPTION_PREFIX + status.message)

@@ -105,6 +105,10 @@ def _remove_pod(
     return None if ext is None else ext.remove_pod(state, pod, other, info)
 
 
+# The reason the runtime appends to a Wait from Permit (upstream ``RunPermitPlugins``).
+PERMIT_WAIT_REASON = "one or more plugins asked to wait and no plugin rejected pod"
+
+
 class ProfileError(ValueError):
     """A profile that cannot be built (unknown plugin, plugin lacking the point, bad weight)."""
 
@@ -140,6 +144,7 @@ class Framework(BatchPaths):
         self.metrics = services.metrics
         self.extenders = services.extenders
         self.rng = services.rng
+        self.features = services.features
         self.waiting_pods = WaitingPods()
 
         self.plugins: dict[str, Any] = {}
@@ -706,6 +711,7 @@ class Framework(BatchPaths):
         waiting map (``add_waiting``; a pod group cycle only asks, upstream's
         ``AddWaitingPod`` comes later)."""
         timeouts: dict[str, float] = {}
+        waiting_status: Status | None = None
         for name, permit in self._calls["permit"]:
             answer, error = self._answer(
                 name, "permit", permit, (state, pod, node_name), PERMIT_ANSWER
@@ -720,6 +726,8 @@ class Framework(BatchPaths):
                 return status
             if status.code == Code.WAIT:
                 timeouts[name] = min(timeout, MAX_PERMIT_TIMEOUT)
+                status.plugin = name
+                waiting_status = status
                 continue
             return self._failed(name, "permit", status.message)
         if timeouts:
@@ -727,10 +735,10 @@ class Framework(BatchPaths):
                 waiting = WaitingPod(pod, node_name, timeouts)
                 self.waiting_pods.add(waiting)
                 waiting.start()
-            name = (pod.get("metadata") or {}).get("name", "")
+            # As upstream v1.36: the last waiting plugin's reasons, then the runtime's.
+            assert waiting_status is not None
             return Status(
-                Code.WAIT,
-                f'one or more plugins asked to wait and no plugin rejected pod "{name}"',
+                Code.WAIT, *waiting_status.reasons, PERMIT_WAIT_REASON, plugin=waiting_status.plugin
             )
         return None
 

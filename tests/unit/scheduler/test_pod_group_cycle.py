@@ -19,6 +19,7 @@ from extender.framework.schedule_podgroup import ERR_POD_GROUP_UNSCHEDULABLE
 from extender.plugins import in_tree_registry
 from extender.plugins.gang_scheduling import (
     ERR_MIN_COUNT_NOT_CREATED,
+    ERR_MIN_COUNT_NOT_SCHEDULED,
     ERR_POD_GROUP_MISSING,
 )
 from extender.scheduler.queue import GATED, SchedulingQueue
@@ -189,13 +190,14 @@ def test_a_gang_that_does_not_fit_binds_nothing_and_says_why(gangs_factory) -> N
     # Nothing stays assumed or reserved: the node is free for others.
     assert g.cache.snapshot().node_info_map["n1"].requested.milli_cpu == 0
     messages = g.pod_messages()
-    # Three fit and wait at Permit (upstream's aggregate Wait message); the fourth tried
-    # does not fit.
+    # Three fit and wait at Permit (GangScheduling's reason, then the runtime's, as
+    # kube-scheduler v1.36 words it); the fourth tried does not fit.
     waiting = {
         name
         for name, message in messages.items()
-        if message == f"{ERR_POD_GROUP_UNSCHEDULABLE}, one or more plugins asked to wait and "
-        f'no plugin rejected pod "{name}"'
+        if message
+        == f"{ERR_POD_GROUP_UNSCHEDULABLE}, {ERR_MIN_COUNT_NOT_SCHEDULED}, one or more plugins "
+        "asked to wait and no plugin rejected pod"
     }
     unfit = {n for n, m in messages.items() if m == "0/1 nodes are available: 1 Insufficient cpu."}
     assert len(waiting) == 3 and len(unfit) == 1 and waiting | unfit == set(messages)
@@ -320,3 +322,28 @@ def test_a_gang_that_fits_no_single_domain_is_unschedulable(gangs_factory) -> No
     )
     # A pod fits nowhere within the first placement: its message counts that placement's nodes.
     assert "0/1 nodes are available: 1 Insufficient cpu." in g.pod_messages().values()
+
+
+def test_default_preemption_declines_a_member_of_a_constrained_group() -> None:
+    """Upstream DefaultPreemption.PostFilter with TopologyAwareWorkloadScheduling: no pod by pod
+    preemption for a pod group with scheduling constraints (it would run once per domain)."""
+    from extender.framework.cycle_state import CycleState
+    from extender.plugins.default_preemption import (
+        MSG_PLACEMENT_LIMITATION,
+        MSG_POD_GROUP_NOT_FOUND,
+        DefaultPreemption,
+    )
+
+    groups = PodGroups()
+    groups.objects[("default", "pg")] = pod_group("pg", 2, topology=ZONE)
+    services = Services(
+        listers=lambda kind: groups if kind == PODGROUPS else EmptyLister(),
+        features=TOPOLOGY_GATES,
+    )
+    fwk = Framework(Profile("p", {}), in_tree_registry(), services)
+    plugin = DefaultPreemption({}, fwk)
+
+    result, status = plugin.post_filter(CycleState(), member("p0", "pg"), {})
+    assert result is None and status.message == MSG_PLACEMENT_LIMITATION
+    _, status = plugin.post_filter(CycleState(), member("p1", "missing"), {})
+    assert status.message == MSG_POD_GROUP_NOT_FOUND
