@@ -241,6 +241,13 @@ class GangCycle:
         return sum(1 for m in self.members if m.outcome in (PLACED, FITS, NEEDS_PREEMPTION))
 
     @property
+    def short_by(self) -> int:
+        """How many more members would have to fit for the quorum: ``minCount`` minus the
+        bound, waiting and fitting ones (0: none, or no Gang policy)."""
+        have = self.count(BOUND) + self.count(WAITING) + self.fit_in_cycle
+        return max(0, (self.min_count or 0) - have)
+
+    @property
     def blocking(self) -> Member | None:
         """The member that keeps the group from its quorum: the first one no node fits (or
         that failed), else the first one PreEnqueue keeps out; ``None`` when the group is

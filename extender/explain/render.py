@@ -319,6 +319,7 @@ def pod_group_dict(cycle: gang.GangCycle) -> dict[str, Any]:
         },
         "fitInCycle": cycle.fit_in_cycle,
         "placeableNow": cycle.placeable_now,
+        "shortBy": cycle.short_by,
         "blocking": (
             {
                 "pod": blocking.key,
@@ -397,6 +398,13 @@ def pod_group_lines(cycle: gang.GangCycle, *, members: int = 20) -> list[str]:
     out += _wrap(quorum, "")
     if cycle.message:
         out += _wrap(cycle.message, "")
+    if cycle.short_by and cycle.result is not None:
+        out += _wrap(
+            f"The quorum is {cycle.short_by} member{'s' if cycle.short_by != 1 else ''} short: "
+            f"{cycle.min_count} needed, {cycle.min_count - cycle.short_by} bound, waiting or "
+            "fitting",
+            "",
+        )
     blocking = cycle.blocking
     if blocking is not None:
         out += _wrap(f"Blocked by {blocking.key}: {_member_outcome(blocking)}", "")
@@ -404,9 +412,7 @@ def pod_group_lines(cycle: gang.GangCycle, *, members: int = 20) -> list[str]:
     out.append(f"  {'MEMBER':<28} {'STATE':<8} {'NODE':<12} OUTCOME")
     indent = " " * 53
     for member in cycle.members[:members]:
-        head = (
-            f"  {_cut(member.key, 28):<28} {member.state:<8} {_cut(member.node or '-', 12):<12} "
-        )
+        head = f"  {_cut(member.key, 28):<28} {member.state:<8} {_cut(member.node or '-', 12):<12} "
         lines = textwrap.wrap(_member_outcome(member), WIDTH - len(indent)) or ["-"]
         out.append(head + lines[0])
         out += [indent + "  " + line for line in lines[1:]]

@@ -287,8 +287,9 @@ class Simulation:
                     self.states.add_pod(pods[i])  # every member exists before any is tried
         placements: list[Placement] = []
         done = 0
+        grouped = bool(groups)
         for i in order:
-            key = pod_group_key(pods[i]) if groups else None
+            key = pod_group_key(pods[i]) if grouped else None
             if key is None:
                 placements.append(self.place(pods[i]))
             elif key in groups:
