@@ -287,10 +287,10 @@ def table(report: dict[str, Any]) -> str:
             if p["victims"]:
                 out += render._wrap("preempts " + ", ".join(p["victims"]), "    ")
             if not p["node"]:
-                why = p.get("fitError") or p.get("error") or p.get("groupMessage") or ""
-                out += render._wrap(why, "    ")
-                if p.get("podGroup") and p.get("fitError"):
-                    out += render._wrap(f"pod group {p['podGroup']}: {p['groupMessage']}", "    ")
+                if p.get("fitError") or p.get("error"):
+                    out += render._wrap(p.get("fitError") or p.get("error") or "", "    ")
+                if p.get("podGroup"):
+                    out += render._wrap(_gang_line(p), "    ")
     if "max" in report:
         m = report["max"]
         out.append("")
@@ -330,6 +330,27 @@ def table(report: dict[str, Any]) -> str:
     return "\n".join(out) + "\n"
 
 
+_OUTCOMES = {
+    gang.FITS: "fits, waits at Permit for its gang's quorum",
+    gang.NEEDS_PREEMPTION: "fits after preemption",
+    gang.NOT_TRIED: "not tried",
+}
+
+
+def _gang_line(p: dict[str, Any]) -> str:
+    """Why a gang member was not placed, as to its group."""
+    group, verdict, message = p["podGroup"], p["groupVerdict"], p["groupMessage"]
+    if verdict == gang.SCHEDULABLE:
+        return f"pod group {group} is schedulable without it"
+    if verdict == gang.ALL_GATED:
+        return f"pod group {group}: not tried: {message}"
+    what = _OUTCOMES.get(p["outcome"], "")
+    said = f" ({message})" if message else ""
+    return (
+        f"{what + '; ' if what else ''}pod group {group}: {verdict}{said}, none of its pods placed"
+    )
+
+
 HTML_STYLE = """
 body{font:14px system-ui,sans-serif;margin:1.5em}table{border-collapse:collapse;margin:.5em 0}
 td,th{border:1px solid #ccc;padding:2px 6px;text-align:left}th{background:#eee}
@@ -360,7 +381,8 @@ def to_html(report: dict[str, Any], explanations: list[dict[str, Any]]) -> str:
         parts.append(
             f"<tr class='row {cls}'><td>{e(p['pod'])}</td><td>{e(p['node'] or '-')}</td>"
             f"<td>{p['priority']}</td><td>{e(', '.join(p['victims']))}</td>"
-            f"<td>{e(p.get('fitError') or '')}</td></tr>"
+            f"<td>{e(p.get('fitError') or (_gang_line(p) if p.get('podGroup') else ''))}</td>"
+            "</tr>"
         )
     parts.append("</table>")
     if "max" in report:

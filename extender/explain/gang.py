@@ -373,6 +373,7 @@ def run_cycle(
             continue
         tried.append(pod)
     if not tried:
+        _sort(cycle)
         return cycle
     names = sorted(
         {(p.get("spec") or {}).get("schedulerName") or "default-scheduler" for p in tried}
@@ -382,6 +383,7 @@ def run_cycle(
             "all pods in a single pod group should have the same .spec.schedulerName set, "
             f'got: "{names[0]}" and "{names[1]}"'
         )
+        _sort(cycle)
         return cycle
     cycle.infos = [QueuedPodInfo(p) for p in tried]
     inner = SchedulingAlgorithm(rng=random.Random(seed))
@@ -392,7 +394,15 @@ def run_cycle(
     )
     cycle.result = algorithm.schedule(fwk, cycle.infos, base, {key: states.get(*key)})
     _outcomes(cycle, by_key)
+    _sort(cycle)
     return cycle
+
+
+def _sort(cycle: GangCycle) -> None:
+    """Bound, waiting, then the cycle's order, then the rest (by name)."""
+    rank = {BOUND: 0, WAITING: 1, PENDING: 2}
+    last = len(cycle.members)
+    cycle.members.sort(key=lambda m: (rank[m.state], m.index if m.index >= 0 else last, m.key))
 
 
 def _outcomes(cycle: GangCycle, by_key: dict[str, Member]) -> None:
@@ -423,6 +433,8 @@ def _outcomes(cycle: GangCycle, by_key: dict[str, Member]) -> None:
             member.outcome = UNSCHEDULABLE if status.is_rejected() else ERROR
             member.message = status.message
             member.plugin = status.plugin or ""
+            if pod_result.fit is not None and not member.plugin:
+                member.plugin = ", ".join(sorted(pod_result.fit.diagnosis.unschedulable_plugins))
             if pod_result.fit is not None and pod_result.fit.num_all_nodes == 1 and pod_result.host:
                 member.node = pod_result.host  # rejected after it was placed (Permit, Reserve)
 

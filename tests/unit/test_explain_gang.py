@@ -143,6 +143,7 @@ def test_the_documented_json_shape() -> None:
     assert group["quorum"] == {"minCount": 2, "bound": 0, "waiting": 0, "pending": 2, "met": False}
     assert group["policy"] == "Gang" and group["verdict"] == "Unschedulable"
     assert group["blocking"]["pod"] == "default/w1"
+    assert group["blocking"]["plugin"] == "NodeResourcesFit"
     assert group["blocking"]["reasonCounts"] == {"Insufficient cpu": 1}
     assert set(group["members"][0]) == {
         "pod", "priority", "state", "node", "outcome", "plugin", "message", "reasonCounts",
