@@ -101,7 +101,7 @@ def main(argv: list[str]) -> int:
         if kind == "podgroup":
             return _explain_pod_group(args, name, config, client, extenders)
         return _explain(args, name, config, client, extenders)
-    except InputError as exc:
+    except (InputError, ConfigError) as exc:  # ConfigError: a gate kube-extender lacks
         print(f"{PROG}: {exc}", file=sys.stderr)
         return 2
 

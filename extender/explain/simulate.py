@@ -217,7 +217,6 @@ class Simulation:
         info = self.snapshot.node_info_map[node]
         info.add_pod(placed)
         self.snapshot.refresh(info)
-        self.cluster.pods[:] = [p for p in self.cluster.pods if pod_key(p) != pod_key(pod)]
         self.cluster.pods.append(placed)
         if self.states is not None:
             self.states.add_pod(placed)

@@ -309,3 +309,12 @@ def test_cli_explain_without_the_gates(monkeypatch, capsys, tmp_path) -> None:
         monkeypatch, capsys, tmp_path, cluster, "podgroup/nope", "--feature-gates", GATES
     )
     assert code == 2 and 'podgroup "nope" not found' in err
+
+
+def test_cli_explain_refuses_a_gate_it_does_not_implement(monkeypatch, capsys, tmp_path) -> None:
+    gates = "GenericWorkload=true,TopologyAwareWorkloadScheduling=true"
+    code, _, err = _cli(
+        monkeypatch, capsys, tmp_path, _stuck_gang(), "w0", "--feature-gates", gates
+    )
+    assert code == 2 and err.count("\n") == 1
+    assert "TopologyAwareWorkloadScheduling: not implemented" in err
