@@ -318,3 +318,33 @@ def test_cli_explain_refuses_a_gate_it_does_not_implement(monkeypatch, capsys, t
     )
     assert code == 2 and err.count("\n") == 1
     assert "TopologyAwareWorkloadScheduling: not implemented" in err
+
+
+def test_a_member_that_needs_preemption_and_the_group_that_waits_for_it() -> None:
+    cluster = Cluster(
+        nodes=[node("a", cpu="2"), node("b", cpu="2")],
+        pods=[
+            pod("low", cpu="2", node_name="b", priority=0),
+            member("m0", "g", cpu="2", priority=100),
+            member("m1", "g", cpu="2", priority=100),
+        ],
+    ).add(pod_group("g", 2))
+    cycle, _, _ = explain(cluster)
+    assert cycle.verdict == gang.WAITING_ON_PREEMPTION
+    assert [(m.key, m.outcome, m.node) for m in cycle.members if m.state == gang.PENDING] == [
+        ("default/m0", gang.FITS, "a"),
+        ("default/m1", gang.NEEDS_PREEMPTION, "b"),
+    ]
+    assert cycle.member("default/m1").victims == ["default/low"]
+    assert [p["metadata"]["name"] for p in cluster.pods][0] == "low"  # nothing evicted
+    # simulate evicts the victim and tries the group again: both placed
+    sim_cluster = Cluster(
+        nodes=[node("a", cpu="2"), node("b", cpu="2")],
+        pods=[pod("low", cpu="2", node_name="b", priority=0)],
+    ).add(pod_group("g", 2))
+    sim = simulation(sim_cluster)
+    placements = sim.run([member(f"m{i}", "g", cpu="2", priority=100) for i in range(2)])
+    assert [(p.key, p.node, p.victims) for p in placements] == [
+        ("default/m0", "a", []),
+        ("default/m1", "b", ["default/low"]),
+    ]
