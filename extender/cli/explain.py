@@ -160,7 +160,12 @@ def _explain(args: argparse.Namespace, name: str, config, client, extenders) -> 
     title = ""
     if group is not None and not bound_to:
         cycle, focus, title = gang.explain_group(
-            explainer, group, whole.pods, whole.snapshot(), focus=gang.pod_name(pod)
+            explainer,
+            group,
+            whole.pods,
+            whole.snapshot(),
+            focus=gang.pod_name(pod),
+            placements=features.topology_aware_workload_scheduling,
         )
         assert focus is not None  # a pending or waiting member is explained
         explanation = focus
@@ -168,7 +173,13 @@ def _explain(args: argparse.Namespace, name: str, config, client, extenders) -> 
         explanation = explainer.explain(pod, cluster.snapshot(), bound_to=bound_to)
         if group is not None:
             whole_fwk = dry_run_framework(config, profile, whole)
-            cycle = gang.run_cycle(whole_fwk, group, whole.pods, whole.snapshot())
+            cycle = gang.run_cycle(
+                whole_fwk,
+                group,
+                whole.pods,
+                whole.snapshot(),
+                placements=features.topology_aware_workload_scheduling,
+            )
     # A member that fits while its group does not is no contradiction of its condition.
     contradiction = cycle is None or cycle.verdict == gang.SCHEDULABLE
     _add_notes(args, config, explanation, notes, extenders, bound_to, contradiction)
@@ -206,7 +217,13 @@ def _explain_pod_group(args: argparse.Namespace, name: str, config, client, exte
         raise InputError(f'podgroup "{name}" not found in namespace "{args.namespace}"')
     explainer = Explainer(fwk, extenders=extenders)
     start = time.perf_counter()
-    cycle, focus, title = gang.explain_group(explainer, key, cluster.pods, cluster.snapshot())
+    cycle, focus, title = gang.explain_group(
+        explainer,
+        key,
+        cluster.pods,
+        cluster.snapshot(),
+        placements=features.topology_aware_workload_scheduling,
+    )
     if focus is not None:
         contradiction = cycle.verdict == gang.SCHEDULABLE
         _add_notes(args, config, focus, notes, extenders, "", contradiction)

@@ -96,8 +96,16 @@ def main(argv: list[str]) -> int:
 # Kinds a --pods or --max file may bring along for its pods (a ResourceClaimTemplate next to
 # the Deployment that names it): added to the simulated cluster.
 DRA_KINDS = ("ResourceClaimTemplate", "ResourceClaim", "DeviceClass", "ResourceSlice")
-# And the PodGroups its pods name (scheduling.k8s.io/v1alpha2).
+# And the PodGroups its pods name (scheduling.k8s.io/v1alpha2; scheduler-plugins'
+# scheduling.x-k8s.io ones join the cluster too, for Coscheduling).
 GROUP_KINDS = ("PodGroup",)
+
+
+def is_workload_pod_group(obj: dict) -> bool:
+    """A PodGroup of the workload API (``scheduling.k8s.io``), what gangs are made of."""
+    return obj.get("kind") == "PodGroup" and (obj.get("apiVersion") or "").startswith(
+        "scheduling.k8s.io/"
+    )
 
 
 def _gang_template(
@@ -106,7 +114,7 @@ def _gang_template(
     """The gang ``--max`` copies: the file's PodGroup (or the dump's, named by its pods) and
     its members (every pod of the file; a lone pod is repeated up to ``minCount``); ``None``
     when the file names no pod group."""
-    groups = [o for o in objects if o.get("kind") in GROUP_KINDS]
+    groups = [o for o in objects if is_workload_pod_group(o)]
     named = sorted({n for n in (pod_group_name(p) for p in pods) if n})
     if not groups and not named:
         return None
@@ -150,7 +158,7 @@ def _simulate(args: argparse.Namespace, config: Any) -> int:
             gang_template = _gang_template(
                 args.max, max_objects, [apiserver_defaults(p) for p in found], cluster
             )
-        elif any(o.get("kind") in GROUP_KINDS for o in max_objects) or pod_group_name(template):
+        elif any(is_workload_pod_group(o) for o in max_objects) or pod_group_name(template):
             raise InputError(f"{args.max}: a pod group: {gang.ERR_NEEDS_GENERIC_WORKLOAD}")
     for obj in given:
         if obj.get("kind") in DRA_KINDS:

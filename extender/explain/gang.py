@@ -332,6 +332,7 @@ def run_cycle(
     states: PodGroupStates | None = None,
     order: list[dict] | None = None,
     add_waiting: bool = True,
+    placements: bool = False,
 ) -> GangCycle:
     """The group ``key``'s members among ``pods`` and one pod group cycle of its pending
     ones on ``snapshot`` (which already holds the bound members; the waiting ones are added).
@@ -339,7 +340,9 @@ def run_cycle(
     ``states``: the pod group states already loaded (``load_states``), else they are loaded
     from ``pods``. ``order``: the pending members to try, in this order (simulate: the
     queue's), instead of every pending member by priority and creation. ``add_waiting``
-    False: ``snapshot`` already holds the waiting members."""
+    False: ``snapshot`` already holds the waiting members. ``placements``: feature gate
+    TopologyAwareWorkloadScheduling (the group is tried on each placement, as the scheduler's
+    :class:`PodGroupAlgorithm` with ``placements``)."""
     namespace, name = key
     all_members = members_of(pods, key)
     if states is None:
@@ -388,9 +391,13 @@ def run_cycle(
     cycle.infos = [QueuedPodInfo(p) for p in tried]
     inner = SchedulingAlgorithm(rng=random.Random(seed))
     algorithm = (
-        PodGroupAlgorithm(inner, post_filter=dry_run_post_filter(dry_run_twin(fwk), cycle.victims))
+        PodGroupAlgorithm(
+            inner,
+            post_filter=dry_run_post_filter(dry_run_twin(fwk), cycle.victims),
+            placements=placements,
+        )
         if preemption
-        else PodGroupAlgorithm(inner)
+        else PodGroupAlgorithm(inner, placements=placements)
     )
     cycle.result = algorithm.schedule(fwk, cycle.infos, base, {key: states.get(*key)})
     _outcomes(cycle, by_key)
@@ -455,13 +462,20 @@ def explain_group(
     *,
     focus: str | None = None,
     seed: int = 0,
+    placements: bool = False,
 ) -> tuple[GangCycle, Explanation | None, str]:
     """The group's cycle and one member's per-node explanation, with a title saying which
     snapshot it was explained on. ``focus`` (``ns/name``): that member; default: the member
     that blocks the group, else the first one tried. A bound member is not explained here
     (the one-pod path explains it without itself)."""
     cycle = run_cycle(
-        explainer.fwk, key, pods, snapshot, preemption=explainer.preemption, seed=seed
+        explainer.fwk,
+        key,
+        pods,
+        snapshot,
+        preemption=explainer.preemption,
+        seed=seed,
+        placements=placements,
     )
     member = cycle.member(focus) if focus else None
     if member is None:
@@ -474,7 +488,7 @@ def explain_group(
         return (
             cycle,
             explanation,
-            (f"Member {member.key} waits at Permit on {member.node}; its nodes without it:"),
+            f"Member {member.key} waits at Permit on {member.node}; its nodes without it:",
         )
     if member.index < 0:
         explanation = explainer.explain(member.pod, cycle.base)

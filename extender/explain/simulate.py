@@ -319,6 +319,7 @@ class Simulation:
             states=self.states,
             order=pods,
             add_waiting=False,
+            placements=self.features.topology_aware_workload_scheduling,
         )
         evicted: dict[str, list[str]] = {}
         for member_key, evictions in cycle.victims.items():

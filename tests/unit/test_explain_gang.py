@@ -312,12 +312,12 @@ def test_cli_explain_without_the_gates(monkeypatch, capsys, tmp_path) -> None:
 
 
 def test_cli_explain_refuses_a_gate_it_does_not_implement(monkeypatch, capsys, tmp_path) -> None:
-    gates = "GenericWorkload=true,TopologyAwareWorkloadScheduling=true"
+    gates = "GenericWorkload=true,GangScheduling=true,WorkloadAwarePreemption=true"
     code, _, err = _cli(
         monkeypatch, capsys, tmp_path, _stuck_gang(), "w0", "--feature-gates", gates
     )
     assert code == 2 and err.count("\n") == 1
-    assert "TopologyAwareWorkloadScheduling: not implemented" in err
+    assert "WorkloadAwarePreemption: not implemented" in err
 
 
 def test_a_member_that_needs_preemption_and_the_group_that_waits_for_it() -> None:
@@ -348,3 +348,22 @@ def test_a_member_that_needs_preemption_and_the_group_that_waits_for_it() -> Non
         ("default/m0", "a", []),
         ("default/m1", "b", ["default/low"]),
     ]
+
+
+def test_topology_aware_placements_reach_the_cycle(monkeypatch, capsys, tmp_path) -> None:
+    """TopologyAwareWorkloadScheduling: the cycle is the scheduler's placement algorithm (one
+    placement here: the PodGroup names no topology), in explain and in simulate."""
+    gates = GATES + ",TopologyAwareWorkloadScheduling=true"
+    code, out, _ = _cli(
+        monkeypatch, capsys, tmp_path, _stuck_gang(), "podgroup/g", "--feature-gates", gates,
+        "-o", "json",
+    )  # fmt: skip
+    group = json.loads(out)["podGroup"]
+    assert code == 0 and group["verdict"] == "Unschedulable"
+    assert group["message"].startswith("0/1 placements are available")
+    features = Features.parse(gates)
+    cluster = Cluster(nodes=[node("a", cpu="2")]).add(pod_group("g", 2))
+    sim = Simulation(framework(cluster, features), cluster, features=features)
+    placements = sim.run([member(f"w{i}", "g", cpu="1500m") for i in range(2)])
+    assert [p.node for p in placements] == ["", ""]
+    assert placements[0].group_message.startswith("0/1 placements are available")
