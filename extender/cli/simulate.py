@@ -5,7 +5,9 @@
 ResourceClaims; multi-document
 YAML, or a directory of such files); ``--pods FILE`` (pods, or Deployments, StatefulSets,
 Jobs, ReplicaSets expanded to their pods) are scheduled in queue order as ``kube-extender
-run`` would; ``--max PODSPEC`` answers how many more replicas of a pod fit.
+run`` would; ``--max PODSPEC`` answers how many more replicas of a pod fit. With
+``--feature-gates GenericWorkload=true,GangScheduling=true`` pods of a PodGroup are placed as
+whole gangs, and ``--max`` with a PodGroup counts whole gangs.
 """
 
 from __future__ import annotations
@@ -21,8 +23,9 @@ from typing import Any
 
 from tqdm import tqdm
 
+from extender.cli.common import add_feature_gates_flag
 from extender.config import ConfigError, load
-from extender.explain import render
+from extender.explain import gang, render
 from extender.explain.cluster import (
     InputError,
     dry_run_framework,
@@ -30,8 +33,17 @@ from extender.explain.cluster import (
     load_objects,
     profile_for_pods,
 )
-from extender.explain.simulate import Simulation, expand, placements_dict, utilisation
-from extender.offline import apiserver_defaults
+from extender.explain.simulate import (
+    GangMax,
+    Simulation,
+    expand,
+    max_gangs,
+    placements_dict,
+    utilisation,
+)
+from extender.framework.features import Features
+from extender.framework.podgroups import PODGROUPS, gang_min_count, pod_group_name
+from extender.offline import Cluster, apiserver_defaults
 
 PROG = "kube-extender simulate"
 
@@ -46,6 +58,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--profile", help="profile (default: each pod's schedulerName)")
     p.add_argument("-o", "--output", choices=("table", "json", "yaml", "html"), default="table")
     p.add_argument("--seed", type=int, default=0, help="tie-breaking RNG seed")
+    add_feature_gates_flag(p)
     return p
 
 
@@ -73,7 +86,7 @@ def main(argv: list[str]) -> int:
     if not args.pods and not args.max:
         p.error("give --pods FILE, --max PODSPEC, or both")
     try:
-        config = load(args.config) if args.config else None
+        config = load(args.config, features=args.feature_gates) if args.config else None
         return _simulate(args, config)
     except (InputError, ConfigError) as exc:
         print(f"{PROG}: {exc}", file=sys.stderr)
@@ -83,30 +96,89 @@ def main(argv: list[str]) -> int:
 # Kinds a --pods or --max file may bring along for its pods (a ResourceClaimTemplate next to
 # the Deployment that names it): added to the simulated cluster.
 DRA_KINDS = ("ResourceClaimTemplate", "ResourceClaim", "DeviceClass", "ResourceSlice")
+# And the PodGroups its pods name (scheduling.k8s.io/v1alpha2; scheduler-plugins'
+# scheduling.x-k8s.io ones join the cluster too, for Coscheduling).
+GROUP_KINDS = ("PodGroup",)
+
+
+def is_workload_pod_group(obj: dict) -> bool:
+    """A PodGroup of the workload API (``scheduling.k8s.io``), what gangs are made of."""
+    return obj.get("kind") == "PodGroup" and (obj.get("apiVersion") or "").startswith(
+        "scheduling.k8s.io/"
+    )
+
+
+def _gang_template(
+    source: str, objects: list[dict], pods: list[dict], cluster: Cluster
+) -> tuple[dict, list[dict]] | None:
+    """The gang ``--max`` copies: the file's PodGroup (or the dump's, named by its pods) and
+    its members (every pod of the file; a lone pod is repeated up to ``minCount``); ``None``
+    when the file names no pod group."""
+    groups = [o for o in objects if is_workload_pod_group(o)]
+    named = sorted({n for n in (pod_group_name(p) for p in pods) if n})
+    if not groups and not named:
+        return None
+    if len(groups) > 1 or len(named) > 1:
+        raise InputError(f"{source}: --max counts one gang: give one PodGroup and its pods")
+    if groups:
+        pod_group = groups[0]
+    else:
+        namespace = (pods[0].get("metadata") or {}).get("namespace") or "default"
+        found = cluster.lister(PODGROUPS).get(namespace, named[0])
+        if found is None:
+            raise InputError(
+                f"{source}: the pods name pod group {named[0]!r}, which is neither in the file "
+                "nor in the dump: give its PodGroup (scheduling.k8s.io/v1alpha2)"
+            )
+        pod_group = found
+    members = pods
+    if len(members) == 1:
+        members = members * max(1, gang_min_count(pod_group) or 1)
+    return pod_group, members
 
 
 def _simulate(args: argparse.Namespace, config: Any) -> int:
+    features: Features = args.feature_gates
     cluster = load_dump(args.cluster)
     given = load_objects(args.pods) if args.pods else []
+    pod_objects = list(given)
     pods = expand(given, args.seed) if args.pods else []
     template = None
+    gang_template = None
     if args.max:
         max_objects = load_objects(args.max)
         given += max_objects
         found = [o for o in max_objects if o.get("kind") == "Pod"]
-        found += expand([o for o in max_objects if o.get("kind") != "Pod"])[:1]
+        controllers = expand([o for o in max_objects if o.get("kind") != "Pod"])
+        found += controllers if features.generic_workload else controllers[:1]
         if not found:
             raise InputError(f"{args.max}: no Pod (or controller template) in the file")
         template = apiserver_defaults(found[0])
+        if features.generic_workload:
+            gang_template = _gang_template(
+                args.max, max_objects, [apiserver_defaults(p) for p in found], cluster
+            )
+        elif any(is_workload_pod_group(o) for o in max_objects) or pod_group_name(template):
+            raise InputError(f"{args.max}: a pod group: {gang.ERR_NEEDS_GENERIC_WORKLOAD}")
     for obj in given:
         if obj.get("kind") in DRA_KINDS:
             cluster.add(obj)
+    # The --pods file's PodGroups join the cluster; the --max file's is copied per gang.
+    for obj in pod_objects:
+        if obj.get("kind") in GROUP_KINDS:
+            cluster.add(obj)
     config, profile, notes = profile_for_pods(
-        config, pods + ([template] if template else []), args.profile
+        config, pods + ([template] if template else []), args.profile, features
     )
+    if not features.generic_workload and any(pod_group_name(p) for p in pods):
+        notes.append(
+            "some pods name a pod group (spec.schedulingGroup): placed one by one, as a "
+            "scheduler without the feature gates places them; --feature-gates "
+            "GenericWorkload=true,GangScheduling=true places them as whole gangs"
+        )
     name = profile.scheduler_name
     fwk = dry_run_framework(config, profile, cluster, args.seed)
-    sim = Simulation(fwk, cluster, args.seed)
+    sim = Simulation(fwk, cluster, args.seed, features)
     before = utilisation(sim.snapshot)
     report: dict[str, Any] = {"version": 1, "kind": "Simulation", "profile": name}
     report["extenders"] = extenders_not_called(config)
@@ -123,7 +195,11 @@ def _simulate(args: argparse.Namespace, config: Any) -> int:
     with _progress("scheduling", quiet) as progress:
         placements = sim.run(pods, progress) if pods else []
     report["placements"] = placements_dict(placements)
-    if template is not None:
+    if gang_template is not None:
+        with _progress("gangs", quiet) as progress:
+            result = max_gangs(sim, *gang_template, args.limit, progress)
+        report["max"] = gang_max_dict(gang_template[0], gang_template[1], result)
+    elif template is not None:
         with _progress("replicas", quiet) as progress:
             count, why, per_node = sim.max_replicas(template, args.limit, progress)
         report["max"] = {
@@ -144,6 +220,31 @@ def _simulate(args: argparse.Namespace, config: Any) -> int:
     else:
         sys.stdout.write(table(report))
     return 0
+
+
+def gang_max_dict(pod_group: dict, members: list[dict], result: GangMax) -> dict[str, Any]:
+    """``max`` for a gang: the replica keys (pods placed) and the gang's own."""
+    why = result.why
+    stopped = why.fit_error if why is not None and why.fit_error else None
+    return {
+        "pod": (members[0].get("metadata") or {}).get("name"),
+        "podGroup": (pod_group.get("metadata") or {}).get("name"),
+        "gangSize": result.size,
+        "minCount": result.min_count,
+        "gangs": result.gangs,
+        "replicas": result.pods,
+        "perNode": dict(sorted(result.per_node.items())),
+        "stoppedBy": stopped or result.stopped_message or None,
+        "stoppedByGroup": {
+            "verdict": result.stopped_verdict,
+            "message": result.stopped_message,
+            "blocking": result.blocking or None,
+        }
+        if result.stopped_verdict
+        else None,
+        "stoppedByPlugins": stopped_by_plugins(why),
+        "stoppedByDetail": stopped_by_detail(why),
+    }
 
 
 def stopped_by_plugins(why: Any) -> dict[str, int]:
@@ -194,11 +295,27 @@ def table(report: dict[str, Any]) -> str:
             if p["victims"]:
                 out += render._wrap("preempts " + ", ".join(p["victims"]), "    ")
             if not p["node"]:
-                out += render._wrap(p.get("fitError") or p.get("error") or "", "    ")
+                if p.get("fitError") or p.get("error"):
+                    out += render._wrap(p.get("fitError") or p.get("error") or "", "    ")
+                if p.get("podGroup"):
+                    out += render._wrap(_gang_line(p), "    ")
     if "max" in report:
         m = report["max"]
         out.append("")
-        out.append(f"{m['replicas']} more replicas of {m['pod']} fit")
+        if "gangs" in m:
+            quorum = f", minCount {m['minCount']}" if m["minCount"] is not None else ""
+            out += render._wrap(
+                f"{m['gangs']} more gangs of {m['podGroup']} ({m['gangSize']} pods{quorum}) "
+                f"fit ({m['replicas']} pods)",
+                "",
+            )
+            group = m.get("stoppedByGroup")
+            if group and group["message"] and group["message"] != m["stoppedBy"]:
+                out += render._wrap(f"the next gang: {group['message']}", "  ")
+            if group and group["blocking"]:
+                out += render._wrap(f"blocked by its member {group['blocking']}", "  ")
+        else:
+            out.append(f"{m['replicas']} more replicas of {m['pod']} fit")
         if m["stoppedBy"]:
             out += render._wrap(f"the next one: {m['stoppedBy']}", "  ")
         if m.get("stoppedByPlugins"):
@@ -219,6 +336,27 @@ def table(report: dict[str, Any]) -> str:
         after = report["utilisation"]["after"][resource]
         out.append(f"  {resource:<10} {before['percent']:>7}% {after['percent']:>7}%")
     return "\n".join(out) + "\n"
+
+
+_OUTCOMES = {
+    gang.FITS: "fits, waits at Permit for its gang's quorum",
+    gang.NEEDS_PREEMPTION: "fits after preemption",
+    gang.NOT_TRIED: "not tried",
+}
+
+
+def _gang_line(p: dict[str, Any]) -> str:
+    """Why a gang member was not placed, as to its group."""
+    group, verdict, message = p["podGroup"], p["groupVerdict"], p["groupMessage"]
+    if verdict == gang.SCHEDULABLE:
+        return f"pod group {group} is schedulable without it"
+    if verdict == gang.ALL_GATED:
+        return f"pod group {group}: not tried: {message}"
+    what = _OUTCOMES.get(p["outcome"], "")
+    said = f" ({message})" if message else ""
+    return (
+        f"{what + '; ' if what else ''}pod group {group}: {verdict}{said}, none of its pods placed"
+    )
 
 
 HTML_STYLE = """
@@ -251,7 +389,8 @@ def to_html(report: dict[str, Any], explanations: list[dict[str, Any]]) -> str:
         parts.append(
             f"<tr class='row {cls}'><td>{e(p['pod'])}</td><td>{e(p['node'] or '-')}</td>"
             f"<td>{p['priority']}</td><td>{e(', '.join(p['victims']))}</td>"
-            f"<td>{e(p.get('fitError') or '')}</td></tr>"
+            f"<td>{e(p.get('fitError') or (_gang_line(p) if p.get('podGroup') else ''))}</td>"
+            "</tr>"
         )
     parts.append("</table>")
     if "max" in report:

@@ -5,6 +5,8 @@
 * :mod:`.render`   the stable JSON/YAML shape (``docs/explain.md``), the 80-column table.
 * :mod:`.cluster`  reading a cluster once (live, read-only) or from a dump.
 * :mod:`.simulate` offline what-if: schedule new pods into a dumped cluster.
+* :mod:`.gang`     pod groups (gangs): the scheduler's pod group cycle, the quorum, the member
+  that blocks it (feature gates GenericWorkload, GangScheduling).
 """
 
 from .engine import SCHEMA_VERSION, Explainer, Explanation, NodeVerdict, PreemptionOutcome

@@ -18,6 +18,7 @@ import yaml
 
 from extender.config import DEFAULT_SCHEDULER_NAME, SchedulerConfig
 from extender.config.loader import default_config
+from extender.framework.features import DEFAULT_FEATURES, Features
 from extender.framework.handle import (
     CACHE_KINDS,
     DEVICE_CLASSES,
@@ -26,6 +27,7 @@ from extender.framework.handle import (
     Kind,
     Services,
 )
+from extender.framework.podgroups import PODGROUPS
 from extender.framework.profile import Profile
 from extender.framework.registry import kinds_read
 from extender.framework.runtime import Framework
@@ -51,6 +53,7 @@ OBJECT_KINDS: dict[Kind, str] = {
     DEVICE_CLASSES: "DeviceClass",
     RESOURCE_SLICES: "ResourceSlice",
     RESOURCE_CLAIMS: "ResourceClaim",
+    PODGROUPS: "PodGroup",
 }
 
 
@@ -163,13 +166,16 @@ def _profiles_of(config: SchedulerConfig | None) -> str:
     return f"the config's profiles: {names}"
 
 
-def pick_profile(config: SchedulerConfig | None, name: str) -> tuple[SchedulerConfig, Profile]:
+def pick_profile(
+    config: SchedulerConfig | None, name: str, features: Features = DEFAULT_FEATURES
+) -> tuple[SchedulerConfig, Profile]:
     """The profile named ``name``; without a config, the default profile, which is named
-    ``default-scheduler`` (any other name is unknown, as to kube-scheduler's defaults)."""
+    ``default-scheduler`` (any other name is unknown, as to kube-scheduler's defaults), under
+    ``features`` (the feature gates: GangScheduling adds its plugin to the defaults)."""
     if name not in known_profiles(config):
         raise InputError(f"unknown profile {name!r} ({_profiles_of(config)})")
     if config is None:
-        config = default_config(name)
+        config = default_config(name, features)
     for profile in config.profiles:
         if profile.scheduler_name == name:
             return config, profile
@@ -177,7 +183,10 @@ def pick_profile(config: SchedulerConfig | None, name: str) -> tuple[SchedulerCo
 
 
 def profile_for_pods(
-    config: SchedulerConfig | None, pods: list[dict], given: str | None
+    config: SchedulerConfig | None,
+    pods: list[dict],
+    given: str | None,
+    features: Features = DEFAULT_FEATURES,
 ) -> tuple[SchedulerConfig, Profile, list[str]]:
     """The profile to run ``pods`` with and the notes to show: ``given`` (``--profile``), else
     the pods' ``schedulerName``. A pod whose schedulerName no profile has is never scheduled
@@ -202,7 +211,7 @@ def profile_for_pods(
                 "one profile's pods at a time"
             )
         given = names[0]
-    config, profile = pick_profile(config, given)
+    config, profile = pick_profile(config, given, features)
     notes = [
         f"{_pods_naming(pods, n)} spec.schedulerName {n!r} names no profile "
         f"({profiles}), so no scheduler with this configuration schedules it; "

@@ -4,11 +4,15 @@
 from __future__ import annotations
 
 import json
+import textwrap
 from collections import defaultdict
 from typing import Any
 
 import yaml
 
+from extender.framework.pod_info import pod_priority
+
+from . import gang
 from .engine import KIND, SCHEMA_VERSION, Explanation, ExtenderReport, NodeVerdict, code_name
 
 WIDTH = 80
@@ -274,3 +278,157 @@ def _node_detail(ex: Explanation, name: str) -> list[str]:
             f"  {_cut(plugin, 34):<34} {raw:>8} {s.normalized:>6} {weight:>6} {s.weighted:>6}"
         )
     return lines
+
+
+# -- pod groups (gangs) ------------------------------------------------------------------------
+
+POD_GROUP_KIND = "PodGroupExplanation"
+
+
+def member_dict(member: gang.Member) -> dict[str, Any]:
+    return {
+        "pod": member.key,
+        "priority": pod_priority(member.pod),
+        "state": member.state,
+        "node": member.node or None,
+        "outcome": member.outcome,
+        "plugin": member.plugin or None,
+        "message": member.message,
+        "reasonCounts": dict(member.reasons),
+        "victims": list(member.victims),
+    }
+
+
+def pod_group_dict(cycle: gang.GangCycle) -> dict[str, Any]:
+    """A pod group's quorum and its cycle (``docs/explain.md``, "Gangs")."""
+    blocking = cycle.blocking
+    return {
+        "namespace": cycle.namespace,
+        "name": cycle.name,
+        "exists": cycle.pod_group is not None,
+        "policy": cycle.policy,
+        "minCount": cycle.min_count,
+        "verdict": cycle.verdict,
+        "message": cycle.message,
+        "quorum": {
+            "minCount": cycle.min_count,
+            "bound": cycle.count(gang.BOUND),
+            "waiting": cycle.count(gang.WAITING),
+            "pending": cycle.count(gang.PENDING),
+            "met": cycle.quorum_met,
+        },
+        "fitInCycle": cycle.fit_in_cycle,
+        "placeableNow": cycle.placeable_now,
+        "shortBy": cycle.short_by,
+        "blocking": (
+            {
+                "pod": blocking.key,
+                "outcome": blocking.outcome,
+                "plugin": blocking.plugin or None,
+                "message": blocking.message,
+                "reasonCounts": dict(blocking.reasons),
+            }
+            if blocking is not None
+            else None
+        ),
+        "members": [member_dict(m) for m in cycle.members],
+        "podGroupScheduled": gang.pod_group_condition(cycle.pod_group),
+    }
+
+
+def pod_group_document(cycle: gang.GangCycle, focus: Explanation | None) -> dict[str, Any]:
+    """``explain podgroup/NAME``: the group, and the explanation of the member it shows."""
+    return {
+        "version": SCHEMA_VERSION,
+        "kind": POD_GROUP_KIND,
+        "podGroup": pod_group_dict(cycle),
+        "explanation": to_dict(focus) if focus is not None else None,
+    }
+
+
+_OUTCOME_WORDS = {
+    gang.PLACED: "would be bound",
+    gang.FITS: "fits, waits at Permit",
+    gang.NEEDS_PREEMPTION: "fits after preemption",
+    gang.UNSCHEDULABLE: "no node",
+    gang.ERROR: "error",
+    gang.GATED: "gated",
+    gang.NOT_TRIED: "not tried",
+}
+
+
+def _member_outcome(member: gang.Member) -> str:
+    if member.state == gang.BOUND:
+        return "-"
+    if member.state == gang.WAITING:
+        return "waits at Permit (assumed)"
+    words = _OUTCOME_WORDS.get(member.outcome, member.outcome)
+    if member.outcome == gang.UNSCHEDULABLE and member.reasons:
+        words += ": " + ", ".join(f"{n} {reason}" for reason, n in member.reasons.items())
+    elif member.outcome in (gang.GATED, gang.ERROR) and member.message:
+        words += f": {member.plugin + ': ' if member.plugin else ''}{member.message}"
+    elif member.outcome == gang.NEEDS_PREEMPTION and member.victims:
+        words += " of " + ", ".join(member.victims)
+    return words
+
+
+def pod_group_lines(cycle: gang.GangCycle, *, members: int = 20) -> list[str]:
+    """The group's quorum, verdict, blocker and members, 80 columns."""
+    out: list[str] = []
+    if cycle.pod_group is None:
+        policy = "PodGroup not found"
+    elif cycle.min_count is None:
+        policy = "Basic"
+    else:
+        policy = f"Gang, minCount {cycle.min_count}"
+    total = len(cycle.members)
+    out += _wrap(
+        f"Pod group {cycle.namespace}/{cycle.name} ({policy}, {total} member"
+        f"{'s' if total != 1 else ''}): {cycle.verdict}",
+        "",
+    )
+    bound, waiting = cycle.count(gang.BOUND), cycle.count(gang.WAITING)
+    quorum = f"Quorum: {bound} bound + {waiting} waiting"
+    if cycle.min_count is not None:
+        quorum += f" of minCount {cycle.min_count} ({'met' if cycle.quorum_met else 'not met'})"
+    quorum += (
+        f"; {cycle.count(gang.PENDING)} pending, {cycle.fit_in_cycle} fit in this cycle, "
+        f"{cycle.placeable_now} could be placed now"
+    )
+    out += _wrap(quorum, "")
+    if cycle.message:
+        out += _wrap(cycle.message, "")
+    if cycle.short_by and cycle.result is not None:
+        out += _wrap(
+            f"The quorum is {cycle.short_by} member{'s' if cycle.short_by != 1 else ''} short: "
+            f"{cycle.min_count} needed, {cycle.min_count - cycle.short_by} bound, waiting or "
+            "fitting",
+            "",
+        )
+    blocking = cycle.blocking
+    if blocking is not None:
+        out += _wrap(f"Blocked by {blocking.key}: {_member_outcome(blocking)}", "")
+    out.append("")
+    out.append(f"  {'MEMBER':<28} {'STATE':<8} {'NODE':<12} OUTCOME")
+    indent = " " * 53
+    for member in cycle.members[:members]:
+        head = f"  {_cut(member.key, 28):<28} {member.state:<8} {_cut(member.node or '-', 12):<12} "
+        lines = textwrap.wrap(_member_outcome(member), WIDTH - len(indent)) or ["-"]
+        out.append(head + lines[0])
+        out += [indent + "  " + line for line in lines[1:]]
+    if len(cycle.members) > members:
+        out.append(f"  ... {len(cycle.members) - members} more (-o json)")
+    return out
+
+
+def gang_table(
+    cycle: gang.GangCycle, focus: Explanation | None, focus_title: str = "", **options: Any
+) -> str:
+    """The group, then ``focus`` (one member's per-node explanation) as :func:`table`."""
+    out = pod_group_lines(cycle)
+    if focus is not None:
+        out.append("")
+        if focus_title:
+            out += _wrap(focus_title, "")
+        return "\n".join(out) + "\n" + table(focus, **options)
+    return "\n".join(out) + "\n"

@@ -5,6 +5,12 @@ Queue order is PrioritySort's (priority, then the order given); each pod goes th
 snapshot that is updated in place: a placed pod is *assumed* into its NodeInfo (no rebuild),
 a preemption (dry run through PostFilter) evicts its victims from the simulated state and the
 pod is tried again. A pod that fits nowhere gets an :class:`Explanation` (why not).
+
+With the feature gate GenericWorkload, the pods of a PodGroup (``spec.schedulingGroup``) are
+placed **whole**: at the queue position of the group's first pod, the group's pods go through
+one pod group cycle (:func:`extender.explain.gang.run_cycle`, the scheduler's
+:class:`~extender.framework.schedule_podgroup.PodGroupAlgorithm`); when the group is not
+schedulable (GangScheduling: fewer than ``minCount`` fit) none of them is placed.
 """
 
 from __future__ import annotations
@@ -17,12 +23,20 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from extender.framework.cycle_state import CycleState
-from extender.framework.pod_info import pod_priority
+from extender.framework.features import DEFAULT_FEATURES, Features
+from extender.framework.pod_info import pod_key, pod_priority
+from extender.framework.podgroups import (
+    PODGROUPS,
+    PodGroupStates,
+    gang_min_count,
+    pod_group_key,
+)
 from extender.framework.runtime import Framework
 from extender.framework.schedule import FitError, SchedulingAlgorithm, SchedulingError
 from extender.framework.snapshot import Snapshot
 from extender.offline import Cluster, apiserver_defaults
 
+from . import gang
 from .engine import Explainer, Explanation
 from .simulate_dra import ClaimWorld
 
@@ -135,6 +149,12 @@ class Placement:
     feasible: int = 0
     victims: list[str] = field(default_factory=list)
     why_not: Explanation | None = None
+    # A member of a pod group: ``ns/name`` of the group, its verdict and message (why a
+    # member that fits was not placed: its group's quorum was not met).
+    group: str = ""
+    group_verdict: str = ""
+    group_message: str = ""
+    outcome: str = ""
 
     @property
     def key(self) -> str:
@@ -166,14 +186,30 @@ def utilisation(snapshot: Snapshot) -> dict[str, dict[str, float]]:
 
 
 class Simulation:
-    def __init__(self, fwk: Framework, cluster: Cluster, seed: int = 0) -> None:
+    def __init__(
+        self, fwk: Framework, cluster: Cluster, seed: int = 0, features: Features = DEFAULT_FEATURES
+    ) -> None:
         self.fwk = fwk
         self.cluster = cluster
+        self.seed = seed
         self.snapshot = cluster.snapshot()
         self.algorithm = SchedulingAlgorithm(rng=random.Random(seed))
         self.explainer = Explainer(fwk)
         # ResourceClaims: created from templates, allocated as pods are placed.
         self.claims = ClaimWorld(cluster, fwk, seed)
+        # GenericWorkload: the pod groups' members (what GangScheduling reads); the dump's
+        # waiting members (pending with a nominatedNodeName) count on their nodes.
+        self.features = features
+        self.states: PodGroupStates | None = None
+        if features.generic_workload:
+            self.states = gang.load_states(fwk, cluster.pods)
+            for pod in cluster.pods:
+                if pod_group_key(pod) is not None and gang.member_state(pod) == gang.WAITING:
+                    waiting = gang.as_waiting(pod)
+                    info = self.snapshot.node_info_map.get(waiting["spec"]["nodeName"])
+                    if info is not None:
+                        info.add_pod(waiting)
+                        self.snapshot.refresh(info)
 
     def assume(self, pod: dict, node: str) -> None:
         """The pod on ``node`` in the snapshot (in place, as the cache assumes it)."""
@@ -182,12 +218,18 @@ class Simulation:
         info.add_pod(placed)
         self.snapshot.refresh(info)
         self.cluster.pods.append(placed)
+        if self.states is not None:
+            self.states.add_pod(placed)
 
     def evict(self, node: str, namespace: str, name: str, uid: str = "") -> None:
         info = self.snapshot.node_info_map[node]
         info.remove_pod(uid or f"{namespace}/{name}")
         self.snapshot.refresh(info)
         self.claims.release(namespace, name, uid)
+        if self.states is not None:
+            for pod in self.cluster.pods:
+                if pod_key(pod) == (uid or f"{namespace}/{name}"):
+                    self.states.remove_pod(pod)
         self.cluster.pods[:] = [
             p
             for p in self.cluster.pods
@@ -235,11 +277,99 @@ class Simulation:
         self, pods: list[dict], progress: Callable[[int, int], None] | None = None
     ) -> list[Placement]:
         order = sorted(range(len(pods)), key=lambda i: (-pod_priority(pods[i]), i))
-        placements = []
-        for done, i in enumerate(order):
-            placements.append(self.place(pods[i]))
+        groups: dict[tuple[str, str], list[dict]] = {}
+        if self.states is not None:
+            for i in order:
+                key = pod_group_key(pods[i])
+                if key is not None:
+                    groups.setdefault(key, []).append(pods[i])
+                    self.states.add_pod(pods[i])  # every member exists before any is tried
+        placements: list[Placement] = []
+        done = 0
+        grouped = bool(groups)
+        for i in order:
+            key = pod_group_key(pods[i]) if grouped else None
+            if key is None:
+                placements.append(self.place(pods[i]))
+            elif key in groups:
+                placements += self.place_group(key, groups.pop(key))
+            else:
+                continue  # placed with its group
+            done = len(placements)
             if progress is not None:
-                progress(done + 1, len(order))
+                progress(done, len(order))
+        return placements
+
+    def place_group(
+        self, key: tuple[str, str], pods: list[dict], *, preempt: bool = True
+    ) -> list[Placement]:
+        """One pod group cycle for ``pods`` (the group's new pods, in queue order): all of
+        them placed when the group is schedulable, none otherwise. Preemption: a member's
+        PostFilter victims are evicted (as the scheduler's PostFilter deletes them, whether
+        or not the group then goes), and a group waiting on preemption is tried once more."""
+        assert self.states is not None
+        pods = [self.claims.with_claims(p) for p in pods]
+        cycle = gang.run_cycle(
+            self.fwk,
+            key,
+            [*self.cluster.pods, *pods],
+            self.snapshot,
+            preemption=preempt,
+            seed=self.seed,
+            states=self.states,
+            order=pods,
+            add_waiting=False,
+            placements=self.features.topology_aware_workload_scheduling,
+        )
+        evicted: dict[str, list[str]] = {}
+        for member_key, evictions in cycle.victims.items():
+            member = next((m for m in cycle.members if pod_key(m.pod) == member_key), None)
+            node = member.node if member is not None else ""
+            for victim in evictions:
+                if node:
+                    self.evict(node, victim.namespace, victim.name, victim.uid)
+            evicted[member_key] = [f"{v.namespace}/{v.name}" for v in evictions]
+        if preempt and cycle.verdict == gang.WAITING_ON_PREEMPTION:
+            placements = self.place_group(key, pods, preempt=False)
+            for placement in placements:
+                placement.victims = evicted.get(pod_key(placement.pod), [])
+            return placements
+        placements = []
+        schedulable = cycle.verdict == gang.SCHEDULABLE
+        results = {pod_key(r.info.pod): r for r in (cycle.result.results if cycle.result else ())}
+        group = f"{key[0]}/{key[1]}"
+        for pod in pods:
+            member = cycle.member(gang.pod_name(pod))
+            assert member is not None
+            placement = Placement(
+                pod,
+                group=group,
+                group_verdict=cycle.verdict,
+                group_message=cycle.message,
+                outcome=member.outcome,
+                victims=evicted.get(pod_key(pod), []),
+            )
+            placements.append(placement)
+            if schedulable and member.outcome == gang.PLACED:
+                pod_result = results[pod_key(pod)]
+                refused = self.claims.reserve(pod_result.state, pod, member.node)
+                if refused is not None:
+                    placement.why_not = Explanation(
+                        pod={}, profile=self.fwk.profile_name, num_nodes=0
+                    )
+                    placement.why_not.error = refused
+                    continue
+                placement.node = member.node
+                self.assume(pod, member.node)
+            elif member.outcome in (gang.UNSCHEDULABLE, gang.ERROR):
+                if member.outcome == gang.ERROR:
+                    placement.why_not = Explanation(
+                        pod={}, profile=self.fwk.profile_name, num_nodes=0
+                    )
+                    placement.why_not.error = member.message
+                    continue
+                explainer = Explainer(self.fwk, preemption=False)
+                placement.why_not = explainer.explain(pod, cycle.snapshot_at(member))
         return placements
 
     def max_replicas(
@@ -267,6 +397,80 @@ class Simulation:
         return limit, None, per_node
 
 
+@dataclass
+class GangMax:
+    """``--max`` for a gang: how many more copies of a whole PodGroup fit."""
+
+    gangs: int = 0
+    pods: int = 0  # members placed (all of each gang's, or at least its quorum)
+    size: int = 0
+    min_count: int | None = None
+    per_node: dict[str, int] = field(default_factory=dict)
+    # The next copy, which did not fit: its group's verdict and message, and the
+    # explanation of its member no node fits (None: every member fit, the quorum did not).
+    stopped_verdict: str = ""
+    stopped_message: str = ""
+    blocking: str = ""
+    why: Explanation | None = None
+
+
+def gang_copy(pod_group: dict, members: list[dict], i: int) -> tuple[dict, list[dict]]:
+    """Copy ``i`` of a PodGroup and its members: ``<group>-<i>`` and ``<group>-<i>-<j>``."""
+    group = copy.deepcopy(pod_group)
+    meta = group.setdefault("metadata", {})
+    base = meta.get("name") or "gang"
+    namespace = meta.setdefault("namespace", "default")
+    name = f"{base}-{i}"
+    meta["name"] = name
+    meta["uid"] = f"uid-max-{namespace}-{name}"
+    group.pop("status", None)
+    pods = []
+    for j, member in enumerate(members):
+        pod = copy.deepcopy(member)
+        pmeta = pod.setdefault("metadata", {})
+        pmeta["name"] = f"{name}-{j}"
+        pmeta["namespace"] = namespace
+        pmeta["uid"] = f"uid-max-{namespace}-{name}-{j}"
+        spec = pod.setdefault("spec", {})
+        spec["schedulingGroup"] = {**(spec.get("schedulingGroup") or {}), "podGroupName": name}
+        pods.append(pod)
+    return group, pods
+
+
+def max_gangs(
+    sim: Simulation,
+    pod_group: dict,
+    members: list[dict],
+    limit: int = 100_000,
+    progress: Callable[[int, int], None] | None = None,
+) -> GangMax:
+    """How many more copies of the gang (``pod_group`` and ``members``) fit, whole, without
+    preemption: copy after copy goes through the pod group cycle until one is not placed."""
+    out = GangMax(size=len(members), min_count=gang_min_count(pod_group))
+    for i in range(limit):
+        group, pods = gang_copy(pod_group, members, i)
+        sim.cluster.add(group)
+        placements = sim.run(pods) if sim.states is not None else []
+        placed = [p for p in placements if p.node]
+        verdict = placements[0].group_verdict if placements else ""
+        if verdict != gang.SCHEDULABLE or not placed:
+            out.stopped_verdict = verdict
+            out.stopped_message = placements[0].group_message if placements else ""
+            stuck = next((p for p in placements if p.why_not is not None), None)
+            if stuck is not None:
+                out.blocking = stuck.key
+                out.why = stuck.why_not
+            sim.cluster.objects[PODGROUPS.name].remove(group)
+            return out
+        out.gangs += 1
+        out.pods += len(placed)
+        for p in placed:
+            out.per_node[p.node] = out.per_node.get(p.node, 0) + 1
+        if progress is not None:
+            progress(i + 1, 0)
+    return out
+
+
 def placements_dict(placements: list[Placement]) -> list[dict[str, Any]]:
     out = []
     for p in placements:
@@ -277,6 +481,11 @@ def placements_dict(placements: list[Placement]) -> list[dict[str, Any]]:
             "feasibleNodes": p.feasible,
             "victims": p.victims,
         }
+        if p.group:
+            entry["podGroup"] = p.group
+            entry["outcome"] = p.outcome
+            entry["groupVerdict"] = p.group_verdict
+            entry["groupMessage"] = p.group_message
         if p.why_not is not None:
             entry["fitError"] = p.why_not.fit_error
             entry["error"] = p.why_not.error

@@ -158,7 +158,8 @@ class Cluster:
         """What ``handle.lister(kind)`` answers; pods come from ``pods``."""
         if kind.name == PODS.name:
             return _ObjectLister(self.pods)
-        return _ObjectLister(self.objects.get(kind.name, []))
+        # The kind's own list, kept: objects added later (simulate's PodGroups) are seen.
+        return _ObjectLister(self.objects.setdefault(kind.name, []))
 
     def namespace_labels(self, namespace: str) -> dict | None:
         found = self.lister(NAMESPACES).get("", namespace)

@@ -6,14 +6,25 @@ from __future__ import annotations
 
 import json
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 
+import pytest
 import yaml
 
 from extender.config import load
-from extender.controlplane import kube_extender
+from extender.controlplane import (
+    WORKLOAD_RUNTIME_CONFIG,
+    ControlPlane,
+    apiserver_args,
+    feature_gates_value,
+    kube_extender,
+    running,
+)
 from extender.framework.handle import CACHE_KINDS
 from extender.framework.registry import kinds_read
+from extender.kube import api_client
+from extender.scenario.kube import Kube
 
 from .harness import Standalone, standalone_config, wait_until
 
@@ -129,3 +140,91 @@ def test_simulate_of_a_dump_agrees_with_run(kube, control_plane, processes, tmp_
             assert sim["fitError"] == live[name]["fitError"]
     # The run's message for the pod that does not fit is the same diagnosis.
     assert kube.why_pending("nofit").startswith(live["nofit"]["fitError"].split(". ", 1)[0])
+
+
+# -- gangs -------------------------------------------------------------------------------------
+
+GANG_GATES = {"GenericWorkload": True, "GangScheduling": True}
+GANG_GATES_FLAG = feature_gates_value(GANG_GATES)
+
+
+@pytest.fixture(scope="module")
+def gated_plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlPlane]:
+    """A control plane serving PodGroups (scheduling.k8s.io/v1alpha2) with the gang gates."""
+    args = apiserver_args(GANG_GATES, WORKLOAD_RUNTIME_CONFIG)
+    with running(tmp_path_factory.mktemp("gang-plane"), args) as cp:
+        yield cp
+
+
+def _pod_group(kube: Kube, name: str, min_count: int) -> None:
+    body = {
+        "apiVersion": "scheduling.k8s.io/v1alpha2",
+        "kind": "PodGroup",
+        "metadata": {"name": name, "namespace": kube.namespace},
+        "spec": {"schedulingPolicy": {"gang": {"minCount": min_count}}},
+    }
+    kube.create(f"/apis/scheduling.k8s.io/v1alpha2/namespaces/{kube.namespace}/podgroups", body)
+
+
+def test_explain_and_simulate_of_gangs_agree_with_run(gated_plane, processes, tmp_path) -> None:
+    """A gang that fits (both members bound by ``run``) and one whose second member fits
+    nowhere (neither bound): explain of the live pending gangs, simulate of their dump and
+    ``run`` with the gates say the same, through the same pod group cycle."""
+    kube = Kube(api_client(str(gated_plane.kubeconfig)), namespace="gangs", out=lambda *a: None)
+    kube.request("POST", "/api/v1/namespaces", {"metadata": {"name": "gangs"}, "apiVersion": "v1"})
+    kube.scheduler_name = PROFILE
+    kube.create_node("gang-a", cpu="4")
+    kube.create_node("gang-b", cpu="4")
+    _pod_group(kube, "fits", 2)
+    _pod_group(kube, "stuck", 2)
+    members = {"f0": ("fits", "2"), "f1": ("fits", "2"), "s0": ("stuck", "1"), "s1": ("stuck", "6")}
+    for name, (group, cpu) in members.items():
+        kube.create_pod(name, cpu=cpu, schedulingGroup={"podGroupName": group})
+    config = tmp_path / "config.yaml"
+    config.write_text(yaml.safe_dump(standalone_config(PROFILE), sort_keys=False))
+    kc = str(gated_plane.kubeconfig)
+    common = ("-n", "gangs", "--kubeconfig", kc, "--config", str(config), "-o", "json")
+
+    explained = {}
+    for group in ("fits", "stuck"):
+        done = run("explain", f"podgroup/{group}", *common, "--feature-gates", GANG_GATES_FLAG)
+        assert done.returncode == 0, done.stderr
+        explained[group] = json.loads(done.stdout)["podGroup"]
+    assert explained["fits"]["verdict"] == "Schedulable"
+    assert explained["fits"]["placeableNow"] == 2
+    assert explained["stuck"]["verdict"] == "Unschedulable"
+    assert explained["stuck"]["placeableNow"] == 0
+    assert explained["stuck"]["blocking"]["pod"] == "gangs/s1"
+    done = run("explain", "s0", *common, "--feature-gates", GANG_GATES_FLAG)
+    member = json.loads(done.stdout)
+    assert member["verdict"] == "Schedulable" and member["podGroup"]["verdict"] == "Unschedulable"
+
+    dump, new = tmp_path / "dump.yaml", tmp_path / "pods.yaml"
+    paths = ["/api/v1/nodes", "/api/v1/namespaces"]
+    paths += ["/apis/scheduling.k8s.io/v1alpha2/podgroups"]
+    items = []
+    for collection in paths:
+        listed = kube.get(collection)
+        kind = listed["kind"].removesuffix("List")
+        items += [{"apiVersion": listed["apiVersion"], "kind": kind, **i} for i in listed["items"]]
+    dump.write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": items}))
+    pods = kube.get("/api/v1/namespaces/gangs/pods")["items"]
+    pods.sort(key=lambda p: list(members).index(p["metadata"]["name"]))
+    new.write_text(yaml.safe_dump_all([{"apiVersion": "v1", "kind": "Pod", **p} for p in pods]))
+    done = run("simulate", "--cluster", str(dump), "--pods", str(new), "--config", str(config),
+               "-o", "json", "--feature-gates", GANG_GATES_FLAG)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    simulated = {p["pod"].split("/", 1)[1]: p for p in json.loads(done.stdout)["placements"]}
+    assert simulated["f0"]["node"] and simulated["f1"]["node"]
+    assert simulated["s0"]["node"] is None and simulated["s1"]["node"] is None
+    assert simulated["s0"]["outcome"] == "fits" and simulated["s1"]["outcome"] == "unschedulable"
+
+    proc = Standalone(gated_plane, standalone_config(PROFILE), feature_gates=GANG_GATES)
+    processes.append(proc)
+    proc.wait_ready(timeout=60)
+    assert {kube.wait_bound("f0", timeout=60), kube.wait_bound("f1", timeout=60)} == {
+        "gang-a",
+        "gang-b",
+    }
+    wait_until(lambda: "pod group is unschedulable" in kube.why_pending("s0"), 60, "s0's condition")
+    assert kube.node_of("s0") is None and kube.node_of("s1") is None
