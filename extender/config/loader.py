@@ -34,7 +34,6 @@ from marshmallow import ValidationError
 
 from extender.framework.features import (
     DEFAULT_FEATURES,
-    WORKLOAD_AWARE_PREEMPTION,
     Features,
 )
 from extender.framework.profile import Profile
@@ -244,12 +243,6 @@ def loads(
     ``features``: the feature gates, which the default plugins depend on (as kube-scheduler's
     ``--feature-gates`` flag, not a field of the file).
     """
-    unsupported = [gate for gate in (WORKLOAD_AWARE_PREEMPTION,) if gate in features]
-    if unsupported:
-        raise fail(
-            source,
-            [f"feature gate {gate}: not implemented by kube-extender yet" for gate in unsupported],
-        )
     try:
         documents = [d for d in yaml.safe_load_all(text) if d is not None]
     except yaml.YAMLError as exc:

@@ -391,36 +391,15 @@ class Evaluator:
 
     def preempt_pod(self, node_name: str, preemptor: dict, victim: PodInfo) -> None:
         """Reject a waiting victim, or mark it DisruptionTarget and delete it."""
-        waiting = self.handle.get_waiting_pod(victim.uid) if victim.uid else None
-        if waiting is not None:
-            waiting.reject(self.plugin_name, "preempted")
-        else:
-            client = self.handle.client
-            if client is None:
-                raise RuntimeError("no API client to evict preemption victims with")
-            spec = preemptor.get("spec") or {}
-            scheduler_name = spec.get("schedulerName") or self.handle.profile_name
-            condition = {
-                "type": DISRUPTION_TARGET,
-                "status": "True",
-                "reason": REASON_PREEMPTION_BY_SCHEDULER,
-                "message": f"{scheduler_name}: preempting to accommodate a higher priority pod",
-            }
-            try:
-                if not _has_condition(victim.pod, condition):
-                    client.patch_pod_status(
-                        victim.namespace, victim.name, {"status": {"conditions": [condition]}}
-                    )
-                client.delete_pod(victim.namespace, victim.name, victim.uid)
-            except NotFound:
-                return  # already gone
-        uid = (preemptor.get("metadata") or {}).get("uid", "")
-        self.handle.event_recorder.record_event(
-            victim.pod,
-            "Normal",
-            "Preempted",
-            "Preempting",
-            f"Preempted by pod {uid} on node {node_name}",
+        spec = preemptor.get("spec") or {}
+        evict(
+            self.handle,
+            self.plugin_name,
+            victim,
+            kind="pod",
+            preemptor_uid=(preemptor.get("metadata") or {}).get("uid", ""),
+            scheduler_name=spec.get("schedulerName") or self.handle.profile_name,
+            node_name=node_name,
         )
 
     def clear_lower_priority_nominations(self, pod: dict, node_name: str) -> None:
@@ -438,6 +417,50 @@ class Evaluator:
                 except Exception:
                     log.warning("clearing nominatedNodeName of %s failed", info.key, exc_info=True)
             nominator.delete_nominated_pod_if_exists(info.pod)
+
+
+def evict(
+    handle: Handle,
+    plugin_name: str,
+    victim: PodInfo,
+    *,
+    kind: str,
+    preemptor_uid: str,
+    scheduler_name: str,
+    node_name: str,
+) -> None:
+    """Upstream ``Executor.PreemptPod``: reject a victim waiting at Permit, or give it the
+    DisruptionTarget condition and delete it; then its ``Preempted`` event. ``kind``: what
+    preempts, ``pod`` or ``podgroup``; ``node_name``: the candidate (``cluster`` for a pod
+    group)."""
+    waiting = handle.get_waiting_pod(victim.uid) if victim.uid else None
+    if waiting is not None:
+        waiting.reject(plugin_name, "preempted")
+    else:
+        client = handle.client
+        if client is None:
+            raise RuntimeError("no API client to evict preemption victims with")
+        condition = {
+            "type": DISRUPTION_TARGET,
+            "status": "True",
+            "reason": REASON_PREEMPTION_BY_SCHEDULER,
+            "message": f"{scheduler_name}: preempting to accommodate a higher priority {kind}",
+        }
+        try:
+            if not _has_condition(victim.pod, condition):
+                client.patch_pod_status(
+                    victim.namespace, victim.name, {"status": {"conditions": [condition]}}
+                )
+            client.delete_pod(victim.namespace, victim.name, victim.uid)
+        except NotFound:
+            return  # already gone
+    handle.event_recorder.record_event(
+        victim.pod,
+        "Normal",
+        "Preempted",
+        "Preempting",
+        f"Preempted by {kind} {preemptor_uid} on node {node_name}",
+    )
 
 
 def _has_condition(pod: dict, condition: dict) -> bool:

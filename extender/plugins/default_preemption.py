@@ -27,6 +27,7 @@ from extender.framework.handle import POD_DISRUPTION_BUDGETS, PODS, Handle
 from extender.framework.labels import LabelSelector
 from extender.framework.node_info import NodeInfo
 from extender.framework.pod_info import PodInfo, pod_priority
+from extender.framework.podgroup_preemption import PodGroupEvaluator
 from extender.framework.podgroups import PODGROUPS, pod_group_key
 from extender.framework.preemption import (
     DISRUPTION_TARGET,
@@ -50,6 +51,7 @@ DEFAULT_MIN_CANDIDATE_NODES_ABSOLUTE = 100
 MSG_PREEMPTION_PREFIX = "preemption: "
 # Gate TopologyAwareWorkloadScheduling: a member of a pod group (with topology constraints).
 MSG_POD_GROUP_NOT_FOUND = "preemption: pod group for pod not found"
+MSG_WORKLOAD_AWARE = "preemption: not eligible due to workload aware preemption enabled"
 MSG_PLACEMENT_LIMITATION = (
     "preemption: not eligible due to placement-based pod group scheduling limitation"
 )
@@ -322,10 +324,25 @@ class DefaultPreemption:
                 # Upstream: preempting once per topology option would evict for nothing;
                 # placement-aware preemption is future work (KEPs 4671, 5710).
                 return None, Status(Code.UNSCHEDULABLE, MSG_PLACEMENT_LIMITATION)
+        if group_key is not None and self.handle.features.workload_aware_preemption:
+            # The pod group cycle preempts for the whole group instead (pod_group_post_filter).
+            return None, Status(Code.UNSCHEDULABLE, MSG_WORKLOAD_AWARE)
         result, status = self.evaluator.preempt(state, pod, filtered_node_status)
         if status is not None and status.message:
             return result, Status(status.code, MSG_PREEMPTION_PREFIX + status.message)
         return result, status
+
+    def pod_group_post_filter(
+        self,
+        pod_group: dict,
+        pods: list[dict],
+        snapshot: Snapshot,
+        fits: Callable[[Snapshot], Status | None],
+    ) -> Status | None:
+        """Workload-aware preemption for a pod group (upstream ``PodGroupPostFilter``, gate
+        WorkloadAwarePreemption): evict the least important lower-priority units that keep
+        the group from fitting; ``fits(snapshot)`` places the group without PostFilter."""
+        return PodGroupEvaluator(self.handle, NAME).preempt(pod_group, pods, snapshot, fits)
 
     # -- preemption.Interface -------------------------------------------------------------
 

@@ -25,18 +25,27 @@ from extender.framework.podgroups import (
     PODGROUPS,
     REASON_SCHEDULER_ERROR,
     REASON_UNSCHEDULABLE,
+    PodGroupState,
     PodGroupStateNotFound,
     pod_group_key,
 )
 from extender.framework.results import NominatingInfo, NominatingMode
 from extender.framework.runtime import Framework
 from extender.framework.schedule_podgroup import GroupResult, PodResult, group_unschedulable
+from extender.framework.snapshot import Snapshot
 from extender.framework.status import Code, Status
 
 if TYPE_CHECKING:
     from .scheduler import Scheduler
 
 log = logging.getLogger(__name__)
+
+ERR_NO_PREEMPTION_PLUGIN = (
+    "default preemption plugin is not registered, workload aware preemption is disabled"
+)
+ERR_CONSTRAINED_GROUP = (
+    "workload aware preemption is not supported for pod groups with scheduling constraints"
+)
 
 
 class PodGroupScheduling:
@@ -82,7 +91,14 @@ class PodGroupScheduling:
         start = self.clock()
         try:
             states = {key: self.pod_groups.get(*key)}
-            result = self.pod_group_algorithm.schedule(fwk, infos, self.cache.snapshot(), states)
+            snapshot = self.cache.snapshot()
+            result = self.pod_group_algorithm.schedule(fwk, infos, snapshot, states)
+            if (
+                self.features.workload_aware_preemption
+                and result.status is not None
+                and result.status.code == Code.UNSCHEDULABLE
+            ):
+                self._workload_aware_preemption(fwk, key, infos, snapshot, states, result)
         except PodGroupStateNotFound as exc:
             result = GroupResult(status=Status.error(str(exc)))
         except Exception as exc:  # as for one pod: a bug must not strand the popped members
@@ -91,6 +107,51 @@ class PodGroupScheduling:
                 self._cycle_crashed(member, exc)
             return
         self._submit_pod_group_result(fwk, key, infos, result, start)
+
+    def _workload_aware_preemption(
+        self: Scheduler,
+        fwk: Framework,
+        key: tuple[str, str],
+        infos: list[QueuedPodInfo],
+        snapshot: Snapshot,
+        states: dict[tuple[str, str], PodGroupState],
+        result: GroupResult,
+    ) -> None:
+        """Upstream ``runWorkloadAwarePreemption`` (gate WorkloadAwarePreemption): the
+        profile's DefaultPreemption makes room for the whole group; on success the group waits
+        for its victims to go (``waiting_on_preemption``), else the reason is added."""
+        plugin = fwk.plugin("DefaultPreemption")
+        status: Status | None
+        if plugin is None or "DefaultPreemption" not in fwk.profile.enabled("postFilter"):
+            status = Status(Code.UNSCHEDULABLE, ERR_NO_PREEMPTION_PLUGIN)
+        else:
+            lister = self._pod_group_lister()
+            pod_group = lister.get(*key) if lister is not None else None
+            constraints = ((pod_group or {}).get("spec") or {}).get("schedulingConstraints") or {}
+            if pod_group is None:
+                status = Status.error(
+                    f'failed to get pod group object: podgroups.scheduling.k8s.io "{key[1]}" '
+                    "not found"
+                )
+            elif constraints.get("topology"):
+                status = Status(Code.UNSCHEDULABLE, ERR_CONSTRAINED_GROUP)
+            else:
+
+                def fits(view: Snapshot) -> Status | None:
+                    return self.pod_group_fits.schedule(fwk, infos, view, states).status
+
+                status = plugin.pod_group_post_filter(
+                    pod_group, [i.pod for i in infos], snapshot, fits
+                )
+        if status is None:
+            result.waiting_on_preemption = True
+        elif status.code == Code.ERROR:
+            result.status = status
+        else:
+            assert result.status is not None
+            result.status = Status(
+                result.status.code, *result.status.reasons, status.message, plugin=status.plugin
+            )
 
     def _framework_for_group(
         self: Scheduler, infos: list[QueuedPodInfo]

@@ -131,6 +131,12 @@ class Scheduler(PodGroupScheduling):
             budget_exceeded=self.metrics.budget_exceeded,
             placements=features.topology_aware_workload_scheduling,
         )
+        # Workload-aware preemption's dry runs: the same algorithm without PostFilter.
+        self.pod_group_fits = PodGroupAlgorithm(
+            self.algorithm,
+            nominator=self.queue.nominator,
+            placements=features.topology_aware_workload_scheduling,
+        )
         # Feature gate GenericWorkload: the members of each PodGroup, shared with the
         # workload-aware plugins (``handle.shared(POD_GROUP_STATES)``).
         self.pod_groups: PodGroupStates = (

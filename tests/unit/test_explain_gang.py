@@ -311,15 +311,6 @@ def test_cli_explain_without_the_gates(monkeypatch, capsys, tmp_path) -> None:
     assert code == 2 and 'podgroup "nope" not found' in err
 
 
-def test_cli_explain_refuses_a_gate_it_does_not_implement(monkeypatch, capsys, tmp_path) -> None:
-    gates = "GenericWorkload=true,GangScheduling=true,WorkloadAwarePreemption=true"
-    code, _, err = _cli(
-        monkeypatch, capsys, tmp_path, _stuck_gang(), "w0", "--feature-gates", gates
-    )
-    assert code == 2 and err.count("\n") == 1
-    assert "WorkloadAwarePreemption: not implemented" in err
-
-
 def test_a_member_that_needs_preemption_and_the_group_that_waits_for_it() -> None:
     cluster = Cluster(
         nodes=[node("a", cpu="2"), node("b", cpu="2")],

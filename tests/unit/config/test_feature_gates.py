@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from extender.config import ConfigError, default_config
-from extender.config.loader import loads
+from extender.config import default_config
 from extender.framework.features import FeatureGateError, Features
 
 
@@ -39,17 +38,6 @@ def test_gang_scheduling_joins_the_default_profile_when_its_gate_is_on() -> None
 def test_bad_gates_are_named(text: str, message: str) -> None:
     with pytest.raises(FeatureGateError, match=message):
         Features.parse(text)
-
-
-def test_a_gate_we_do_not_implement_is_refused_with_its_name() -> None:
-    features = Features.parse(
-        "GenericWorkload=true,GangScheduling=true,WorkloadAwarePreemption=true"
-    )
-    with pytest.raises(ConfigError, match="WorkloadAwarePreemption: not implemented"):
-        loads(
-            "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n",
-            features=features,
-        )
 
 
 def test_topology_aware_scheduling_adds_its_two_plugins() -> None:
