@@ -26,11 +26,10 @@ from dataclasses import dataclass
 
 from . import budget
 from .handle import POD_DISRUPTION_BUDGETS, Handle
-from .labels import LabelSelector
 from .node_info import NodeInfo
 from .pod_info import PodInfo
 from .podgroups import PODGROUPS, pod_group_key
-from .preemption import evict, pod_start_time
+from .preemption import DisruptionBudgets, evict, pod_start_time
 from .snapshot import Snapshot
 from .status import Code, Status
 
@@ -83,37 +82,12 @@ def split_by_pdb_violation(
 ) -> tuple[list[Victim], list[Victim]]:
     """Upstream ``filterVictimsWithPDBViolation``: a unit violates when evicting one of its
     pods spends a matching PDB's ``disruptionsAllowed`` below zero (order kept)."""
-    allowed = [int((pdb.get("status") or {}).get("disruptionsAllowed") or 0) for pdb in pdbs]
-    selectors: list[LabelSelector | None] = []
-    for pdb in pdbs:
-        try:
-            selector: LabelSelector | None = LabelSelector((pdb.get("spec") or {}).get("selector"))
-        except (ValueError, TypeError, KeyError):
-            selector = None
-        if selector is not None and (selector.matches_nothing or selector.empty):
-            selector = None
-        selectors.append(selector)
-
-    def violates(info: PodInfo) -> bool:
-        if not info.labels:
-            return False
-        for i, pdb in enumerate(pdbs):
-            if ((pdb.get("metadata") or {}).get("namespace") or "default") != info.namespace:
-                continue
-            selector = selectors[i]
-            if selector is None or not selector.matches(info.labels):
-                continue
-            if info.name in ((pdb.get("status") or {}).get("disruptedPods") or {}):
-                continue
-            allowed[i] -= 1
-            if allowed[i] < 0:
-                return True
-        return False
-
+    budgets = DisruptionBudgets(pdbs)
     violating: list[Victim] = []
     others: list[Victim] = []
     for victim in victims:
-        (violating if any(violates(p) for p in victim.pods) else others).append(victim)
+        spent = any(budgets.spend(p, stop_at_violation=True) for p in victim.pods)
+        (violating if spent else others).append(victim)
     return violating, others
 
 

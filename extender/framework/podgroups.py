@@ -15,6 +15,7 @@ are assumed into and thrown away, as upstream's snapshot copies are.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -25,7 +26,6 @@ if TYPE_CHECKING:
     from .node_info import NodeInfo
 
 PODGROUPS = Kind("scheduling.k8s.io", "v1alpha2", "podgroups")
-WORKLOADS = Kind("scheduling.k8s.io", "v1alpha2", "workloads")
 
 # The PodGroup status condition the scheduler writes (k8s.io/api ``scheduling/v1alpha2``).
 POD_GROUP_SCHEDULED = "PodGroupScheduled"
@@ -210,53 +210,42 @@ class PodGroupStates:
         self._lock = threading.Lock()
         self._groups: dict[tuple[str, str], PodGroupState] = {}
 
-    def add_pod(self, pod: dict) -> None:
-        key = pod_group_key(pod)
-        if key is None:
-            return
-        with self._lock:
-            self._groups.setdefault(key, PodGroupState()).add_pod(pod)
-
-    def update_pod(self, pod: dict) -> None:
-        key = pod_group_key(pod)
-        if key is None:
-            return
-        with self._lock:
-            state = self._groups.get(key)
-            if state is not None:
-                state.add_pod(pod)
-
-    def remove_pod(self, pod: dict) -> None:
+    def _update(self, pod: dict, change: Callable[[PodGroupState], None], create: bool) -> None:
         key = pod_group_key(pod)
         if key is None:
             return
         with self._lock:
             state = self._groups.get(key)
             if state is None:
-                return
-            state.delete_pod(_uid(pod))
+                if not create:
+                    return
+                state = self._groups[key] = PodGroupState()
+            change(state)
             if not state.all_pods:
                 del self._groups[key]
 
+    def add_pod(self, pod: dict) -> None:
+        """An informer's add (or an update that bound the pod)."""
+        self._update(pod, lambda state: state.add_pod(pod), create=True)
+
+    def update_pod(self, pod: dict) -> None:
+        self._update(pod, lambda state: state.add_pod(pod), create=False)
+
+    def remove_pod(self, pod: dict) -> None:
+        self._update(pod, lambda state: state.delete_pod(_uid(pod)), create=False)
+
     def assume_pod(self, pod: dict) -> None:
-        key = pod_group_key(pod)
-        if key is None:
-            return
-        with self._lock:
-            state = self._groups.get(key)
-            if state is None:
-                state = self._groups[key] = PodGroupState()
+        """The scheduler assumed ``pod``; a group not known yet starts with it (upstream)."""
+
+        def assume(state: PodGroupState) -> None:
+            if not state.all_pods:
                 state.all_pods[_uid(pod)] = pod
             state.assume_pod(pod)
 
+        self._update(pod, assume, create=True)
+
     def forget_pod(self, pod: dict) -> None:
-        key = pod_group_key(pod)
-        if key is None:
-            return
-        with self._lock:
-            state = self._groups.get(key)
-            if state is not None:
-                state.forget_pod(_uid(pod))
+        self._update(pod, lambda state: state.forget_pod(_uid(pod)), create=False)
 
     def get(self, namespace: str, name: str) -> PodGroupState:
         """A copy of the group's state; :class:`PodGroupStateNotFound` when no member is known

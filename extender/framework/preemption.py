@@ -32,6 +32,7 @@ from extender.kube import NotFound
 from . import budget
 from .cycle_state import CycleState
 from .handle import POD_DISRUPTION_BUDGETS, Extender, Handle
+from .labels import LabelSelector
 from .node_info import NodeInfo
 from .pod_info import PodInfo, pod_priority
 from .results import NominatingInfo, NominatingMode, PostFilterResult
@@ -103,6 +104,52 @@ def pod_start_time(info: PodInfo) -> float:
         return datetime.fromisoformat(str(raw).replace("Z", "+00:00")).timestamp()
     except ValueError:
         return float("inf")
+
+
+# -- PodDisruptionBudgets ---------------------------------------------------------------------
+
+
+class DisruptionBudgets:
+    """The PDBs' ``status.disruptionsAllowed``, spent pod by pod as victims are picked
+    (upstream ``filterPodsWithPDBViolation`` and ``filterVictimsWithPDBViolation``). Pods the
+    API server already counted (``status.disruptedPods``) spend nothing; a pod without labels
+    matches no PDB; an empty, missing or invalid selector matches nothing."""
+
+    def __init__(self, pdbs: list[dict]) -> None:
+        self.pdbs = pdbs
+        self.allowed = [int((p.get("status") or {}).get("disruptionsAllowed") or 0) for p in pdbs]
+        self.selectors = [_pdb_selector(pdb) for pdb in pdbs]
+
+    def spend(self, info: PodInfo, *, stop_at_violation: bool = False) -> bool:
+        """Evict ``info``: whether that drives a matching PDB below zero. Every matching PDB
+        is spent, or, with ``stop_at_violation``, those up to the first one violated."""
+        if not info.labels:
+            return False
+        violated = False
+        for i, pdb in enumerate(self.pdbs):
+            if ((pdb.get("metadata") or {}).get("namespace") or "default") != info.namespace:
+                continue
+            selector = self.selectors[i]
+            if selector is None or not selector.matches(info.labels):
+                continue
+            if info.name in ((pdb.get("status") or {}).get("disruptedPods") or {}):
+                continue
+            self.allowed[i] -= 1
+            if self.allowed[i] < 0:
+                violated = True
+                if stop_at_violation:
+                    break
+        return violated
+
+
+def _pdb_selector(pdb: dict) -> LabelSelector | None:
+    try:
+        selector = LabelSelector((pdb.get("spec") or {}).get("selector"))
+    except (ValueError, TypeError, KeyError):
+        return None  # an invalid selector matches no pod
+    if selector.matches_nothing or selector.empty:
+        return None
+    return selector
 
 
 # -- dry run ----------------------------------------------------------------------------------

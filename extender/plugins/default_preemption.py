@@ -24,7 +24,6 @@ from collections.abc import Callable, Iterable
 from extender.framework.cycle_state import CycleState
 from extender.framework.events import ClusterEventWithHint
 from extender.framework.handle import POD_DISRUPTION_BUDGETS, PODS, Handle
-from extender.framework.labels import LabelSelector
 from extender.framework.node_info import NodeInfo
 from extender.framework.pod_info import PodInfo, pod_priority
 from extender.framework.podgroup_preemption import PodGroupEvaluator
@@ -33,6 +32,7 @@ from extender.framework.preemption import (
     DISRUPTION_TARGET,
     REASON_PREEMPTION_BY_SCHEDULER,
     Candidate,
+    DisruptionBudgets,
     Evaluator,
     VictimsMap,
     nominated_node_name,
@@ -108,46 +108,17 @@ def pod_eligible_to_preempt_others(
 # -- PodDisruptionBudgets ---------------------------------------------------------------------
 
 
-def _pdb_selector(pdb: dict) -> LabelSelector | None:
-    """The PDB's selector, or ``None`` if it selects nothing (missing, empty or invalid)."""
-    try:
-        selector = LabelSelector((pdb.get("spec") or {}).get("selector"))
-    except (ValueError, TypeError, KeyError):
-        return None  # an invalid selector matches no pod
-    if selector.matches_nothing or selector.empty:
-        return None
-    return selector
-
-
 def filter_pods_with_pdb_violation(
     pods: Iterable[PodInfo], pdbs: list[dict]
 ) -> tuple[list[PodInfo], list[PodInfo]]:
-    """Split ``pods`` (order kept) into (PDB-violating, non-violating) if all were evicted.
-
-    Each matching PDB's ``status.disruptionsAllowed`` is spent pod by pod; a pod whose eviction
-    drives one below zero violates. Pods the API server already counted
-    (``status.disruptedPods``) spend nothing.
-    """
-    allowed = [int((pdb.get("status") or {}).get("disruptionsAllowed") or 0) for pdb in pdbs]
-    selectors = [_pdb_selector(pdb) for pdb in pdbs]
+    """Split ``pods`` (order kept) into (PDB-violating, non-violating) if all were evicted:
+    each matching PDB's ``status.disruptionsAllowed`` is spent pod by pod
+    (:class:`~extender.framework.preemption.DisruptionBudgets`)."""
+    budgets = DisruptionBudgets(pdbs)
     violating: list[PodInfo] = []
     non_violating: list[PodInfo] = []
     for info in pods:
-        violated = False
-        if info.labels:  # a pod without labels matches no PDB
-            for i, pdb in enumerate(pdbs):
-                meta = pdb.get("metadata") or {}
-                if (meta.get("namespace") or "default") != info.namespace:
-                    continue
-                selector = selectors[i]
-                if selector is None or not selector.matches(info.labels):
-                    continue
-                if info.name in ((pdb.get("status") or {}).get("disruptedPods") or {}):
-                    continue
-                allowed[i] -= 1
-                if allowed[i] < 0:
-                    violated = True
-        (violating if violated else non_violating).append(info)
+        (violating if budgets.spend(info) else non_violating).append(info)
     return violating, non_violating
 
 
