@@ -239,6 +239,7 @@ def dry_run_framework(
         listers=cluster.lister,
         namespace_labels=cluster.namespace_labels,
         rng=random.Random(seed),
+        features=config.features,
     )
     return Framework(profile, config.registry, services)
 

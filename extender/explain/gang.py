@@ -39,7 +39,12 @@ from extender.framework.podgroups import (
 from extender.framework.results import NominatingInfo, NominatingMode
 from extender.framework.runtime import Framework
 from extender.framework.schedule import FitError, SchedulingAlgorithm
-from extender.framework.schedule_podgroup import GroupResult, PodGroupAlgorithm, PostFilter
+from extender.framework.schedule_podgroup import (
+    GroupResult,
+    PodGroupAlgorithm,
+    PostFilter,
+    preempt_for_group,
+)
 from extender.framework.snapshot import Snapshot
 from extender.framework.status import Code
 
@@ -183,6 +188,8 @@ class GangCycle:
     result: GroupResult | None = None
     problem: str = ""  # why no cycle ran although members are pending
     victims: dict[str, list[Eviction]] = field(default_factory=dict)
+    # Workload-aware preemption (gate WorkloadAwarePreemption): whom it would evict.
+    group_victims: list[Eviction] = field(default_factory=list)
 
     @property
     def min_count(self) -> int | None:
@@ -399,7 +406,24 @@ def run_cycle(
         if preemption
         else PodGroupAlgorithm(inner, placements=placements)
     )
-    cycle.result = algorithm.schedule(fwk, cycle.infos, base, {key: states.get(*key)})
+    group_states = {key: states.get(*key)}
+    cycle.result = algorithm.schedule(fwk, cycle.infos, base, group_states)
+    status = cycle.result.status
+    if (
+        preemption
+        and fwk.features.workload_aware_preemption
+        and status is not None
+        and status.code == Code.UNSCHEDULABLE
+    ):
+        # As the scheduler's cycle: room for the whole group, on a twin that only records.
+        twin = dry_run_twin(fwk)
+        fits = PodGroupAlgorithm(inner, placements=placements)
+        preempt_for_group(
+            fits, twin, key, cycle.pod_group, cycle.infos, base, group_states, cycle.result
+        )
+        client = twin.client
+        if isinstance(client, DryRunClient) and cycle.result.waiting_on_preemption:
+            cycle.group_victims = list(client.evictions)
     _outcomes(cycle, by_key)
     _sort(cycle)
     return cycle

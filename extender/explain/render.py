@@ -317,6 +317,7 @@ def pod_group_dict(cycle: gang.GangCycle) -> dict[str, Any]:
             "pending": cycle.count(gang.PENDING),
             "met": cycle.quorum_met,
         },
+        "groupVictims": [f"{v.namespace}/{v.name}" for v in cycle.group_victims],
         "fitInCycle": cycle.fit_in_cycle,
         "placeableNow": cycle.placeable_now,
         "shortBy": cycle.short_by,
@@ -405,6 +406,9 @@ def pod_group_lines(cycle: gang.GangCycle, *, members: int = 20) -> list[str]:
             "fitting",
             "",
         )
+    if cycle.group_victims:
+        victims = ", ".join(f"{v.namespace}/{v.name}" for v in cycle.group_victims)
+        out += _wrap(f"Workload-aware preemption would evict: {victims}", "")
     blocking = cycle.blocking
     if blocking is not None:
         out += _wrap(f"Blocked by {blocking.key}: {_member_outcome(blocking)}", "")

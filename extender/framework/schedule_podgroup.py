@@ -18,6 +18,7 @@ import copy
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from . import budget
 from .cycle_state import CycleState
@@ -34,6 +35,12 @@ log = logging.getLogger(__name__)
 
 ERR_POD_GROUP_UNSCHEDULABLE = "pod group is unschedulable"
 ERR_WAITING_ON_PREEMPTION = "pod group is waiting for preemption to complete"
+ERR_NO_PREEMPTION_PLUGIN = (
+    "default preemption plugin is not registered, workload aware preemption is disabled"
+)
+ERR_CONSTRAINED_GROUP = (
+    "workload aware preemption is not supported for pod groups with scheduling constraints"
+)
 
 # fn(fwk, state, pod, fit) -> where preemption nominated the pod (PostFilter).
 PostFilter = Callable[[Framework, CycleState, dict, FitError], NominatingInfo]
@@ -300,3 +307,45 @@ class PodGroupAlgorithm:
                 result.fit = single_node_fit_error(pod, host, status)
             return result, None
         return result, revert
+
+
+def preempt_for_group(
+    fits_algorithm: PodGroupAlgorithm,
+    fwk: Framework,
+    key: tuple[str, str],
+    pod_group: dict | None,
+    infos: list[QueuedPodInfo],
+    snapshot: Snapshot,
+    states: dict[tuple[str, str], PodGroupState],
+    result: GroupResult,
+) -> None:
+    """Upstream ``runWorkloadAwarePreemption`` (gate WorkloadAwarePreemption), after a cycle
+    left the group Unschedulable: the profile's DefaultPreemption makes room for the whole
+    group (``pod_group_post_filter``, its dry runs by ``fits_algorithm``, which has no
+    PostFilter). On success ``result`` waits on preemption; otherwise its status gains the
+    reason (or becomes the Error)."""
+    plugin: Any = fwk.plugin("DefaultPreemption")
+    status: Status | None
+    if plugin is None or "DefaultPreemption" not in fwk.profile.enabled("postFilter"):
+        status = Status(Code.UNSCHEDULABLE, ERR_NO_PREEMPTION_PLUGIN)
+    elif pod_group is None:
+        status = Status.error(
+            f'failed to get pod group object: podgroups.scheduling.k8s.io "{key[1]}" not found'
+        )
+    elif (((pod_group.get("spec") or {}).get("schedulingConstraints")) or {}).get("topology"):
+        status = Status(Code.UNSCHEDULABLE, ERR_CONSTRAINED_GROUP)
+    else:
+
+        def fits(view: Snapshot) -> Status | None:
+            return fits_algorithm.schedule(fwk, infos, view, states).status
+
+        status = plugin.pod_group_post_filter(pod_group, [i.pod for i in infos], snapshot, fits)
+    if status is None:
+        result.waiting_on_preemption = True
+    elif status.code == Code.ERROR:
+        result.status = status
+    else:
+        assert result.status is not None
+        result.status = Status(
+            result.status.code, *result.status.reasons, status.message, plugin=status.plugin
+        )

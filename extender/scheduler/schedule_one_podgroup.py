@@ -31,7 +31,12 @@ from extender.framework.podgroups import (
 )
 from extender.framework.results import NominatingInfo, NominatingMode
 from extender.framework.runtime import Framework
-from extender.framework.schedule_podgroup import GroupResult, PodResult, group_unschedulable
+from extender.framework.schedule_podgroup import (
+    GroupResult,
+    PodResult,
+    group_unschedulable,
+    preempt_for_group,
+)
 from extender.framework.snapshot import Snapshot
 from extender.framework.status import Code, Status
 
@@ -39,13 +44,6 @@ if TYPE_CHECKING:
     from .scheduler import Scheduler
 
 log = logging.getLogger(__name__)
-
-ERR_NO_PREEMPTION_PLUGIN = (
-    "default preemption plugin is not registered, workload aware preemption is disabled"
-)
-ERR_CONSTRAINED_GROUP = (
-    "workload aware preemption is not supported for pod groups with scheduling constraints"
-)
 
 
 class PodGroupScheduling:
@@ -117,41 +115,9 @@ class PodGroupScheduling:
         states: dict[tuple[str, str], PodGroupState],
         result: GroupResult,
     ) -> None:
-        """Upstream ``runWorkloadAwarePreemption`` (gate WorkloadAwarePreemption): the
-        profile's DefaultPreemption makes room for the whole group; on success the group waits
-        for its victims to go (``waiting_on_preemption``), else the reason is added."""
-        plugin = fwk.plugin("DefaultPreemption")
-        status: Status | None
-        if plugin is None or "DefaultPreemption" not in fwk.profile.enabled("postFilter"):
-            status = Status(Code.UNSCHEDULABLE, ERR_NO_PREEMPTION_PLUGIN)
-        else:
-            lister = self._pod_group_lister()
-            pod_group = lister.get(*key) if lister is not None else None
-            constraints = ((pod_group or {}).get("spec") or {}).get("schedulingConstraints") or {}
-            if pod_group is None:
-                status = Status.error(
-                    f'failed to get pod group object: podgroups.scheduling.k8s.io "{key[1]}" '
-                    "not found"
-                )
-            elif constraints.get("topology"):
-                status = Status(Code.UNSCHEDULABLE, ERR_CONSTRAINED_GROUP)
-            else:
-
-                def fits(view: Snapshot) -> Status | None:
-                    return self.pod_group_fits.schedule(fwk, infos, view, states).status
-
-                status = plugin.pod_group_post_filter(
-                    pod_group, [i.pod for i in infos], snapshot, fits
-                )
-        if status is None:
-            result.waiting_on_preemption = True
-        elif status.code == Code.ERROR:
-            result.status = status
-        else:
-            assert result.status is not None
-            result.status = Status(
-                result.status.code, *result.status.reasons, status.message, plugin=status.plugin
-            )
+        lister = self._pod_group_lister()
+        pod_group = lister.get(*key) if lister is not None else None
+        preempt_for_group(self.pod_group_fits, fwk, key, pod_group, infos, snapshot, states, result)
 
     def _framework_for_group(
         self: Scheduler, infos: list[QueuedPodInfo]

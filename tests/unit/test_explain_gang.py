@@ -358,3 +358,27 @@ def test_topology_aware_placements_reach_the_cycle(monkeypatch, capsys, tmp_path
     placements = sim.run([member(f"w{i}", "g", cpu="1500m") for i in range(2)])
     assert [p.node for p in placements] == ["", ""]
     assert placements[0].group_message.startswith("0/1 placements are available")
+
+
+def test_workload_aware_preemption_names_the_group_victims(monkeypatch, capsys, tmp_path) -> None:
+    """WorkloadAwarePreemption: pod by pod preemption steps aside and the group preempts as a
+    whole; explain names whom (nothing is evicted)."""
+    group = pod_group("g", 2)
+    group["spec"]["priority"] = 100
+    cluster = Cluster(
+        nodes=[node("a", cpu="2"), node("b", cpu="2")],
+        pods=[
+            pod("low", cpu="2", node_name="b", priority=0),
+            member("m0", "g", cpu="2", priority=100),
+            member("m1", "g", cpu="2", priority=100),
+        ],
+    ).add(group)
+    gates = GATES + ",WorkloadAwarePreemption=true"
+    code, out, _ = _cli(
+        monkeypatch, capsys, tmp_path, cluster, "podgroup/g", "--feature-gates", gates,
+        "-o", "json",
+    )  # fmt: skip
+    result = json.loads(out)["podGroup"]
+    assert code == 0 and result["verdict"] == gang.WAITING_ON_PREEMPTION
+    assert result["groupVictims"] == ["default/low"]
+    assert [p["metadata"]["name"] for p in cluster.pods][0] == "low"  # nothing evicted
