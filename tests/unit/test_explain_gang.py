@@ -139,6 +139,7 @@ def test_the_documented_json_shape() -> None:
     assert set(group) == {
         "namespace", "name", "exists", "policy", "minCount", "verdict", "message", "quorum",
         "fitInCycle", "placeableNow", "shortBy", "blocking", "members", "podGroupScheduled",
+        "groupVictims",
     }  # fmt: skip
     assert group["quorum"] == {"minCount": 2, "bound": 0, "waiting": 0, "pending": 2, "met": False}
     assert group["policy"] == "Gang" and group["verdict"] == "Unschedulable"
