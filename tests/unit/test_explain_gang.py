@@ -10,6 +10,7 @@ import sys
 
 import yaml
 
+from extender.config import default_config
 from extender.explain import gang, render
 from extender.explain.cluster import dry_run_framework, pick_profile
 from extender.explain.engine import Explainer
@@ -383,3 +384,20 @@ def test_workload_aware_preemption_names_the_group_victims(monkeypatch, capsys, 
     assert code == 0 and result["verdict"] == gang.WAITING_ON_PREEMPTION
     assert result["groupVictims"] == ["default/low"]
     assert [p["metadata"]["name"] for p in cluster.pods][0] == "low"  # nothing evicted
+
+
+def test_simulate_evicts_a_group_s_victims_then_places_it() -> None:
+    group = pod_group("g", 2)
+    group["spec"]["priority"] = 100
+    cluster = Cluster(
+        nodes=[node("a", cpu="2"), node("b", cpu="2")],
+        pods=[pod("low", cpu="2", node_name="b", priority=0)],
+    ).add(group)
+    features = Features.parse(GATES + ",WorkloadAwarePreemption=true")
+    config = default_config("default-scheduler", features)
+    sim = Simulation(
+        dry_run_framework(config, config.profiles[0], cluster), cluster, features=features
+    )
+    placements = sim.run([member(f"m{i}", "g", cpu="2", priority=100) for i in range(2)])
+    assert sorted(p.node for p in placements) == ["a", "b"]
+    assert all(p.victims == ["default/low"] for p in placements)
