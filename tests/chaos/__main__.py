@@ -48,6 +48,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--ops-per-second", type=float, default=3.0)
     parser.add_argument("--fault-every", type=float, default=20.0, help="seconds between faults")
     parser.add_argument("--settle", type=float, default=90.0, help="seconds to settle at the end")
+    parser.add_argument(
+        "--gangs", type=int, default=8, help="live gangs in the sa pool at most (default 8)"
+    )
     parser.add_argument("--dir", type=Path, help="working directory (default: a temporary one)")
     args = parser.parse_args(argv)
     directory = args.dir or Path(tempfile.mkdtemp(prefix="kube-extender-chaos-"))
@@ -57,6 +60,7 @@ def main(argv: list[str] | None = None) -> int:
         ops_per_second=args.ops_per_second,
         fault_every=args.fault_every,
         settle=args.settle,
+        gangs=args.gangs,
     )
     out, progress, close = _bar(options)
     try:

@@ -14,6 +14,16 @@ DoNotSchedule spread over zones), nothing more.
 * At the end: every pending pod that fits a node is a violation; every pod that fits nowhere
   has a FailedScheduling event ``0/N nodes are available: ...``; no pod has two Scheduled
   events or a bind refused as already assigned; nothing is left assumed.
+
+Gangs (PodGroups with the Gang policy, see workload.py), by the soak with these helpers:
+
+* At any snapshot: no gang partly bound (0 < bound < minCount) for longer than
+  ``PARTIAL_GRACE`` since a member was first seen bound, unless a fault struck while it was
+  binding (checked again at the end then).
+* At the end: no gang partly bound whose missing members fit the free room (nor any partly
+  bound gang no fault explains); no pending gang whose quorum fits the free room alone
+  (:func:`place_gang`: a first-fit-decreasing placement is the proof; no deadlock between
+  gangs holding room for each other); every pending member has its scheduler's verdict.
 """
 
 from __future__ import annotations
@@ -22,9 +32,18 @@ import re
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
-from .workload import POOL, TAINT, ZONE
+from .workload import GANG_SIZE, POOL, TAINT, ZONE
 
 FAILED_RE = re.compile(r"^0/\d+ nodes are available: ")
+# A pending gang member's verdict: its own FitError, its group's, or GangScheduling's wait.
+GANG_FAILED_RE = re.compile(
+    r"^(0/\d+ nodes are available: |pod group is unschedulable|waiting for )"
+)
+# How long a gang may be seen partly bound: once one member is bound, the quorum has passed
+# Permit (GangScheduling's 5 min timeout is over for all of them), so the others are only
+# waiting for other Permit plugins (NodeNumber: at most 9 s), their binding calls, or a retry
+# after a failed one (backoff at most 10 s). A minute is ample.
+PARTIAL_GRACE = 60.0
 
 
 def cpu_milli(value: str) -> int:
@@ -140,6 +159,7 @@ def _hard_spread(pod: dict) -> list[dict]:
 class Snapshot:
     nodes: dict[str, dict]
     pods: dict[str, dict]  # uid -> pod
+    groups: dict[str, dict] = field(default_factory=dict)  # name -> PodGroup
 
     def bound(self) -> dict[str, list[dict]]:
         """node name -> pods bound to it (only nodes that exist)."""
@@ -319,14 +339,122 @@ def fitting_node(pod: dict, snap: Snapshot) -> str | None:
     return None
 
 
+# -- gangs ------------------------------------------------------------------------------
+
+
+@dataclass
+class Gang:
+    """A PodGroup with the Gang policy and its member pods in one snapshot."""
+
+    name: str
+    min_count: int
+    size: int  # the members the soak made (annotation), 0 if unknown
+    members: list[dict]
+
+    @property
+    def bound(self) -> list[dict]:
+        return [p for p in self.members if node_of(p)]
+
+    @property
+    def pending(self) -> list[dict]:
+        return [p for p in self.members if not node_of(p)]
+
+    def partly_bound(self) -> bool:
+        return 0 < len(self.bound) < self.min_count
+
+    def missing(self) -> int:
+        """Members still to bind for the quorum."""
+        return max(0, self.min_count - len(self.bound))
+
+
+def group_of(pod: dict) -> str:
+    return (pod["spec"].get("schedulingGroup") or {}).get("podGroupName") or ""
+
+
+def gangs(snap: Snapshot) -> dict[str, Gang]:
+    """The snapshot's PodGroups with the Gang policy, with their members."""
+    members: dict[str, list[dict]] = defaultdict(list)
+    for pod in snap.pods.values():
+        if group_of(pod):
+            members[group_of(pod)].append(pod)
+    out = {}
+    for name, group in snap.groups.items():
+        gang = ((group.get("spec") or {}).get("schedulingPolicy") or {}).get("gang")
+        if not isinstance(gang, dict):
+            continue
+        size = int(((group["metadata"].get("annotations") or {}).get(GANG_SIZE)) or 0)
+        out[name] = Gang(name, int(gang.get("minCount") or 0), size, members.get(name, []))
+    return out
+
+
+def _provable(pod: dict) -> bool:
+    """Only node-local filters and resources: what :func:`place_gang` models exactly."""
+    return not (
+        host_ports(pod)
+        or _terms(pod, "podAffinity")
+        or _terms(pod, "podAntiAffinity")
+        or _hard_spread(pod)
+    )
+
+
+def place_gang(pods: list[dict], snap: Snapshot) -> list[tuple[str, str]]:
+    """(pod, node) for as many of ``pods`` as first-fit decreasing (cpu, then memory) places
+    on the free room of their pool's nodes (allocatable minus the pods bound there), one after
+    the other, so that each sees the ones before: a placement found is a proof that they fit
+    together. For identical pods whose filters depend on the node alone (the soak's gangs) it
+    is also the most any placement fits: each node holds min(free / request) of them,
+    whichever order they come in. Nothing for pods it cannot model (ports, pod affinity,
+    spread)."""
+    if not pods or not all(_provable(p) for p in pods):
+        return []
+    bound = snap.bound()
+    room: dict[str, list[int]] = {}
+    for node in sorted(pool_nodes(snap, pods[0]), key=lambda n: n["metadata"]["name"]):
+        name = node["metadata"]["name"]
+        cpu, mem, count = allocatable(node)
+        on_node = bound.get(name, [])
+        used_cpu = sum(requests(p)[0] for p in on_node)
+        used_mem = sum(requests(p)[1] for p in on_node)
+        room[name] = [cpu - used_cpu, mem - used_mem, count - len(on_node)]
+    placed = []
+    for pod in sorted(pods, key=requests, reverse=True):
+        r_cpu, r_mem = requests(pod)
+        for name, free in room.items():
+            node = snap.nodes[name]
+            if cordoned(node) or not node_matches(pod, node) or not tolerates(pod, node):
+                continue
+            if free[0] >= r_cpu and free[1] >= r_mem and free[2] >= 1:
+                free[0] -= r_cpu
+                free[1] -= r_mem
+                free[2] -= 1
+                placed.append((pod["metadata"]["name"], name))
+                break
+    return placed
+
+
+def quorum_fits(gang: Gang, snap: Snapshot) -> list[tuple[str, str]]:
+    """A placement of the pending members the gang still needs for its quorum in the free
+    room, or nothing if :func:`place_gang` finds none."""
+    need = gang.missing()
+    placed = place_gang(gang.pending, snap)
+    return placed[:need] if need and len(placed) >= need else []
+
+
 __all__ = [
     "FAILED_RE",
     "TAINT",
     "ZONE",
+    "GANG_FAILED_RE",
+    "PARTIAL_GRACE",
     "Findings",
+    "Gang",
     "Snapshot",
     "check_bind",
     "check_snapshot",
     "fits",
     "fitting_node",
+    "gangs",
+    "group_of",
+    "place_gang",
+    "quorum_fits",
 ]

@@ -2,9 +2,13 @@
 
 Three pools of nodes, each with its own scheduler (see workload.py for the isolation):
 
-* ``sa``: two ``kube-extender run`` replicas with leader election; NodeNumber is enabled, so
-  every pod waits 1-2 s at Permit (node names end in 1 or 2): binding cycles are always in
-  flight when the leader is killed.
+* ``sa``: two ``kube-extender run`` replicas with leader election and the feature gates
+  GenericWorkload and GangScheduling. Profile ``chaos-sa`` enables NodeNumber, so every pod
+  waits 1-2 s at Permit (node names end in 1 or 2): binding cycles are always in flight when
+  the leader is killed. Gangs (PodGroup + members) use profile ``chaos-sa-gang``, the same
+  scheduler without NodeNumber: a pod group cycle needs one member's Permit to answer Success
+  (upstream ``podGroupSchedulingDefaultAlgorithm``), and NodeNumber answers Wait on every sa
+  node, so no gang would ever be scheduled there.
 * ``ign`` / ``strict``: two real kube-schedulers calling one ``kube-extender serve`` with
   ``ignorable: true`` and ``false``.
 
@@ -32,7 +36,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from extender.controlplane import ControlPlane, free_port, kube_extender, spawn, stop_pid
+from extender.controlplane import (
+    WORKLOAD_FEATURE_GATES,
+    WORKLOAD_RUNTIME_CONFIG,
+    ControlPlane,
+    apiserver_args,
+    free_port,
+    kube_extender,
+    spawn,
+    stop_pid,
+)
 from extender.kube import ApiError, api_client
 from extender.scenario.kube import Kube
 from tests.e2e.harness import Standalone, standalone_config
@@ -40,17 +53,26 @@ from tests.e2e.harness import Standalone, standalone_config
 from . import workload
 from .invariants import (
     FAILED_RE,
+    GANG_FAILED_RE,
+    PARTIAL_GRACE,
     Findings,
+    Gang,
     Snapshot,
     check_bind,
     check_snapshot,
     fitting_node,
+    gangs,
+    group_of,
     labels,
     node_of,
+    quorum_fits,
 )
 
 NAMESPACE = "chaos"
 SA, IGN, STRICT = "chaos-sa", "chaos-ign", "chaos-strict"
+SA_GANG = "chaos-sa-gang"  # the sa scheduler's profile for gangs (no NodeNumber)
+GATES = {"GenericWorkload": True, "GangScheduling": True}  # the sa replicas' feature gates
+GATE_PRIORITY = "chaos-gate-high"  # orders the failover gang's members in its cycle
 POOLS = {"sa": SA, "ign": IGN, "strict": STRICT}
 GATE = "chaos.io/gate"  # the taint and label of the nodes the deterministic faults use
 LEASE = "kube-extender-chaos"
@@ -66,8 +88,10 @@ kind: ExtenderConfiguration
 profile: {IGN}
 """
 
+FAILOVER_GANG = "kill -9 standalone leader while a gang waits at Permit"
 FAULTS = [
     "kill -9 standalone leader",
+    FAILOVER_GANG,
     "delete pod waiting at Permit",
     "kill -9 kube-apiserver",
     "delete node with an assumed pod",
@@ -85,6 +109,7 @@ class Options:
     fault_every: float = 10.0
     settle: float = 60.0
     pods_per_pool: int = 30
+    gangs: int = 3  # live gangs in the sa pool at most (0: none)
 
 
 @dataclass
@@ -206,6 +231,16 @@ class Soak:
         self.expect_bound: list[str] = []  # pods a fault made that must end up bound
         self.history: collections.deque[tuple[float, Snapshot]] = collections.deque()
         self.bound_at: dict[str, str] = {}  # uid -> node, as first seen
+        self.gangs: list[str] = []  # live churn gangs (PodGroup names)
+        self.gang_members: dict[str, list[str]] = {}  # gang -> its member pods' names
+        self.deleting: set[str] = set()  # gangs the churn began to delete
+        self.expect_whole: list[str] = []  # gangs a fault made that must end up bound whole
+        self.gang_first_bound: dict[str, float] = {}  # gang -> when a member was first seen bound
+        self.gangs_at_quorum: set[str] = set()  # gangs seen with minCount members bound
+        self.gangs_whole: set[str] = set()  # gangs seen with all their members bound
+        self.partial_noted: set[str] = set()
+        self.fault_spans: list[tuple[float, float]] = []  # (start, end) of each fault
+        self.fault_active: float | None = None  # the start of the fault under way
 
     # -- set-up -------------------------------------------------------------------------
 
@@ -214,9 +249,11 @@ class Soak:
 
     def start(self) -> None:
         t0 = time.monotonic()
-        self.cp.up()
+        # The workload API (PodGroups, the pods' schedulingGroup) for the sa pool's gangs.
+        self.cp.up(apiserver_args(WORKLOAD_FEATURE_GATES, WORKLOAD_RUNTIME_CONFIG))
         self.kube = self._client()
         self.kube.request("POST", "/api/v1/namespaces", {"metadata": {"name": NAMESPACE}})
+        self.kube.create_priority_class(GATE_PRIORITY, 1000)
         self.extender = Extender(self.cp)
         self.extender.start()
         for name, ignorable in ((IGN, True), (STRICT, False)):
@@ -230,17 +267,25 @@ class Soak:
         self.report.seconds["start"] = time.monotonic() - t0
 
     def _standalone_config(self) -> dict:
-        return standalone_config(
+        config = standalone_config(
             SA,
             plugins={"multiPoint": {"enabled": [{"name": "NodeNumber"}]}},
             plugin_config=[{"name": "NodeNumber", "args": {"permitTimeoutSeconds": 30}}],
             leader_elect=True,
             lease=LEASE,
         )
+        config["profiles"].append({"schedulerName": SA_GANG})
+        return config
 
     def _start_replica(self) -> Standalone:
         n = next(self.identities)
-        proc = Standalone(self.cp, self._standalone_config(), name=f"sa-{n}", identity=f"sa-{n}")
+        proc = Standalone(
+            self.cp,
+            self._standalone_config(),
+            name=f"sa-{n}",
+            identity=f"sa-{n}",
+            feature_gates=GATES,
+        )
         proc.wait_ready(timeout=90)
         self.replicas.append(proc)
         return proc
@@ -275,7 +320,9 @@ class Soak:
         pool = rng.choice(list(POOLS))
         roll = rng.random()
         live = self.pods[pool]
-        if roll < 0.12:
+        if pool == "sa" and self.opt.gangs and roll > 0.8:
+            self._gang_op(kube, rng)
+        elif roll < 0.12:
             self._node_op(kube, pool, rng)
         elif roll < 0.35 or len(live) >= self.opt.pods_per_pool:
             if live:
@@ -290,6 +337,30 @@ class Soak:
             live.append(name)
             kube.request("POST", f"/api/v1/namespaces/{NAMESPACE}/pods", body)
             self.report.churn["pods created"] += 1
+
+    def _gang_op(self, kube: Kube, rng: random.Random) -> None:
+        """Create a gang, or delete one (its pods with grace 0, then its PodGroup)."""
+        if len(self.gangs) >= self.opt.gangs or (self.gangs and rng.random() < 0.35):
+            name = self.gangs.pop(rng.randrange(len(self.gangs)))
+            self.deleting.add(name)
+            for pod in self.gang_members[name]:
+                kube.delete_pod(pod)
+            kube.delete(f"{workload.PODGROUP_API}/namespaces/{NAMESPACE}/podgroups/{name}")
+            self.report.churn["gangs deleted"] += 1
+            return
+        name = f"gang-{next(self.names)}"
+        size, min_count, pod_labels, requests, spec = workload.gang_shape("sa", rng)
+        group = workload.pod_group_object(name, NAMESPACE, min_count, size)
+        kube.request("POST", f"{workload.PODGROUP_API}/namespaces/{NAMESPACE}/podgroups", group)
+        self.gang_members[name] = []
+        self.gangs.append(name)
+        self.report.churn["gangs created"] += 1
+        for i in range(size):
+            pod = f"{name}-m{i}"
+            self.gang_members[name].append(pod)
+            body = workload.gang_member(pod, NAMESPACE, SA_GANG, name, pod_labels, requests, spec)
+            kube.request("POST", f"/api/v1/namespaces/{NAMESPACE}/pods", body)
+            self.report.churn["gang pods created"] += 1
 
     def _node_op(self, kube: Kube, pool: str, rng: random.Random) -> None:
         nodes = self.nodes[pool]
@@ -326,10 +397,14 @@ class Soak:
     # -- observer -----------------------------------------------------------------------
 
     def snapshot(self, kube: Kube) -> Snapshot:
+        # PodGroups first: a group is made before its pods and deleted after them.
+        groups, _ = kube.client.list(f"{workload.PODGROUP_API}/namespaces/{NAMESPACE}/podgroups")
         nodes, _ = kube.client.list("/api/v1/nodes")
         pods, _ = kube.client.list(f"/api/v1/namespaces/{NAMESPACE}/pods")
         return Snapshot(
-            {n["metadata"]["name"]: n for n in nodes}, {p["metadata"]["uid"]: p for p in pods}
+            {n["metadata"]["name"]: n for n in nodes},
+            {p["metadata"]["uid"]: p for p in pods},
+            {g["metadata"]["name"]: g for g in groups},
         )
 
     def observe(self) -> None:
@@ -364,6 +439,45 @@ class Soak:
                 window = [p for p in new if p is not pod]
                 check_bind(pod, snaps, window, f)
             self.history.append((now, snap))
+            self._examine_gangs(snap, now)
+
+    def _examine_gangs(self, snap: Snapshot, now: float) -> None:
+        """No gang partly bound for longer than PARTIAL_GRACE, unless a fault struck while it
+        was binding (a failed bind or a dead leader leaves the rest to a retry, which needs
+        room; upstream never unbinds): then the end checks judge it."""
+        f = self.report.findings
+        deleting = set(self.deleting)
+        for gang in gangs(snap).values():
+            if gang.name in deleting or len(gang.members) < gang.size:
+                continue  # being made or deleted
+            bound = len(gang.bound)
+            if bound:
+                self.gang_first_bound.setdefault(gang.name, now)
+            if bound >= gang.min_count:
+                self.gangs_at_quorum.add(gang.name)
+            if bound == len(gang.members):
+                self.gangs_whole.add(gang.name)
+            first = self.gang_first_bound.get(gang.name, now)
+            late = gang.partly_bound() and now - first > PARTIAL_GRACE
+            if late and self._fault_near(first):
+                if gang.name not in self.partial_noted:
+                    self.partial_noted.add(gang.name)
+                    f.notes["gang partly bound past the grace after a fault (end checks)"] += 1
+                continue
+            f.check(
+                "no gang partly bound past its grace",
+                not late,
+                f"{gang.name}: {bound}/{gang.min_count} bound for {now - first:.0f}s: "
+                + _members(gang),
+            )
+
+    def _fault_near(self, t: float | None) -> bool:
+        """A fault was under way around ``t`` (from 10 s before it to 30 s after its end)."""
+        if t is None:
+            return False
+        if self.fault_active is not None and t >= self.fault_active - 10:
+            return True
+        return any(start - 10 <= t <= end + 30 for start, end in self.fault_spans)
 
     # -- faults -------------------------------------------------------------------------
 
@@ -376,7 +490,7 @@ class Soak:
         os.killpg(self.cp.state.pids["kube-apiserver"], signal.SIGKILL)
         self.cp.stop_component("kube-apiserver")
         time.sleep(1)
-        self.cp.start_apiserver()
+        self.cp.start_apiserver(self.cp.apiserver_extra_args)
 
     def _compact(self) -> int:
         url = f"http://127.0.0.1:{self.cp.state.etcd_port}/v3/kv/range"
@@ -389,9 +503,10 @@ class Soak:
             r.read()
         return revision
 
-    def _gate_node(self, tag: str) -> str:
-        """A node of the sa pool only the fault's pods tolerate; Permit holds them 9 s."""
-        name = f"sa-{tag}x9"
+    def _gate_node(self, tag: str, digit: int = 9) -> str:
+        """A node of the sa pool only the fault's pods tolerate; Permit (NodeNumber) holds
+        them ``digit`` seconds."""
+        name = f"sa-{tag}x{digit}"
         node_labels = {workload.POOL: "sa", workload.ZONE: "sa-gate", GATE: tag}
         taints = [{"key": GATE, "value": tag, "effect": "NoSchedule"}]
         self.kube.create_node(
@@ -424,17 +539,80 @@ class Soak:
             time.sleep(0.2)
         return False
 
+    def _live_leader(self) -> Standalone:
+        deadline = time.monotonic() + 30
+        while (leader := self.leader()) is None and time.monotonic() < deadline:
+            self._supervise()
+            time.sleep(0.5)
+        if leader is None:
+            raise RuntimeError("no live leader to kill within 30 s")
+        return leader
+
+    def _gate_member(self, group: str, name: str, tag: str, priority: bool = False) -> None:
+        """A member of the failover gang ``group`` (profile chaos-sa: NodeNumber holds it at
+        Permit) for the gate node ``tag``."""
+        spec: dict[str, Any] = {
+            "nodeSelector": {workload.POOL: "sa", GATE: tag},
+            "tolerations": [{"key": GATE, "operator": "Exists", "effect": "NoSchedule"}],
+        }
+        if priority:
+            spec["priorityClassName"] = GATE_PRIORITY
+        pod_labels = {workload.POOL: "sa", "chaos.io/kind": "gate-gang"}
+        body = workload.gang_member(name, NAMESPACE, SA, group, pod_labels, {"cpu": "1"}, spec)
+        self.kube.request("POST", f"/api/v1/namespaces/{NAMESPACE}/pods", body)
+        self.report.churn["pods created (faults)"] += 1
+
+    def _failover_gang(self, k: int) -> None:
+        """Kill the leader while a gang is partly bound and its last member waits at Permit.
+
+        Gang ``gate-gangK``, minCount 3 of 4, on two gate nodes: ``a`` (higher priority, so
+        first in its pod group cycle) on a node where NodeNumber holds it 6 s, ``b`` and ``c``
+        on one where it holds nothing. The cycle ends on ``c``, whose Permit succeeds, so the
+        group is schedulable; ``b`` and ``c`` bind at once, ``a`` waits 6 s. The leader dies
+        then. The new leader must bind ``a``; but a cycle of ``a`` alone never succeeds (its
+        Permit waits for NodeNumber on its only node: upstream needs one Success), so ``d``
+        (fast node) is created after the kill: the cycle of ``a`` and ``d`` ends on ``d``.
+        The gang must end bound whole."""
+        tag = f"gang{k}"
+        slow, fast = f"{tag}s", f"{tag}f"
+        self._gate_node(slow, digit=6)
+        self._gate_node(fast, digit=0)
+        group = f"gate-{tag}"
+        body = workload.pod_group_object(group, NAMESPACE, 3, 4)
+        self.kube.request("POST", f"{workload.PODGROUP_API}/namespaces/{NAMESPACE}/podgroups", body)
+        self.expect_whole.append(group)
+        leader = self._live_leader()
+        self._gate_member(group, f"{group}-a", slow, priority=True)
+        self._gate_member(group, f"{group}-b", fast)
+        self._gate_member(group, f"{group}-c", fast)
+        deadline = time.monotonic() + 20
+        caught = False
+        while time.monotonic() < deadline and not caught:
+            pods, _ = self.kube.client.list(
+                f"/api/v1/namespaces/{NAMESPACE}/pods",
+                {"labelSelector": f"{workload.GANG}={group}"},
+            )
+            bound = {p["metadata"]["name"][-1] for p in pods if node_of(p)}
+            caught = bound == {"b", "c"}
+            if bound - {"b", "c"}:
+                break
+            time.sleep(0.1)
+        if not caught:
+            self.report.findings.notes["failover gang not caught partly bound"] += 1
+        leader = self.leader() or leader
+        leader.kill()
+        self.replicas.remove(leader)
+        self._gate_member(group, f"{group}-d", fast)
+        self._start_replica()
+
     def inject(self, kind: str, k: int) -> None:
         if kind == "kill -9 standalone leader":
-            deadline = time.monotonic() + 30
-            while (leader := self.leader()) is None and time.monotonic() < deadline:
-                self._supervise()
-                time.sleep(0.5)
-            if leader is None:
-                raise RuntimeError("no live leader to kill within 30 s")
+            leader = self._live_leader()
             leader.kill()
             self.replicas.remove(leader)
             self._start_replica()
+        elif kind == FAILOVER_GANG:
+            self._failover_gang(k)
         elif kind == "kill -9 kube-apiserver":
             self._kill_apiserver()
         elif kind == "restart etcd":
@@ -478,12 +656,16 @@ class Soak:
             kind = FAULTS[(k - 1) % len(FAULTS)]
             t = time.monotonic()
             self.out(f"[chaos] {time.strftime('%H:%M:%S')} fault {k}: {kind}")
+            self.fault_active = t
             try:
                 self.inject(kind, k)
             except Exception as exc:
                 self.report.findings.check("fault injected and recovered", False, f"{kind}: {exc}")
                 self._heal()
                 continue
+            finally:
+                self.fault_spans.append((t, time.monotonic()))
+                self.fault_active = None
             self.report.faults[kind] += 1
             took = time.monotonic() - t
             self.report.fault_seconds[kind] = max(took, self.report.fault_seconds.get(kind, 0))
@@ -504,7 +686,7 @@ class Soak:
             self.cp.start_etcd()
         if not running.get("kube-apiserver"):
             self.cp.stop_component("kube-apiserver")
-            self.cp.start_apiserver()
+            self.cp.start_apiserver(self.cp.apiserver_extra_args)
         if self.extender.proc.poll() is not None:
             self.extender.start()
         self.replicas = [r for r in self.replicas if r.alive()]
@@ -521,12 +703,43 @@ class Soak:
         while True:
             snap = self.snapshot(self.kube)
             self.examine(snap)
+            groups = gangs(snap)
             pending = [p for p in snap.pods.values() if not node_of(p)]
-            fitting = [p for p in pending if fitting_node(p, snap)]
-            unexplained = [p for p in pending if not FAILED_RE.match(_condition(p))]
+            singles = [p for p in pending if self._judged_alone(p, groups)]
+            fitting = [p for p in singles if fitting_node(p, snap)]
+            fitting += [
+                p
+                for gang in groups.values()
+                if self._gang_judged(gang) and quorum_fits(gang, snap)
+                for p in gang.pending
+            ]
+            unexplained = [
+                p
+                for p in pending
+                if not (GANG_FAILED_RE if group_of(p) else FAILED_RE).match(_condition(p))
+                and self._needs_verdict(p, groups)
+            ]
             if (not fitting and not unexplained) or time.monotonic() > deadline:
                 return snap
             time.sleep(3)
+
+    def _gang_judged(self, gang: Gang) -> bool:
+        """A gang the end checks judge: not being deleted, and with its quorum of members
+        (else GangScheduling's PreEnqueue holds them, without a verdict)."""
+        return gang.name not in self.deleting and len(gang.members) >= gang.min_count
+
+    def _needs_verdict(self, pod: dict, groups: dict[str, Gang]) -> bool:
+        gang = groups.get(group_of(pod))
+        return self._judged_alone(pod, groups) or (gang is not None and self._gang_judged(gang))
+
+    def _judged_alone(self, pod: dict, groups: dict[str, Gang]) -> bool:
+        """A pod the per-pod end checks judge: not a gang member, or an extra member of a gang
+        whose quorum is bound (scheduled alone: its Permit succeeds at once)."""
+        name = group_of(pod)
+        if not name:
+            return True
+        gang = groups.get(name)
+        return gang is not None and self._gang_judged(gang) and not gang.missing()
 
     def final_checks(self, snap: Snapshot) -> None:
         f = self.report.findings
@@ -545,8 +758,20 @@ class Soak:
         for uid, n in scheduled.items():
             name = (by_uid[uid][0].get("regarding") or {}).get("name")
             f.check("bound exactly once (Scheduled events)", n <= 1, f"{name}: {n} Scheduled")
+        groups = gangs(snap)
         for pod in snap.pods.values():
             name = pod["metadata"]["name"]
+            if not node_of(pod) and not self._judged_alone(pod, groups):
+                gang = groups.get(group_of(pod))
+                if gang is None or not self._gang_judged(gang):
+                    f.notes["gang members of a gang deleted or never made whole"] += 1
+                else:
+                    f.check(
+                        "pending gang member has its verdict",
+                        bool(GANG_FAILED_RE.match(_condition(pod))),
+                        f"{name}: condition {_condition(pod)!r}",
+                    )
+                continue
             if node_of(pod):
                 if node_of(pod) not in snap.nodes:
                     gate = labels(pod).get("chaos.io/kind") == "gate"
@@ -569,9 +794,10 @@ class Soak:
                     if e.get("reason") == "FailedScheduling"
                 ]
                 last = _condition(pod)
+                verdict = GANG_FAILED_RE if group_of(pod) else FAILED_RE
                 f.check(
                     "unschedulable pod has FailedScheduling 0/N nodes",
-                    any(FAILED_RE.match(n) for n in notes) and bool(FAILED_RE.match(last)),
+                    any(verdict.match(n) for n in notes) and bool(verdict.match(last)),
                     f"{name}: events {notes[-2:]}, condition {last!r}",
                 )
         for name in self.expect_bound:
@@ -581,6 +807,7 @@ class Soak:
                 pod is not None and bool(node_of(pod)),
                 f"{name}: {_condition(pod or {})}",
             )
+        self._final_gang_checks(snap, groups)
         for replica in self.replicas:
             dump = _get(f"{replica.url}/debug/cache")
             if dump is None:
@@ -594,6 +821,49 @@ class Soak:
             1 for p in snap.pods.values() if not node_of(p)
         )
         self.report.churn["pods bound at the end"] = sum(counts.values())
+
+    def _final_gang_checks(self, snap: Snapshot, groups: dict[str, Gang]) -> None:
+        """Settled: no gang holds nodes without its quorum, no gang below its quorum could
+        have it in the free room (a deadlock, or room held for a gang that gave up)."""
+        f = self.report.findings
+        churn = self.report.churn
+        for gang in groups.values():
+            if not self._gang_judged(gang):
+                continue
+            placement = quorum_fits(gang, snap) if gang.missing() else []
+            where = ", ".join(f"{pod}->{node}" for pod, node in placement)
+            f.check(
+                "no gang below its quorum that fits the free room (no deadlock)",
+                not placement,
+                f"{gang.name}: {len(gang.bound)}/{gang.min_count} bound, fits: {where}; "
+                + _members(gang),
+            )
+            if gang.partly_bound() and not placement:
+                first = self.gang_first_bound.get(gang.name)
+                if self._fault_near(first):
+                    # A bind failed or the leader died mid-binding, and the rest no longer
+                    # fits: upstream never unbinds the bound members.
+                    f.notes[f"gang left partly bound by a fault: {gang.name}"] += 1
+                    continue
+            f.check(
+                "no gang partly bound at the end (quorum met or nothing bound)",
+                not gang.partly_bound(),
+                f"{gang.name}: {len(gang.bound)}/{gang.min_count}: " + _members(gang),
+            )
+            bound = len(gang.bound)
+            if bound >= gang.min_count:
+                churn["gangs at quorum at the end"] += 1
+            if bound == 0:
+                churn["gangs pending at the end"] += 1
+        for name in self.expect_whole:
+            gang = groups.get(name)
+            f.check(
+                "gang across a leader failover bound whole",
+                gang is not None and len(gang.bound) == gang.size,
+                f"{name}: " + (_members(gang) if gang else "PodGroup gone"),
+            )
+        churn["gangs at quorum (ever seen)"] = len(self.gangs_at_quorum)
+        churn["gangs bound whole (ever seen)"] = len(self.gangs_whole)
 
     def watch_expiries(self) -> None:
         """How many times the components saw a watch expire (410 Gone) and relisted."""
@@ -656,6 +926,13 @@ class Soak:
 
 def _taints(spec: dict) -> dict:
     return {"taints": spec["taints"]} if spec.get("taints") else {}
+
+
+def _members(gang: Gang) -> str:
+    return ", ".join(
+        f"{p['metadata']['name']}@{node_of(p) or '-'}"
+        for p in sorted(gang.members, key=lambda p: p["metadata"]["name"])
+    )
 
 
 def _condition(pod: dict) -> str:

@@ -5,6 +5,14 @@ Each pool is scheduled by one scheduler and isolated from the others: its nodes 
 with a nodeSelector and their affinity and spread labels carry the pool name. So two schedulers
 never race for one node (which would over-commit it without any bug) and the invariants can be
 checked pool by pool.
+
+Gangs (the sa pool only, feature gates GenericWorkload and GangScheduling): a
+``scheduling.k8s.io/v1alpha2`` PodGroup with the Gang policy and ``minCount`` <= N, and N member
+pods (2-5) naming it in ``spec.schedulingGroup.podGroupName``. The members of one gang are
+identical (requests and node constraints), so that the checker can count exactly how many of
+them the free room holds: for identical pods whose filters depend on the node alone, every
+greedy placement fits as many as the best one, so "a placement exists" is a proof the
+scheduler's pod group cycle must find one too (see invariants.place_gang).
 """
 
 from __future__ import annotations
@@ -13,6 +21,9 @@ import random
 from typing import Any
 
 POOL = "chaos.io/pool"
+GANG = "chaos.io/gang"  # a gang member's label: its PodGroup's name
+GANG_SIZE = "chaos.io/members"  # the PodGroup's annotation: how many members the soak made
+PODGROUP_API = "/apis/scheduling.k8s.io/v1alpha2"
 ZONE = "topology.kubernetes.io/zone"
 DISK = "chaos.io/disk"
 TAINT = "chaos.io/dedicated"
@@ -151,3 +162,39 @@ def pod_object(
 def pick_kind(rng: random.Random) -> str:
     kinds = list(POD_KINDS)
     return rng.choices(kinds, weights=[POD_KINDS[k] for k in kinds])[0]
+
+
+# name -> weight: the shapes of a gang's (identical) members; filters that depend on the node
+# alone, so the checker can count the room exactly.
+GANG_KINDS = {"plain": 6, "ssd": 2, "tolerates": 2}
+
+
+def gang_shape(pool: str, rng: random.Random) -> tuple[int, int, dict, dict, dict]:
+    """(members, minCount, labels, requests, extra spec fields) of a new gang in ``pool``."""
+    size = rng.randint(2, 5)
+    min_count = rng.randint(2, size)
+    kinds = list(GANG_KINDS)
+    kind = rng.choices(kinds, weights=[GANG_KINDS[k] for k in kinds])[0]
+    pod_labels, _, spec = pod_spec(pool, kind, rng)
+    pod_labels["chaos.io/kind"] = f"gang-{kind}"
+    cpu = rng.choice(["250m", "500m", "1", "1500m"])
+    memory = rng.choice(["256Mi", "512Mi", "1Gi", "2Gi"])
+    return size, min_count, pod_labels, {"cpu": cpu, "memory": memory}, spec
+
+
+def pod_group_object(name: str, namespace: str, min_count: int, size: int) -> dict:
+    """A PodGroup with the Gang policy; ``size`` (the members the soak makes) as an annotation."""
+    return {
+        "apiVersion": "scheduling.k8s.io/v1alpha2",
+        "kind": "PodGroup",
+        "metadata": {"name": name, "namespace": namespace, "annotations": {GANG_SIZE: str(size)}},
+        "spec": {"schedulingPolicy": {"gang": {"minCount": min_count}}},
+    }
+
+
+def gang_member(
+    name: str, namespace: str, scheduler: str, group: str, labels: dict, requests: dict, spec: dict
+) -> dict:
+    """A member pod of PodGroup ``group``."""
+    spec = {**spec, "schedulingGroup": {"podGroupName": group}}
+    return pod_object(name, namespace, scheduler, {**labels, GANG: group}, requests, spec)
