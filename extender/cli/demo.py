@@ -7,6 +7,8 @@ Starts a real control plane (or uses ``$KUBECONFIG``), then runs the seed's scen
 2. **standalone path**: our own scheduler (``kube-extender run``) in place of kube-scheduler.
 
 Each prints where every pod went and why the others did not fit, then everything stops.
+A scenario that declares ``FEATURE_GATES`` (e.g. ``scenarios/gang.py``) gets them on
+kube-apiserver (with the API versions they need), kube-scheduler and ``kube-extender run``.
 """
 
 from __future__ import annotations
@@ -26,6 +28,8 @@ from extender.controlplane import (
     DEFAULT_CACHE,
     ControlPlane,
     ControlPlaneError,
+    apiserver_args_for_gates,
+    feature_gates_value,
     free_port,
     kube_extender,
     spawn,
@@ -43,21 +47,25 @@ def _say(message: str) -> None:
 
 
 def _scenario(path: Path, kubeconfig: str, scheduler_name: str) -> bool:
-    from extender.cli.scenario import run_scenario
+    from extender.cli.scenario import failed_assert, run_scenario
     from extender.kube import api_client
-    from extender.scenario.kube import Kube, ScenarioError
+    from extender.scenario.kube import Kube
 
     kube = Kube(api_client(kubeconfig), namespace="default", scheduler_name=scheduler_name)
     try:
         run_scenario(str(path), kube)
-    except ScenarioError as exc:
-        print(f"scenario failed: {exc}", file=sys.stderr)
+    except AssertionError as exc:  # a ScenarioError, or a scenario's own assert
+        print(f"scenario failed: {str(exc) or failed_assert(exc)}", file=sys.stderr)
         return False
     return True
 
 
 def run_extender_path(
-    cp_dir: Path, kubeconfig: str, scenario: Path, cp: ControlPlane | None
+    cp_dir: Path,
+    kubeconfig: str,
+    scenario: Path,
+    cp: ControlPlane | None,
+    feature_gates: dict[str, bool] | None = None,
 ) -> bool:
     _say("extender path: kube-scheduler (v1.36) -> kube-extender filter/prioritize")
     port = free_port()
@@ -101,8 +109,11 @@ def run_extender_path(
             # An existing cluster: run kube-scheduler here against it, for our profile only.
             helper.directory.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(kubeconfig, helper.kubeconfig)
-        helper.start_scheduler(config, name="demo-kube-scheduler")
-        print(f"kube-scheduler running with profile {EXTENDER_PROFILE!r} and our extender")
+        helper.start_scheduler(config, name="demo-kube-scheduler", feature_gates=feature_gates)
+        print(
+            f"kube-scheduler running with profile {EXTENDER_PROFILE!r} and our extender"
+            + _gates_note(feature_gates)
+        )
         return _scenario(scenario, kubeconfig, EXTENDER_PROFILE)
     finally:
         helper.stop_component("demo-kube-scheduler")
@@ -110,7 +121,9 @@ def run_extender_path(
             stop_pid(proc.pid, timeout=5)
 
 
-def run_standalone_path(cp_dir: Path, kubeconfig: str, scenario: Path) -> bool:
+def run_standalone_path(
+    cp_dir: Path, kubeconfig: str, scenario: Path, feature_gates: dict[str, bool] | None = None
+) -> bool:
     _say("standalone path: kube-extender run (same plugins, its own queue and loop)")
     logs = cp_dir / "logs"
     config = cp_dir / "standalone-config.yaml"
@@ -126,24 +139,24 @@ def run_standalone_path(cp_dir: Path, kubeconfig: str, scenario: Path) -> bool:
     )
     port = free_port()
     log = logs / "demo-standalone.log"
-    proc = spawn(
-        kube_extender(
-            "run",
-            "--config",
-            str(config),
-            "--kubeconfig",
-            kubeconfig,
-            "--metrics-bind",
-            f"127.0.0.1:{port}",
-        ),
-        log,
-    )
+    args = ["--config", str(config), "--kubeconfig", kubeconfig]
+    args += ["--metrics-bind", f"127.0.0.1:{port}"]
+    if feature_gates:
+        args += ["--feature-gates", feature_gates_value(feature_gates)]
+    proc = spawn(kube_extender("run", *args), log)
     try:
         wait_http_ok(f"http://127.0.0.1:{port}/readyz", proc, log)
-        print(f"kube-extender run scheduling {STANDALONE_PROFILE!r} pods (log: {log})")
+        print(
+            f"kube-extender run scheduling {STANDALONE_PROFILE!r} pods (log: {log})"
+            + _gates_note(feature_gates)
+        )
         return _scenario(scenario, kubeconfig, STANDALONE_PROFILE)
     finally:
         stop_pid(proc.pid, timeout=5)
+
+
+def _gates_note(feature_gates: dict[str, bool] | None) -> str:
+    return f"; --feature-gates {feature_gates_value(feature_gates)}" if feature_gates else ""
 
 
 def main(argv: list[str]) -> int:
@@ -158,6 +171,9 @@ def main(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     if not args.scenario.is_file():
         parser.error(f"--scenario: no such file: {args.scenario}")
+    from extender.cli.scenario import feature_gates, load_scenario
+
+    gates = feature_gates(load_scenario(str(args.scenario)))
 
     cp: ControlPlane | None = None
     workdir = Path(tempfile.mkdtemp(prefix="kube-extender-demo-"))
@@ -171,14 +187,17 @@ def main(argv: list[str]) -> int:
             cp.down()  # a previous run that was killed may have left processes behind
             _say("starting etcd and kube-apiserver on 127.0.0.1")
             started = time.monotonic()
-            cp.up()
+            extra = apiserver_args_for_gates(gates)
+            cp.up(extra)
             kubeconfig = str(cp.kubeconfig)
             print(f"control plane ready in {time.monotonic() - started:.1f} s at {cp.server}")
+            if extra:
+                print(f"kube-apiserver runs with {' '.join(extra)} (the scenario's FEATURE_GATES)")
             workdir = cp.directory
         if args.path in ("extender", "both"):
-            ok &= run_extender_path(workdir, kubeconfig, args.scenario, cp)
+            ok &= run_extender_path(workdir, kubeconfig, args.scenario, cp, gates)
         if args.path in ("standalone", "both"):
-            ok &= run_standalone_path(workdir, kubeconfig, args.scenario)
+            ok &= run_standalone_path(workdir, kubeconfig, args.scenario, gates)
     except ControlPlaneError as exc:
         print(f"kube-extender demo: {exc}", file=sys.stderr)
         return 1

@@ -66,6 +66,13 @@ WORKLOAD_FEATURE_GATES: dict[str, bool] = {
 WORKLOAD_RUNTIME_CONFIG: dict[str, bool] = {"scheduling.k8s.io/v1alpha2": True}
 
 
+# The API group versions a gate's objects are served in: kube-apiserver serves an alpha version
+# only with ``--runtime-config``, and with the gate on.
+GATE_RUNTIME_CONFIG: dict[str, dict[str, bool]] = {
+    "GenericWorkload": WORKLOAD_RUNTIME_CONFIG,
+}
+
+
 def feature_gates_value(gates: Mapping[str, bool]) -> str:
     """``--feature-gates``' value as the Kubernetes components (and ``kube-extender run``) read
     it: ``Name=true,Other=false``, in the mapping's order."""
@@ -84,6 +91,17 @@ def apiserver_args(
     if runtime_config:
         args.append(f"--runtime-config={feature_gates_value(runtime_config)}")
     return args
+
+
+def apiserver_args_for_gates(feature_gates: Mapping[str, bool] | None) -> list[str]:
+    """kube-apiserver flags for ``feature_gates`` and the API versions the enabled ones need
+    served (:data:`GATE_RUNTIME_CONFIG`): e.g. GenericWorkload also serves
+    ``scheduling.k8s.io/v1alpha2``, without which there are no PodGroups to create."""
+    runtime_config: dict[str, bool] = {}
+    for name, on in (feature_gates or {}).items():
+        if on:
+            runtime_config.update(GATE_RUNTIME_CONFIG.get(name, {}))
+    return apiserver_args(feature_gates, runtime_config)
 
 
 class ControlPlaneError(RuntimeError):
@@ -566,7 +584,9 @@ def _http_ok(url: str, context: ssl.SSLContext | None = None) -> bool:
 __all__ = [
     "WORKLOAD_FEATURE_GATES",
     "WORKLOAD_RUNTIME_CONFIG",
+    "GATE_RUNTIME_CONFIG",
     "apiserver_args",
+    "apiserver_args_for_gates",
     "feature_gates_value",
     "kube_extender",
     "running",

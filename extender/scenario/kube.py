@@ -15,6 +15,10 @@ from extender.kube import ApiError, KubeClient
 
 # Dynamic Resource Allocation: DeviceClasses, ResourceSlices, ResourceClaims and their templates.
 RESOURCE_API = "/apis/resource.k8s.io/v1"
+# Workload-aware scheduling (feature gate GenericWorkload): Workloads and PodGroups.
+SCHEDULING_API = "/apis/scheduling.k8s.io/v1alpha2"
+# The condition the scheduler writes to a PodGroup after each pod group cycle.
+POD_GROUP_SCHEDULED = "PodGroupScheduled"
 
 
 class ScenarioError(AssertionError):
@@ -54,6 +58,10 @@ class Kube:
 
     def get(self, path: str, **query: Any) -> Any:
         return self.client.get(path, **query)
+
+    def serves(self, api: str) -> bool:
+        """The API server serves this group version (e.g. ``/apis/scheduling.k8s.io/v1alpha2``)."""
+        return self.get(api) is not None
 
     # -- objects --------------------------------------------------------------------------
 
@@ -131,10 +139,14 @@ class Kube:
         priority_class: str | None = None,
         labels: dict[str, str] | None = None,
         resource_claims: list[dict] | None = None,
+        pod_group: str | None = None,
         **spec_fields: Any,
     ) -> dict:
         """A pause pod; ``resource_claims`` are ``spec.resourceClaims`` entries (``{"name": ...,
-        "resourceClaimTemplateName": ...}``), all of them used by its container."""
+        "resourceClaimTemplateName": ...}``), all of them used by its container; ``pod_group``
+        makes it a member of that PodGroup (``spec.schedulingGroup.podGroupName``)."""
+        if pod_group is not None:
+            spec_fields["schedulingGroup"] = {"podGroupName": pod_group}
         requests = {k: v for k, v in (("cpu", cpu), ("memory", memory)) if v is not None}
         container: dict[str, Any] = {"name": "main", "image": "registry.k8s.io/pause:3.10"}
         resources: dict[str, Any] = {}
@@ -175,6 +187,30 @@ class Kube:
         except ApiError as exc:
             if exc.status != 409:
                 raise
+
+    def create_pod_group(
+        self, name: str, *, min_count: int | None = None, labels: dict[str, str] | None = None
+    ) -> dict:
+        """A ``scheduling.k8s.io/v1alpha2`` PodGroup: with ``min_count`` the Gang policy (all
+        or nothing, at least that many pods), else the Basic one. Its pods name it with
+        ``create_pod(..., pod_group=name)``."""
+        policy: dict[str, Any] = {"gang": {"minCount": min_count}} if min_count else {"basic": {}}
+        body = {
+            "apiVersion": "scheduling.k8s.io/v1alpha2",
+            "kind": "PodGroup",
+            "metadata": {"name": name, "labels": labels or {}},
+            "spec": {"schedulingPolicy": policy},
+        }
+        return self.create(self.namespaced(SCHEDULING_API, "podgroups"), body)
+
+    def pod_group(self, name: str) -> dict | None:
+        return self.get(f"{self.namespaced(SCHEDULING_API, 'podgroups')}/{name}")
+
+    def pod_group_condition(self, name: str) -> dict | None:
+        """The PodGroup's ``PodGroupScheduled`` condition, or None before the scheduler wrote
+        one (or if the group is gone)."""
+        conditions = ((self.pod_group(name) or {}).get("status") or {}).get("conditions") or ()
+        return next((c for c in conditions if c.get("type") == POD_GROUP_SCHEDULED), None)
 
     def pod(self, name: str) -> dict | None:
         return self.get(f"/api/v1/namespaces/{self.namespace}/pods/{name}")
@@ -269,6 +305,23 @@ class Kube:
             )
         return why
 
+    def wait_unschedulable(self, name: str, timeout: float = 30.0) -> str:
+        """Wait until the scheduler has tried the pod and said why it is not bound (its
+        PodScheduled condition is False); returns that message."""
+
+        def tried() -> str | None:
+            self._still_pending(name)
+            pod = self.pod(name) or {}
+            for condition in (pod.get("status") or {}).get("conditions") or ():
+                if condition.get("type") == "PodScheduled" and condition.get("status") == "False":
+                    return condition.get("message") or condition.get("reason") or "?"
+            return None
+
+        why = self._poll(tried, timeout)
+        if why is None:
+            raise ScenarioError(f"pod {name} was not tried within {timeout:g}s")
+        return why
+
     def wait_allocated(self, name: str, timeout: float = 30.0) -> dict[str, dict]:
         """Wait until every ResourceClaim of the pod is allocated and reserved for it (the
         scheduler writes both before it binds); returns them by their name in the pod."""
@@ -316,6 +369,39 @@ class Kube:
                 self.out(f"  {name:<12} pending: {self.why_pending(name)}")
         return placements
 
+    def wait_pod_group(self, name: str, status: str, timeout: float = 30.0) -> dict:
+        """Wait until the PodGroup's ``PodGroupScheduled`` condition has ``status`` ("True" or
+        "False"); returns the condition."""
+
+        def reached() -> dict | None:
+            condition = self.pod_group_condition(name)
+            return condition if condition and condition.get("status") == status else None
+
+        condition = self._poll(reached, timeout)
+        if condition is None:
+            raise ScenarioError(
+                f"pod group {name}: {POD_GROUP_SCHEDULED} is not {status} after {timeout:g}s: "
+                f"{self.pod_group_condition(name)}"
+            )
+        return condition
+
+    def report_pod_groups(self, names: list[str]) -> dict[str, dict | None]:
+        """Print each PodGroup's ``PodGroupScheduled`` condition (status, reason, message)."""
+        conditions: dict[str, dict | None] = {}
+        for name in names:
+            condition = conditions[name] = self.pod_group_condition(name)
+            if condition is None:
+                self.out(f"  podgroup {name:<8} {POD_GROUP_SCHEDULED}: (not written yet)")
+                continue
+            said = ", ".join(
+                str(condition[key]) for key in ("reason", "message") if condition.get(key)
+            )
+            self.out(
+                f"  podgroup {name:<8} {POD_GROUP_SCHEDULED}={condition.get('status')}"
+                + (f" ({said})" if said else "")
+            )
+        return conditions
+
     def delete(self, path: str, body: dict | None = None) -> None:
         """DELETE ``path``; an object already gone is fine."""
         try:
@@ -343,9 +429,27 @@ class Kube:
         for path in claims:
             self.delete(path)
         for path in reversed(self.created_objects):
+            if path.startswith(f"{SCHEDULING_API}/") and "/podgroups/" in path:
+                self._drop_finalizers(path)
             self.delete(path)
         for name in self.created_nodes:
             self.delete_node(name)
+
+
+    def _drop_finalizers(self, path: str) -> None:
+        """kube-apiserver's PodGroupProtection admission gives every PodGroup a finalizer that
+        kube-controller-manager's podgroup-protection controller removes once no pod names the
+        group; a scenario cluster runs no such controller, and its pods are deleted already."""
+        try:
+            self.request(
+                "PATCH",
+                path,
+                {"metadata": {"finalizers": None}},
+                content_type="application/merge-patch+json",
+            )
+        except ApiError as exc:
+            if exc.status != 404:
+                raise
 
 
 def _allocated_for(claim: dict | None, pod_uid: str | None) -> bool:
