@@ -12,7 +12,13 @@ from typing import Any
 
 import yaml
 
-from extender.controlplane import DEFAULT_CACHE, ControlPlane, ControlPlaneError, binary
+from extender.controlplane import (
+    DEFAULT_CACHE,
+    ControlPlane,
+    ControlPlaneError,
+    apiserver_args_for_gates,
+    binary,
+)
 
 # Components `up` starts under these names: `scheduler --name` may not take them.
 RESERVED = frozenset({"etcd", "kube-apiserver", "kube-controller-manager"})
@@ -41,7 +47,36 @@ def scheduler_config(parser: argparse.ArgumentParser, path: Path) -> dict[str, A
     return config
 
 
-def add_scheduler(cp: ControlPlane, config: dict[str, Any], name: str) -> None:
+def feature_gates_type(value: str) -> dict[str, bool]:
+    """``--feature-gates`` as the Kubernetes components take it: ``Name=true,Other=false``."""
+    gates: dict[str, bool] = {}
+    for item in value.split(","):
+        if not item.strip():
+            continue
+        name, sep, raw = item.strip().partition("=")
+        if not sep or not re.fullmatch(r"[A-Za-z0-9]+", name) or raw.lower() not in ("true", "false"):
+            raise argparse.ArgumentTypeError(f"{item.strip()!r}: not Name=true or Name=false")
+        gates[name] = raw.lower() == "true"
+    return gates
+
+
+def add_feature_gates_flag(parser: argparse.ArgumentParser, who: str) -> None:
+    parser.add_argument(
+        "--feature-gates",
+        type=feature_gates_type,
+        default={},
+        metavar="NAME=BOOL,...",
+        help=f"feature gates of {who}, e.g. GenericWorkload=true,GangScheduling=true for gang "
+        "scheduling (docs/gang.md)",
+    )
+
+
+def add_scheduler(
+    cp: ControlPlane,
+    config: dict[str, Any],
+    name: str,
+    feature_gates: dict[str, bool] | None = None,
+) -> None:
     """Start kube-scheduler ``name`` with ``config`` on the running cluster (replacing one of
     that name) and print what ran, the command line included."""
     if not cp.running().get("kube-apiserver"):
@@ -54,7 +89,7 @@ def add_scheduler(cp: ControlPlane, config: dict[str, Any], name: str) -> None:
     if replaced:
         cp.stop_component(name)
     own = (config.get("clientConnection") or {}).get("kubeconfig")
-    path = cp.start_scheduler(config, name=name)
+    path = cp.start_scheduler(config, name=name, feature_gates=feature_gates)
     print(f"{'replaced' if replaced else 'started'} {name}: pid {cp.state.pids[name]}")
     print(f"config:         {path}")
     print(f"kubeconfig:     {own or cp.kubeconfig}{'' if own else ' (the cluster admin)'}")
@@ -87,6 +122,12 @@ def main(argv: list[str]) -> int:
         help="also start the real kube-controller-manager with its PV binder and "
         "resource-claim controller (claims from ResourceClaimTemplates, for DRA)",
     )
+    add_feature_gates_flag(
+        up,
+        "kube-apiserver (which then also serves the API versions they need, e.g. "
+        "scheduling.k8s.io/v1alpha2 for GenericWorkload) and of --scheduler-config's "
+        "kube-scheduler",
+    )
     scheduler = sub.add_parser(
         "scheduler",
         help="start the real kube-scheduler on the running cluster with a "
@@ -104,6 +145,7 @@ def main(argv: list[str]) -> int:
         help="its name in `status`, its log file and `down` (default %(default)s: the one "
         "`up --scheduler-config` starts, replaced); another name adds a scheduler",
     )
+    add_feature_gates_flag(scheduler, "kube-scheduler")
     sub.add_parser("down", help="stop everything `up` and `scheduler` started")
     sub.add_parser("status", help="show what runs and where")
     args = parser.parse_args(argv)
@@ -118,7 +160,7 @@ def main(argv: list[str]) -> int:
                 )
             config = scheduler_config(parser, args.config)
             binary("kube-scheduler")
-            add_scheduler(cp, config, args.name)
+            add_scheduler(cp, config, args.name, args.feature_gates)
         elif args.command == "up":
             if args.scheduler_config is not None and not args.scheduler_config.is_file():
                 parser.error(f"--scheduler-config: no such file: {args.scheduler_config}")
@@ -133,10 +175,10 @@ def main(argv: list[str]) -> int:
                 binary("kube-scheduler")
             if args.controller_manager:
                 binary("kube-controller-manager")
-            cp.up()
+            cp.up(apiserver_args_for_gates(args.feature_gates))
             try:
                 if args.scheduler_config is not None:
-                    cp.start_scheduler(args.scheduler_config)
+                    cp.start_scheduler(args.scheduler_config, feature_gates=args.feature_gates)
                 if args.controller_manager:
                     cp.start_controller_manager()
             except BaseException:
@@ -145,6 +187,8 @@ def main(argv: list[str]) -> int:
             if args.scheduler_config is not None:
                 print(f"kube-scheduler: {shlex.join(cp.commands['kube-scheduler'])}")
             print(f"running:        {', '.join(cp.state.pids)}")
+            if cp.apiserver_extra_args:
+                print(f"apiserver args: {' '.join(cp.apiserver_extra_args)}")
             print(f"kube-apiserver: {cp.server}")
             print(f"kubeconfig:     {cp.kubeconfig}")
             print(f"logs:           {cp.logs}")
