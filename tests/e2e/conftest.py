@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from extender.controlplane import ControlPlane, running
+from extender.controlplane import ControlPlane, apiserver_args_for_gates, running
 from extender.kube import api_client
 from extender.scenario.kube import Kube
 
-from .harness import Process
+from .harness import GANG_GATES, Process
 
 _ns = itertools.count(1)
 
@@ -41,8 +41,13 @@ def api(control_plane: ControlPlane):
 @pytest.fixture
 def kube(api, request: pytest.FixtureRequest) -> Iterator[Kube]:
     """A client in a fresh namespace; the nodes and pods it created are removed afterwards."""
-    namespace = f"e2e-{next(_ns)}"
-    client = Kube(api, namespace=namespace, out=lambda *a: None)
+    yield from namespaced_kube(api, "e2e")
+
+
+def namespaced_kube(api, prefix: str, **kwargs) -> Iterator[Kube]:
+    """A client in a fresh namespace; what it created is removed afterwards."""
+    namespace = f"{prefix}-{next(_ns)}"
+    client = Kube(api, namespace=namespace, out=lambda *a: None, **kwargs)
     client.request(
         "POST", "/api/v1/namespaces", {"metadata": {"name": namespace}, "apiVersion": "v1"}
     )
@@ -51,6 +56,21 @@ def kube(api, request: pytest.FixtureRequest) -> Iterator[Kube]:
     finally:
         client.cleanup()
         client.request("DELETE", f"/api/v1/namespaces/{namespace}")
+
+
+@pytest.fixture(scope="session")
+def gang_control_plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlPlane]:
+    """A second control plane whose kube-apiserver runs with the gang scheduling gates and
+    serves ``scheduling.k8s.io/v1alpha2`` (PodGroups); started only for the tests that ask."""
+    directory = tmp_path_factory.mktemp("gang-controlplane")
+    with running(directory, apiserver_args_for_gates(GANG_GATES)) as cp:
+        yield cp
+
+
+@pytest.fixture
+def gang_kube(gang_control_plane: ControlPlane) -> Iterator[Kube]:
+    """As ``kube``, on the gang control plane."""
+    yield from namespaced_kube(api_client(str(gang_control_plane.kubeconfig)), "gangs")
 
 
 @pytest.fixture

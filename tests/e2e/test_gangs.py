@@ -2,13 +2,13 @@
 GenericWorkload=true,GangScheduling=true`` against a real kube-apiserver that serves
 ``scheduling.k8s.io/v1alpha2`` (docs/gang.md).
 
-The module has its own control plane (the session's runs without the workload gates) and one
-standalone scheduler; each test works in its own namespace with its own nodes.
+The tests share the gang control plane (conftest ``gang_control_plane``: the session's runs
+without the workload gates) and one standalone scheduler; each test works in its own namespace
+with its own nodes.
 """
 
 from __future__ import annotations
 
-import itertools
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,15 +16,13 @@ from pathlib import Path
 import pytest
 
 from extender.cli.scenario import run_scenario
-from extender.controlplane import ControlPlane, apiserver_args_for_gates, running
-from extender.kube import api_client
+from extender.controlplane import ControlPlane
 from extender.scenario.kube import Kube
 
-from .harness import Standalone, standalone_config, wait_until
+from .harness import GANG_GATES, Standalone, standalone_config, wait_until
 
 REPO = Path(__file__).resolve().parents[2]
 PROFILE = "kube-extender"
-GATES = {"GenericWorkload": True, "GangScheduling": True}
 
 # What the pods and PodGroups say (upstream pkg/scheduler/schedule_one_podgroup.go, the
 # GangScheduling plugin's Permit and the framework's RunPermitPlugins).
@@ -38,19 +36,12 @@ NO_ROOM_ON_TWO = (
     "0/2 nodes are available: 2 No preemption victims found for incoming pod."
 )
 
-_ns = itertools.count(1)
-
 
 @pytest.fixture(scope="module")
-def gang_plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlPlane]:
-    directory = tmp_path_factory.mktemp("gang-controlplane")
-    with running(directory, apiserver_args_for_gates(GATES)) as cp:
-        yield cp
-
-
-@pytest.fixture(scope="module")
-def scheduler(gang_plane: ControlPlane) -> Iterator[Standalone]:
-    proc = Standalone(gang_plane, standalone_config(PROFILE), name="gangs", feature_gates=GATES)
+def scheduler(gang_control_plane: ControlPlane) -> Iterator[Standalone]:
+    proc = Standalone(
+        gang_control_plane, standalone_config(PROFILE), name="gangs", feature_gates=GANG_GATES
+    )
     try:
         proc.wait_ready()
         yield proc
@@ -59,24 +50,11 @@ def scheduler(gang_plane: ControlPlane) -> Iterator[Standalone]:
 
 
 @pytest.fixture
-def gkube(gang_plane: ControlPlane, scheduler: Standalone) -> Iterator[Kube]:
-    """A client in a fresh namespace whose pods the gang scheduler schedules; what it created
-    is removed afterwards."""
-    namespace = f"gangs-{next(_ns)}"
-    client = Kube(
-        api_client(str(gang_plane.kubeconfig)),
-        namespace=namespace,
-        scheduler_name=PROFILE,
-        out=lambda *a: None,
-    )
-    client.request(
-        "POST", "/api/v1/namespaces", {"metadata": {"name": namespace}, "apiVersion": "v1"}
-    )
-    try:
-        yield client
-    finally:
-        client.cleanup()
-        client.request("DELETE", f"/api/v1/namespaces/{namespace}")
+def gkube(gang_kube: Kube, scheduler: Standalone) -> Kube:
+    """A client in a fresh namespace of the gang control plane whose pods the module's
+    scheduler schedules."""
+    gang_kube.scheduler_name = PROFILE
+    return gang_kube
 
 
 def node(kube: Kube, name: str, cpu: str = "3") -> str:

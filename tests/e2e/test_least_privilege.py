@@ -6,15 +6,17 @@ permissions deploy/ grants; permissions outside the manifests are refused."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 import yaml
 
+from extender.controlplane import feature_gates_value
 from extender.controlplane.apply import apply, documents, kustomize, service_account_kubeconfig
 from extender.kube import ApiError, KubeClient, api_client
 
-from .harness import Extender, Standalone, events_for, wait_until
+from .harness import GANG_GATES, Extender, Standalone, events_for, wait_until
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
 NS = "kube-extender"
@@ -321,3 +323,61 @@ def test_bind_rbac_grants_exactly_pods_binding(kube, control_plane, admin, deplo
             admin.request(
                 "DELETE", f"/apis/rbac.authorization.k8s.io/v1/{resource}/{obj['metadata']['name']}"
             )
+
+
+def gang_patch() -> list[dict]:
+    """The JSON patch deploy/standalone-gangs.yaml tells to apply to the Deployment."""
+    text = (DEPLOY / "standalone-gangs.yaml").read_text()
+    comment = " ".join(line.lstrip("# ") for line in text.splitlines() if line.startswith("#"))
+    return json.loads(comment.split("--type=json -p \\ '", 1)[1].split("'", 1)[0])
+
+
+def test_standalone_schedules_a_gang_with_the_manifests_and_standalone_gangs(
+    gang_control_plane, gang_kube, processes
+) -> None:
+    """Gang scheduling under the standalone's ServiceAccount: deploy/standalone.yaml alone
+    cannot read PodGroups; with deploy/standalone-gangs.yaml `kube-extender run --feature-gates
+    ...` binds a gang and writes its PodGroup's condition, and may do nothing else to them."""
+    admin = KubeClient(api_client(str(gang_control_plane.kubeconfig)))
+    apply(admin, kustomize(DEPLOY))
+    apply(admin, documents((DEPLOY / "standalone.yaml").read_text()))
+    sa = as_sa(gang_control_plane, admin, "kube-extender-standalone")
+    podgroups = f"/apis/scheduling.k8s.io/v1alpha2/namespaces/{gang_kube.namespace}/podgroups"
+    assert refused(lambda: sa.request("GET", podgroups)) == 403
+    apply(admin, documents((DEPLOY / "standalone-gangs.yaml").read_text()))
+    # The Deployment takes the documented patch: the flag goes to the end of its command.
+    deployment = "/apis/apps/v1/namespaces/kube-extender/deployments/kube-extender-standalone"
+    patched = admin.request("PATCH", deployment, gang_patch(), None, "application/json-patch+json")
+    command = patched["spec"]["template"]["spec"]["containers"][0]["command"]
+    assert command[-1] == f"--feature-gates={feature_gates_value(GANG_GATES)}", command
+
+    config = yaml.safe_load(
+        config_map(DEPLOY / "standalone.yaml", "kube-extender-standalone-config")
+    )
+    config["leaderElection"].update(leaseDuration="4s", renewDeadline="3s", retryPeriod="1s")
+    run = Standalone(
+        gang_control_plane,
+        config,
+        name="standalone-sa-gangs",
+        kubeconfig=sa_kubeconfig(gang_control_plane, admin, "kube-extender-standalone"),
+        feature_gates=GANG_GATES,
+    )
+    processes.append(run)
+    run.wait_ready(timeout=60)
+    node = f"{gang_kube.namespace}-node1"
+    gang_kube.create_node(node)
+    gang_kube.scheduler_name = "kube-extender-standalone"
+    gang_kube.create_pod_group("pair", min_count=2)
+    for name in ("pair-0", "pair-1"):
+        gang_kube.create_pod(name, cpu="1", pod_group="pair")
+    for name in ("pair-0", "pair-1"):
+        assert gang_kube.wait_bound(name, timeout=60) == node
+    assert gang_kube.wait_pod_group("pair", "True")["reason"] == "Scheduled"
+    assert "forbidden" not in run.log(400).lower(), run.log()
+
+    group = gang_kube.pod_group("pair")
+    assert refused(lambda: sa.request("PUT", f"{podgroups}/pair/status", group)) == 403
+    assert refused(lambda: sa.request("PUT", f"{podgroups}/pair", group)) == 403
+    assert refused(lambda: sa.request("DELETE", f"{podgroups}/pair")) == 403
+    workloads = f"/apis/scheduling.k8s.io/v1alpha2/namespaces/{gang_kube.namespace}/workloads"
+    assert refused(lambda: sa.request("GET", workloads)) == 403

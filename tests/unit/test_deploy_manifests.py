@@ -572,3 +572,33 @@ def test_coscheduling_role_reads_exactly_the_podgroups() -> None:
 def test_helm_chart_ships_the_same_podgroup_crd() -> None:
     chart_copy = REPO / "deploy/helm/kube-extender/files/scheduling.x-k8s.io_podgroups.yaml"
     assert chart_copy.read_text() == (DEPLOY / "scheduling.x-k8s.io_podgroups.yaml").read_text()
+
+
+def test_standalone_gangs_grants_exactly_podgroups_read_and_status_patch() -> None:
+    """deploy/standalone-gangs.yaml: what `kube-extender run --feature-gates
+    GenericWorkload=true,GangScheduling=true` adds to deploy/standalone.yaml's RBAC: it watches
+    PodGroups and patches their status, for the standalone ServiceAccount, nothing else."""
+    role, binding = documents(DEPLOY / "standalone-gangs.yaml")
+    assert (role["kind"], binding["kind"]) == ("ClusterRole", "ClusterRoleBinding")
+    granted = {
+        (group, resource, verb)
+        for rule in role["rules"]
+        for group in rule["apiGroups"]
+        for resource in rule["resources"]
+        for verb in rule["verbs"]
+    }
+    assert granted == {
+        ("scheduling.k8s.io", "podgroups", "get"),
+        ("scheduling.k8s.io", "podgroups", "list"),
+        ("scheduling.k8s.io", "podgroups", "watch"),
+        ("scheduling.k8s.io", "podgroups/status", "patch"),
+    }
+    assert not any(rule.get("resourceNames") for rule in role["rules"])
+    assert binding["roleRef"]["name"] == role["metadata"]["name"]
+    (standalone_sa,) = [
+        d for d in documents(DEPLOY / "standalone.yaml") if d["kind"] == "ServiceAccount"
+    ]
+    subjects_are(binding, standalone_sa["metadata"]["name"])
+    assert binding["subjects"][0]["namespace"] == standalone_sa["metadata"]["namespace"]
+    # Not in the kustomization: gang scheduling is alpha and off by default.
+    assert "standalone-gangs.yaml" not in kustomization()["resources"]
