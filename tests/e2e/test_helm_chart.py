@@ -167,6 +167,37 @@ def test_coscheduling(tmp_path) -> None:
     }
 
 
+def test_standalone_gang_scheduling() -> None:
+    """standalone.gangScheduling.enabled: the gates on the container's command and a separate
+    ClusterRole with exactly deploy/standalone-gangs.yaml's rules; nothing without it."""
+    plain = render("standalone.enabled=true")
+    assert not [o for o in plain if o["metadata"]["name"] == "kx-standalone-gangs"]
+    objects = render("standalone.enabled=true", "standalone.gangScheduling.enabled=true")
+    (container,) = get(objects, "Deployment", "kx-standalone")["spec"]["template"]["spec"][
+        "containers"
+    ]
+    (plain_container,) = get(plain, "Deployment", "kx-standalone")["spec"]["template"]["spec"][
+        "containers"
+    ]
+    gates = ["--feature-gates", "GenericWorkload=true,GangScheduling=true"]
+    assert container["command"] == plain_container["command"] + gates
+    deploy = CHART.parents[1] / "standalone-gangs.yaml"
+    role = get(objects, "ClusterRole", "kx-standalone-gangs")
+    assert rules(role) == rules(documents(deploy.read_text())[0])
+    binding = get(objects, "ClusterRoleBinding", "kx-standalone-gangs")
+    assert binding["roleRef"]["name"] == "kx-standalone-gangs"
+    assert binding["subjects"] == [
+        {"kind": "ServiceAccount", "name": "kx-standalone", "namespace": NS}
+    ]
+    # The standalone's own role is unchanged.
+    assert rules(get(objects, "ClusterRole", "kx-standalone")) == rules(
+        get(plain, "ClusterRole", "kx-standalone")
+    )
+    # Without the standalone scheduler, the switch adds nothing.
+    alone = render("standalone.gangScheduling.enabled=true")
+    assert not [o for o in alone if "standalone" in o["metadata"]["name"]]
+
+
 def test_cert_manager_and_service_monitor() -> None:
     objects = render(
         "tls.enabled=true", "tls.certManager.enabled=true", "serviceMonitor.enabled=true"
@@ -231,8 +262,16 @@ def admin(control_plane):
         ["standalone.enabled=true"],
         ["tls.enabled=true", "tls.certManager.enabled=true", "serviceMonitor.enabled=true"],
         ["standalone.enabled=true", "coscheduling.enabled=true"],
+        ["standalone.enabled=true", "standalone.gangScheduling.enabled=true"],
     ],
-    ids=["defaults", "bind-tls", "standalone", "cert-manager-servicemonitor", "coscheduling"],
+    ids=[
+        "defaults",
+        "bind-tls",
+        "standalone",
+        "cert-manager-servicemonitor",
+        "coscheduling",
+        "standalone-gangs",
+    ],
 )
 def test_rendered_chart_applies_server_side(admin, values) -> None:
     objects = render(*values)
