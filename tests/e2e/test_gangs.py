@@ -197,3 +197,23 @@ def test_min_count_below_the_gang_size(gkube: Kube) -> None:
     node(gkube, "n2")
     assert gkube.wait_bound(left, timeout=60) == f"{gkube.namespace}-n2"
     assert gkube.pod_group_condition("part")["status"] == "True"  # type: ignore[index]
+
+
+def test_basic_policy_binds_what_fits(gkube: Kube) -> None:
+    """A PodGroup with the Basic policy (no minCount) is scheduled in pod group cycles too, but
+    without a quorum: what fits is bound, the rest waits with its own fit error."""
+    node(gkube, "n1", cpu="2")
+    gkube.create_pod_group("basic")
+    assert "basic" in gkube.pod_group("basic")["spec"]["schedulingPolicy"]  # type: ignore[index]
+    pods = [f"basic-{i}" for i in range(3)]
+    for pod in pods:
+        gkube.create_pod(pod, cpu="1", pod_group="basic")
+
+    def two_bound() -> list[str] | None:
+        bound = [pod for pod in pods if gkube.node_of(pod)]
+        return bound if len(bound) == 2 else None
+
+    bound = wait_until(two_bound, 30, "two of the three pods bound")
+    (left,) = set(pods) - set(bound)
+    why = gkube.wait_unschedulable(left, timeout=20)
+    assert "1 Insufficient cpu" in why and GROUP_UNSCHEDULABLE not in why, why
