@@ -40,10 +40,9 @@ def test_check_startup_refuses_gang_scheduling() -> None:
 def test_only_the_gang_plugin_makes_the_difference() -> None:
     offline = (ROOT / "examples" / "extender-offline.yaml").read_text()
     check_startup(loads(offline, source="offline.yaml"), connected=False)
-    with_gangs = offline.replace(
-        "bind: {enabled: [{name: DefaultBinder}]}",
-        "bind: {enabled: [{name: DefaultBinder}]}\n      permit: {enabled: [{name: GangScheduling}]}",
-    )
+    bind = "bind: {enabled: [{name: DefaultBinder}]}"
+    permit = "permit: {enabled: [{name: GangScheduling}]}"
+    with_gangs = offline.replace(bind, f"{bind}\n      {permit}")
     assert with_gangs != offline
     with pytest.raises(StartupError, match="enables GangScheduling"):
         check_startup(loads(with_gangs, source="offline.yaml"), connected=False)
