@@ -54,7 +54,8 @@ def feature_gates_type(value: str) -> dict[str, bool]:
         if not item.strip():
             continue
         name, sep, raw = item.strip().partition("=")
-        if not sep or not re.fullmatch(r"[A-Za-z0-9]+", name) or raw.lower() not in ("true", "false"):
+        valid = sep and re.fullmatch(r"[A-Za-z0-9]+", name) and raw.lower() in ("true", "false")
+        if not valid:
             raise argparse.ArgumentTypeError(f"{item.strip()!r}: not Name=true or Name=false")
         gates[name] = raw.lower() == "true"
     return gates

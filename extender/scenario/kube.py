@@ -435,7 +435,6 @@ class Kube:
         for name in self.created_nodes:
             self.delete_node(name)
 
-
     def _drop_finalizers(self, path: str) -> None:
         """kube-apiserver's PodGroupProtection admission gives every PodGroup a finalizer that
         kube-controller-manager's podgroup-protection controller removes once no pod names the

@@ -24,7 +24,6 @@ from extender.controlplane import (
 )
 from extender.controlplane.certs import generate, issue_serving_cert
 
-
 # Gang scheduling (docs/gang.md): kube-apiserver (with scheduling.k8s.io/v1alpha2 served) and
 # our scheduler run with these.
 GANG_GATES = {"GenericWorkload": True, "GangScheduling": True}

@@ -183,7 +183,6 @@ def test_min_count_below_the_gang_size(gkube: Kube) -> None:
     node(gkube, "n1")
     pods = gang(gkube, "part", size=4, min_count=2)
 
-
     def three_bound() -> list[str] | None:
         bound = [pod for pod in pods if gkube.node_of(pod)]
         return bound if len(bound) == 3 else None

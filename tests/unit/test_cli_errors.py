@@ -40,6 +40,12 @@ CASES = [
     (["scenario", "scenarios/seed.py", "--kubeconfig", MISSING], {}, "--kubeconfig"),
     (["cluster", "up", "--scheduler-config", "/nonexistent.yaml"], {}, "--scheduler-config"),
     (["cluster", "restart"], {}, "invalid choice"),
+    (["cluster", "up", "--feature-gates", "GangScheduling"], {}, "--feature-gates"),
+    (
+        ["cluster", "scheduler", "--config", CONFIG, "--feature-gates", "A=yes"],
+        {},
+        "--feature-gates",
+    ),
     (["cluster", "scheduler", "--config", "/nonexistent.yaml"], {}, "--config"),
     (["cluster", "scheduler", "--config", "deploy/kind-config.yaml"], {}, "--config"),
     (["cluster", "scheduler", "--config", CONFIG, "--name", "etcd"], {}, "--name"),

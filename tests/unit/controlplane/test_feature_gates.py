@@ -13,6 +13,7 @@ from extender.controlplane import (
     WORKLOAD_RUNTIME_CONFIG,
     ControlPlane,
     apiserver_args,
+    apiserver_args_for_gates,
     feature_gates_value,
 )
 
@@ -77,3 +78,18 @@ def test_scheduler_gets_feature_gates_only_when_asked(cp: Recorded) -> None:
     assert f"--feature-gates={feature_gates_value(WORKLOAD_FEATURE_GATES)}" in argv
     # A caller's verbosity comes after the default one: the last flag wins.
     assert argv.index("--v=4") > argv.index("--v=2")
+
+
+def test_apiserver_args_for_gates_serve_what_the_gates_need() -> None:
+    assert apiserver_args_for_gates(None) == []
+    assert apiserver_args_for_gates({"GenericWorkload": True, "GangScheduling": True}) == [
+        "--feature-gates=GenericWorkload=true,GangScheduling=true",
+        "--runtime-config=scheduling.k8s.io/v1alpha2=true",
+    ]
+    # A gate turned off serves nothing; a gate with no API of its own adds no runtime-config.
+    assert apiserver_args_for_gates({"GenericWorkload": False}) == [
+        "--feature-gates=GenericWorkload=false"
+    ]
+    assert apiserver_args_for_gates({"SomethingElse": True}) == [
+        "--feature-gates=SomethingElse=true"
+    ]
