@@ -41,8 +41,9 @@ def test_missing_controller_manager_is_one_line_and_nothing_starts(
 def stub_control_plane(monkeypatch: pytest.MonkeyPatch, calls: list[str]) -> None:
     """Record the lifecycle calls instead of starting processes."""
 
-    def up(self: ControlPlane) -> None:
-        calls.append("up")
+    def up(self: ControlPlane, apiserver_extra_args: list[str] | None = None) -> None:
+        calls.append(" ".join(["up", *(apiserver_extra_args or ())]))
+        self.apiserver_extra_args = list(apiserver_extra_args or ())
         self.state.pids = {"etcd": 1, "kube-apiserver": 2}
 
     def start_controller_manager(self: ControlPlane) -> None:
@@ -102,3 +103,16 @@ def test_a_controller_manager_that_fails_to_start_takes_the_cluster_down(
     assert main(["--dir", str(tmp_path / "cluster"), "up", "--controller-manager"]) == 1
     assert calls == ["up", "start_controller_manager", "down"]
     assert "kube-controller-manager exited during start-up" in capsys.readouterr().err
+
+
+@pytest.mark.usefixtures("controller_manager_binary")
+def test_feature_gates_reach_kube_apiserver_with_the_api_they_need(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    calls: list[str] = []
+    stub_control_plane(monkeypatch, calls)
+    gates = "GenericWorkload=true,GangScheduling=true"
+    assert main(["--dir", str(tmp_path / "cluster"), "up", "--feature-gates", gates]) == 0
+    flags = f"--feature-gates={gates} --runtime-config=scheduling.k8s.io/v1alpha2=true"
+    assert calls == [f"up {flags}"]
+    assert f"apiserver args: {flags}" in capsys.readouterr().out
