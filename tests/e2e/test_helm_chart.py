@@ -193,6 +193,18 @@ def test_standalone_gang_scheduling() -> None:
     assert rules(get(objects, "ClusterRole", "kx-standalone")) == rules(
         get(plain, "ClusterRole", "kx-standalone")
     )
+    more = "GenericWorkload=true,GangScheduling=true,WorkloadAwarePreemption=true"
+    objects = render(
+        "standalone.enabled=true",
+        "standalone.gangScheduling.enabled=true",
+        # --set splits lists on commas: escape them.
+        "standalone.gangScheduling.featureGates=" + more.replace(",", "\\,"),
+    )
+    deployment = get(objects, "Deployment", "kx-standalone")
+    assert deployment["spec"]["template"]["spec"]["containers"][0]["command"][-2:] == [
+        "--feature-gates",
+        more,
+    ]
     # Without the standalone scheduler, the switch adds nothing.
     alone = render("standalone.gangScheduling.enabled=true")
     assert not [o for o in alone if "standalone" in o["metadata"]["name"]]
