@@ -112,3 +112,30 @@ def parse_duration(text: str) -> float:
 
 
 __all__ = ["DurationError", "parse_duration", "parse_duration_ns"]
+
+
+def _trim(value: str) -> str:
+    return value.rstrip("0").rstrip(".") if "." in value else value
+
+
+def format_duration(seconds: float) -> str:
+    """Seconds as Go's ``time.Duration.String`` writes them (``5m0s``, ``1.5s``, ``300ms``,
+    ``1h0m0s``, ``0s``), for messages that must read as kube-scheduler's."""
+    ns = round(seconds * 1_000_000_000)
+    sign = "-" if ns < 0 else ""
+    ns = abs(ns)
+    if ns == 0:
+        return "0s"
+    if ns < 1_000:
+        return f"{sign}{ns}ns"
+    if ns < 1_000_000:
+        return f"{sign}{_trim(f'{ns / 1_000:.3f}')}µs"
+    if ns < 1_000_000_000:
+        return f"{sign}{_trim(f'{ns / 1_000_000:.6f}')}ms"
+    hours, rest = divmod(ns, 3_600_000_000_000)
+    minutes, rest = divmod(rest, 60_000_000_000)
+    secs = _trim(f"{rest / 1_000_000_000:.9f}")
+    out = f"{hours}h" if hours else ""
+    if hours or minutes:
+        out += f"{minutes}m"
+    return f"{sign}{out}{secs}s"

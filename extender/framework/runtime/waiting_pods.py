@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import threading
 
+from extender.kube.duration import format_duration
+
 from ..status import Code, Status
 
 MAX_PERMIT_TIMEOUT = 15 * 60.0
@@ -28,7 +30,8 @@ class WaitingPod:
                 self.reject,
                 args=(
                     plugin,
-                    f"rejected due to timeout after waiting {timeout:g}s at plugin {plugin}",
+                    f"rejected due to timeout after waiting {format_duration(timeout)} "
+                    f"at plugin {plugin}",
                 ),
             )
             timer.daemon = True

@@ -212,7 +212,7 @@ def test_permit_wait_times_out() -> None:
     fwk.run_permit_plugins(CycleState(), pod, "n1")
     status = fwk.wait_on_permit(pod)
     assert status.code == Code.UNSCHEDULABLE
-    assert status.reasons == ("rejected due to timeout after waiting 0.05s at plugin A",)
+    assert status.reasons == ("rejected due to timeout after waiting 50ms at plugin A",)
 
 
 def test_permit_reject_by_another_actor() -> None:

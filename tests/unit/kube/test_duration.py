@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from extender.kube import DurationError, parse_duration
-from extender.kube.duration import parse_duration_ns
+from extender.kube.duration import format_duration, parse_duration_ns
 
 SECOND = 1_000_000_000
 
@@ -84,3 +84,13 @@ def test_rejects_what_go_rejects(text: str, problem: str) -> None:
     assert problem in message
     assert "1m30s" in message  # the hint shows the syntax
     assert isinstance(caught.value, ValueError)
+
+
+@pytest.mark.parametrize(
+    ("seconds", "text"),
+    [(300, "5m0s"), (60, "1m0s"), (1.5, "1.5s"), (0.05, "50ms"), (3600, "1h0m0s"), (0, "0s"),
+     (90.25, "1m30.25s"), (0.0005, "500µs"), (10, "10s")],
+)  # fmt: skip
+def test_format_duration_writes_go_durations(seconds: float, text: str) -> None:
+    assert format_duration(seconds) == text
+    assert parse_duration(text) == pytest.approx(seconds)

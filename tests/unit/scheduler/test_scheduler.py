@@ -484,7 +484,7 @@ def test_permit_wait_timeout_unreserves_and_requeues_with_the_timeout_message() 
             "FailedScheduling",
             "Scheduling",
             "0/1 nodes are available: "
-            "1 rejected due to timeout after waiting 0.05s at plugin Probe.",
+            "1 rejected due to timeout after waiting 50ms at plugin Probe.",
         )
     ]
     assert h.reporter.condition()["reason"] == "Unschedulable"
