@@ -545,6 +545,73 @@ def _unit_lines(names: list[str], phase: PhaseOutcome) -> list[str]:
     return lines
 
 
+# -- what must hold on either side -------------------------------------------------------
+
+
+def violations(outcome: CaseOutcome) -> list[str]:
+    """Gang semantics any conforming scheduler shows, whatever the ties: a gang binds none or at
+    least ``minCount`` of its pods; a bound pod sits on a node its shape allows; a PodGroup whose
+    pods bound is ``PodGroupScheduled=True``; pods held before their PodGroup or quorum exists
+    are not bound. Plus what each family's construction decides (e.g. two gangs with room for
+    one: exactly one binds)."""
+    case = outcome.case
+    found: list[str] = []
+
+    def bad(phase: int, what: str) -> None:
+        found.append(f"{case.case_id} phase {phase} on {outcome.side}: {what}")
+
+    nodes = {n["metadata"]["name"]: n for n in case.nodes}
+    for index, phase in enumerate(outcome.phases):
+        for group in case.groups:
+            pods = [p for p in phase.pods.values() if p.group == group.name]
+            bound = [p for p in pods if p.node]
+            created = len(pods)
+            if group.phase > index and bound:
+                bad(index, f"{len(bound)} pod(s) of {group.name} bound before its PodGroup exists")
+            if group.min_count is not None:
+                if created < group.min_count and bound:
+                    bad(index, f"{group.name}: bound with {created} < minCount pods created")
+                if 0 < len(bound) < group.min_count:
+                    bad(
+                        index, f"{group.name}: {len(bound)} bound, below minCount {group.min_count}"
+                    )
+            cond = phase.conditions.get(group.name)
+            if bound and (cond is None or cond[0] != "True"):
+                bad(index, f"{group.name}: pods bound but the PodGroup says {_cond(cond)}")
+            if not bound and cond is not None and cond[0] == "True":
+                bad(index, f"{group.name}: nothing bound but PodGroupScheduled=True")
+            for pod in bound:
+                labels = nodes[pod.node or ""]["metadata"]["labels"]
+                taints = (nodes[pod.node or ""].get("spec") or {}).get("taints") or []
+                shape = json.loads(pod.shape)
+                if shape["affinity"] and labels.get(TIER) != "gold":
+                    bad(index, f"{pod.name} bound to {pod.node}, not a gold node")
+                if taints and not shape["tolerations"]:
+                    bad(index, f"{pod.name} bound to tainted {pod.node} without a toleration")
+        last = index == len(outcome.phases) - 1
+        if case.family in ("fits", "short") and last:
+            if not all(p.node for p in phase.pods.values()):
+                bad(index, f"not every pod bound in a {case.family} case")
+        if case.family == "too-big" and any(p.node for p in phase.pods.values()):
+            bad(index, "pods bound though the gang cannot fit")
+        if case.family == "compete":
+            winners = [
+                g.name
+                for g in case.groups
+                if all(p.node for p in phase.pods.values() if p.group == g.name)
+            ]
+            if len(winners) != 1:
+                bad(index, f"{len(winners)} gangs bound of two with room for one")
+        if case.family in ("partial", "basic"):
+            # One 1500m pod a 2-CPU node: as many bind as there are such nodes, or pods.
+            room = sum(1 for n in case.nodes if n["status"]["allocatable"]["cpu"] == "2")
+            want = min(room, len(phase.pods))
+            got = sum(1 for p in phase.pods.values() if p.node)
+            if got != want:
+                bad(index, f"{got} pod(s) bound, {want} expected (room for {room})")
+    return found
+
+
 # -- the runner -------------------------------------------------------------------------------
 
 
@@ -895,6 +962,7 @@ def _config(scheduler_name: str) -> dict:
 class WorkloadTally:
     outcomes: list[tuple[CaseOutcome, CaseOutcome | None]] = field(default_factory=list)
     disagreements: list[Disagreement] = field(default_factory=list)
+    violations: list[str] = field(default_factory=list)
     unsettled: list[str] = field(default_factory=list)
     seconds: float = 0.0
 
@@ -905,9 +973,11 @@ class WorkloadTally:
             f"workload conformance: {len(self.outcomes)} case(s) "
             f"({', '.join(f'{k} {v}' for k, v in sorted(families.items()))}), "
             f"{len(compared)} compared with {KUBE_EXTENDER}, "
-            f"{len(self.disagreements)} disagreement(s), {self.seconds:.0f}s"
+            f"{len(self.disagreements)} disagreement(s), {len(self.violations)} violation(s) of "
+            f"gang semantics, {self.seconds:.0f}s"
         ]
         lines += [f"  not settled: {u}" for u in self.unsettled]
+        lines += [f"  violation: {v}" for v in self.violations]
         lines += [d.describe() for d in self.disagreements]
         return "\n".join(lines)
 
@@ -931,6 +1001,9 @@ def run_cases(
                 continue
             if verbose:
                 out(outcome.describe())
+            for violation in violations(outcome):
+                tally.violations.append(violation)
+                out(f"violation: {violation}")
             for i, phase in enumerate(outcome.phases):
                 if not phase.settled:
                     tally.unsettled.append(f"{case.case_id} phase {i} on {outcome.side}")

@@ -1,0 +1,165 @@
+"""Workload conformance: gang scheduling end to end through the real kube-scheduler and our
+standalone scheduler, both with upstream's workload feature gates (see
+:mod:`tests.conformance.workloads`). One seed here, one case per family (about two minutes);
+longer runs: ``python -m tests.conformance --workloads --seeds N``.
+
+The control plane is this module's own: kube-apiserver with the workload API and gates, which
+the other conformance and e2e tests do not get.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterator
+
+import pytest
+
+from extender.controlplane import (
+    WORKLOAD_FEATURE_GATES,
+    WORKLOAD_RUNTIME_CONFIG,
+    ControlPlane,
+    apiserver_args,
+    running,
+)
+
+from .test_conformance import REPORTS
+from .workloads import (
+    KUBE_EXTENDER,
+    KUBE_SCHEDULER,
+    CaseOutcome,
+    PhaseOutcome,
+    PodOutcome,
+    WorkloadCase,
+    WorkloadRunner,
+    WorkloadTally,
+    compare,
+    compete,
+    generate,
+    node_shape,
+    our_side_missing,
+    pod_shape,
+    run_cases,
+    violations,
+)
+
+WORKLOAD_SEEDS = (1,)
+
+
+@pytest.fixture(scope="module")
+def workload_control_plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlPlane]:
+    args = apiserver_args(WORKLOAD_FEATURE_GATES, WORKLOAD_RUNTIME_CONFIG)
+    with running(tmp_path_factory.mktemp("workload-controlplane"), args) as cp:
+        yield cp
+
+
+@pytest.fixture(scope="module")
+def ours_missing() -> str | None:
+    return our_side_missing()
+
+
+@pytest.fixture(scope="module")
+def workload_tally(workload_control_plane: ControlPlane, ours_missing: str | None) -> WorkloadTally:
+    sides = [KUBE_SCHEDULER] if ours_missing else [KUBE_SCHEDULER, KUBE_EXTENDER]
+    runner = WorkloadRunner(workload_control_plane, out=lambda line: None).start(sides)
+    try:
+        cases = [case for seed in WORKLOAD_SEEDS for case in generate(seed)]
+        tally = run_cases(runner, cases, out=lambda line: None)
+    finally:
+        runner.stop()
+    REPORTS.append(tally.report())
+    return tally
+
+
+def _side(tally: WorkloadTally, side: str) -> list[CaseOutcome]:
+    return [o for pair in tally.outcomes for o in pair if o is not None and o.side == side]
+
+
+def test_kube_scheduler_keeps_gang_semantics(workload_tally: WorkloadTally) -> None:
+    """The harness against the reference: every case settles and the real kube-scheduler
+    shows the semantics the cases are built to exercise."""
+    outcomes = _side(workload_tally, KUBE_SCHEDULER)
+    assert {o.case.family for o in outcomes} == {
+        "fits",
+        "partial",
+        "heterogeneous",
+        "compete",
+        "too-big",
+        "late-podgroup",
+        "short",
+        "basic",
+        "affinity-taints",
+    }
+    assert not workload_tally.unsettled
+    found = [v for o in outcomes for v in violations(o)]
+    assert not found, "\n".join(found + [o.describe() for o in outcomes])
+
+
+def test_ours_keeps_gang_semantics(workload_tally: WorkloadTally, ours_missing: str | None) -> None:
+    if ours_missing:
+        pytest.skip(ours_missing)
+    outcomes = _side(workload_tally, KUBE_EXTENDER)
+    found = [v for o in outcomes for v in violations(o)]
+    assert not found, "\n".join(found + [o.describe() for o in outcomes])
+
+
+def test_ours_agrees_with_kube_scheduler(
+    workload_tally: WorkloadTally, ours_missing: str | None
+) -> None:
+    if ours_missing:
+        pytest.skip(ours_missing)
+    assert not workload_tally.disagreements, workload_tally.report()
+
+
+# -- the comparison itself, without a cluster ---------------------------------------------------
+
+
+def _outcome(case: WorkloadCase, side: str, bound: dict[str, str], conditions: dict) -> CaseOutcome:
+    pods = {}
+    for group, pod, _ in case.pods():
+        name = pod["metadata"]["name"]
+        node = bound.get(name)
+        shape = node_shape(case.nodes[int(node[1:])]) if node else None
+        message = None if node else "0/2 nodes are available: 2 Insufficient cpu."
+        pods[name] = PodOutcome(
+            name,
+            group.name,
+            pod_shape(pod),
+            node,
+            shape,
+            None if node else "Unschedulable",
+            message,
+        )
+    return CaseOutcome(case, side, [PhaseOutcome(pods, conditions)])
+
+
+def test_rival_gangs_compare_as_a_multiset() -> None:
+    case = compete(random.Random(0), "c")
+    size = len(case.groups[0].members)
+    won = ("True", "Scheduled", "")
+    lost = ("False", "Unschedulable", "no")
+
+    def gang_wins(gang: str) -> CaseOutcome:
+        bound = {f"{gang}-{i}": f"n{i}" for i in range(size)}
+        other = "gang-b" if gang == "gang-a" else "gang-a"
+        return _outcome(case, gang, bound, {gang: won, other: lost})
+
+    assert compare(gang_wins("gang-a"), gang_wins("gang-b")) == []
+    nobody = _outcome(case, "x", {}, {"gang-a": lost, "gang-b": lost})
+    (found,) = compare(gang_wins("gang-a"), nobody)
+    assert found.unit == "pair"
+    assert "gang-a-0: bound to n0" in found.describe()
+
+
+def test_a_gang_binding_differently_is_reported_per_aspect() -> None:
+    case = generate(3, ["partial"])[0]
+    room = len(case.nodes)
+    theirs = _outcome(
+        case, "t", {f"gang-{i}": f"n{i}" for i in range(room)}, {"gang": ("True", "Scheduled", "")}
+    )
+    ours = _outcome(case, "o", {}, {"gang": ("False", "Unschedulable", "x")})
+    aspects = {d.what for d in compare(theirs, ours)}
+    assert aspects == {"PodGroup condition", "binding", "pending message", "placement"}
+    assert violations(theirs) == []
+    half = _outcome(case, "o", {"gang-0": "n0"}, {"gang": ("True", "Scheduled", "")})
+    assert case.groups[0].min_count is not None and case.groups[0].min_count > 1
+    assert any("below minCount" in v for v in violations(half))
