@@ -97,6 +97,14 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="--workloads: print every case's outcome on each side (messages verbatim)",
     )
+    parser.add_argument(
+        "--scheduler-v",
+        type=int,
+        default=1,
+        metavar="N",
+        help="--workloads: kube-scheduler's --v (default 1; from 2 on, a pending gang logs "
+        "thousands of lines a second)",
+    )
     parser.add_argument("--repro-dir", type=Path, default=Path("conformance-repro"))
     parser.add_argument(
         "--attach",
@@ -209,7 +217,7 @@ def _workloads(args: argparse.Namespace) -> int:
         else:
             cp = ControlPlane(Path(tmp) / "cp")
             cp.up(apiserver_args(WORKLOAD_FEATURE_GATES, WORKLOAD_RUNTIME_CONFIG))
-        runner = WorkloadRunner(cp)
+        runner = WorkloadRunner(cp, verbosity=args.scheduler_v)
         try:
             runner.start(sides)
             seeds = range(args.first_seed, args.first_seed + args.seeds)

@@ -651,8 +651,13 @@ class WorkloadRunner:
         cp: ControlPlane,
         *,
         out: Callable[[str], None] = print,
-        verbosity: int = 4,
+        verbosity: int = 1,
     ) -> None:
+        """``verbosity``: kube-scheduler's ``--v``. Kept at 1 by default: v1.36.3 retries a
+        pending pod of a pod group without pause while nothing else is queued (its in-flight
+        requeueing answers "after backoff" for pod group members, and an empty activeQ pops the
+        backoff queue early), thousands of cycles a second, each logged at v=2 and above: at
+        v=4 the log grows by hundreds of MB a minute."""
         from extender.kube import api_client
         from extender.scenario.kube import Kube
 
