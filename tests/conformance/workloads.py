@@ -524,6 +524,8 @@ def compare(theirs: CaseOutcome, ours: CaseOutcome) -> list[Disagreement]:
             ta, oa = _aspects(tp), _aspects(op)
             for aspect in ta:
                 if ta[aspect] != oa[aspect]:
+                    if aspect != "binding" and ta["binding"] != oa["binding"]:
+                        continue  # a consequence of the binding difference, already shown
                     found.append(
                         Disagreement(
                             case.case_id,
