@@ -98,6 +98,12 @@ def main(argv: list[str] | None = None) -> int:
         help="--workloads: print every case's outcome on each side (messages verbatim)",
     )
     parser.add_argument(
+        "--kube-scheduler-only",
+        action="store_true",
+        help="--workloads: record the real kube-scheduler alone, with all of upstream's "
+        "workload gates (print it with --verbose)",
+    )
+    parser.add_argument(
         "--scheduler-v",
         type=int,
         default=1,
@@ -197,6 +203,7 @@ def _workloads(args: argparse.Namespace) -> int:
         KUBE_SCHEDULER,
         WorkloadRunner,
         generate,
+        our_side_gates,
         our_side_missing,
         run_cases,
     )
@@ -206,10 +213,14 @@ def _workloads(args: argparse.Namespace) -> int:
     if unknown:
         print(f"--families: unknown {unknown}; known: {', '.join(FAMILIES)}", file=sys.stderr)
         return 2
-    missing = our_side_missing()
+    missing = "--kube-scheduler-only" if args.kube_scheduler_only else our_side_missing()
     if missing:
         print(f"{KUBE_EXTENDER} not compared: {missing}", file=sys.stderr)
     sides = [KUBE_SCHEDULER] if missing else [KUBE_SCHEDULER, KUBE_EXTENDER]
+    # Both sides get the gates ours takes; kube-scheduler alone gets all of them.
+    gates, dropped = (WORKLOAD_FEATURE_GATES, []) if missing else our_side_gates()
+    for why in dropped:
+        print(f"left out on both sides: {why}", file=sys.stderr)
     with tempfile.TemporaryDirectory(prefix="conformance-") as tmp:
         if args.attach:
             cp = ControlPlane(args.attach)
@@ -217,12 +228,13 @@ def _workloads(args: argparse.Namespace) -> int:
         else:
             cp = ControlPlane(Path(tmp) / "cp")
             cp.up(apiserver_args(WORKLOAD_FEATURE_GATES, WORKLOAD_RUNTIME_CONFIG))
-        runner = WorkloadRunner(cp, verbosity=args.scheduler_v)
+        runner = WorkloadRunner(cp, verbosity=args.scheduler_v, feature_gates=gates)
         try:
             runner.start(sides)
             seeds = range(args.first_seed, args.first_seed + args.seeds)
             cases = [case for seed in seeds for case in generate(seed, families)]
             tally = run_cases(runner, cases, verbose=args.verbose)
+            tally.notes += [f"left out on both sides: {why}" for why in dropped]
         finally:
             runner.stop()
             if not args.attach:

@@ -33,7 +33,9 @@ dropped first: no controller removes it) and the nodes.
 **Comparing** (:func:`compare`), per phase and per gang: which pods bind, as the multiset of
 the bound members' *shapes* (requests, affinity, tolerations): identical members are
 interchangeable, so for a homogeneous gang this compares counts, for a heterogeneous one the
-set of members; the pending members' (reason, message) as a multiset the same way; the
+set of members, except where the order members are tried in decides it (``Group.order_decides``:
+the heterogeneous family; kube-scheduler's order within a pod group is not fixed): counts;
+the pending members' (reason, message) as a multiset the same way; the
 placements as the multiset of (member shape, node shape): which of several identical nodes a
 pod lands on is a tie and not compared; the PodGroup condition (status, reason, message).
 Gangs marked *rivals* (identical gangs competing for the same room: which one wins is decided
@@ -43,17 +45,23 @@ reduced to the case's own (``n0``); pod group names are the same on both sides.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import random
 import subprocess
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from extender.controlplane import WORKLOAD_FEATURE_GATES, ControlPlane, kube_extender
+from extender.controlplane import (
+    WORKLOAD_FEATURE_GATES,
+    ControlPlane,
+    feature_gates_value,
+    kube_extender,
+)
 from extender.kube import ApiError
 
 from .generator import CASE_LABEL, HOSTNAME, PAUSE_IMAGE
@@ -90,6 +98,11 @@ class Group:
     member_phases: list[int] = field(default_factory=list)
     # Groups with the same rival tag are compared as a multiset of whole-gang outcomes.
     rival: str | None = None
+    # Which members bind depends on the order they are tried: kube-scheduler sorts a pod
+    # group's pods by priority, then by when each passed PreEnqueue into the active queue
+    # (the pod completing the quorum first, the others as the queue moves them, in no fixed
+    # order). Members are then compared without their shapes (counts, messages, node shapes).
+    order_decides: bool = False
 
     def podgroup(self, namespace: str, case_id: str) -> dict:
         policy: dict = (
@@ -167,6 +180,7 @@ def _gang(
     phase: int = 0,
     member_phases: list[int] | None = None,
     rival: str | None = None,
+    order_decides: bool = False,
     **spec: Any,
 ) -> Group:
     members = [_member(f"{name}-{i}", cpu, **spec) for i, cpu in enumerate(cpus)]
@@ -177,6 +191,7 @@ def _gang(
         phase=phase,
         member_phases=member_phases or [0] * len(members),
         rival=rival,
+        order_decides=order_decides,
     )
 
 
@@ -225,7 +240,7 @@ def heterogeneous(rng: random.Random, case_id: str) -> WorkloadCase:
         f"a gang of members asking {', '.join(cpus)} CPU (minCount {min_count}) on {nodes} "
         "2-CPU node(s)",
         _nodes(nodes),
-        [_gang("gang", cpus, min_count)],
+        [_gang("gang", cpus, min_count, order_decides=True)],
     )
 
 
@@ -475,7 +490,9 @@ def _gang_signature(group: str, phase: PhaseOutcome) -> tuple:
     )
 
 
-def _aspects(pods: list[PodOutcome]) -> dict[str, Counter]:
+def _aspects(pods: list[PodOutcome], order_decides: bool = False) -> dict[str, Counter]:
+    if order_decides:
+        pods = [dataclasses.replace(p, shape="") for p in pods]
     return {
         "binding": Counter((p.shape, p.node is not None) for p in pods),
         "pending message": Counter((p.shape, p.reason, p.message) for p in pods if p.node is None),
@@ -521,7 +538,8 @@ def compare(theirs: CaseOutcome, ours: CaseOutcome) -> list[Disagreement]:
                 )
             tp = [p for p in t.pods.values() if p.group == name]
             op = [p for p in o.pods.values() if p.group == name]
-            ta, oa = _aspects(tp), _aspects(op)
+            order = next(g.order_decides for g in case.groups if g.name == name)
+            ta, oa = _aspects(tp, order), _aspects(op, order)
             for aspect in ta:
                 if ta[aspect] != oa[aspect]:
                     if aspect != "binding" and ta["binding"] != oa["binding"]:
@@ -644,6 +662,50 @@ def our_side_missing() -> str | None:
     return None
 
 
+def our_side_gates(
+    wanted: Mapping[str, bool] = WORKLOAD_FEATURE_GATES,
+) -> tuple[dict[str, bool], list[str]]:
+    """The gates of ``wanted`` that ``kube-extender run`` takes, and why the others are left
+    out: its config loader names each gate it refuses ("feature gate X: not implemented by
+    kube-extender yet"); a gate needing a refused one goes too. Both schedulers then run with
+    the same gates, so that they are compared on the same semantics."""
+    import re
+
+    import yaml
+
+    from extender.config import ConfigError
+    from extender.config.loader import loads
+    from extender.framework.features import DEPENDENCIES, FeatureGateError, Features
+
+    gates = {name: on for name, on in wanted.items()}
+    dropped: list[str] = []
+    text = yaml.safe_dump(_config("probe"))
+    for _ in range(len(wanted) + 1):
+        try:
+            loads(text, "probe", features=Features.parse(feature_gates_value(gates)))
+            return gates, dropped
+        except (ConfigError, FeatureGateError) as exc:
+            refused = set(re.findall(r"feature gate (\w+)", str(exc))) & set(gates)
+            if not refused:
+                raise
+            for name in sorted(refused):
+                dropped.append(f"{name}: {kube_extender_says(str(exc), name)}")
+                del gates[name]
+            for name, needs in DEPENDENCIES.items():
+                if name in gates and not set(needs) <= set(gates):
+                    dropped.append(f"{name}: needs {', '.join(needs)}, left out")
+                    del gates[name]
+    raise AssertionError(f"kube-extender refuses every gate of {dict(wanted)}")
+
+
+def kube_extender_says(error: str, gate: str) -> str:
+    """The line of a config error about ``gate``."""
+    for line in error.splitlines():
+        if f"feature gate {gate}" in line:
+            return line.split(f"feature gate {gate}:", 1)[-1].strip()
+    return error
+
+
 class WorkloadRunner:
     """Both schedulers against one control plane started with the workload API and gates
     (``ControlPlane.up(apiserver_args(WORKLOAD_FEATURE_GATES, WORKLOAD_RUNTIME_CONFIG))``)."""
@@ -654,18 +716,21 @@ class WorkloadRunner:
         *,
         out: Callable[[str], None] = print,
         verbosity: int = 1,
+        feature_gates: Mapping[str, bool] = WORKLOAD_FEATURE_GATES,
     ) -> None:
         """``verbosity``: kube-scheduler's ``--v``. Kept at 1 by default: v1.36.3 retries a
         pending pod of a pod group without pause while nothing else is queued (its in-flight
         requeueing answers "after backoff" for pod group members, and an empty activeQ pops the
         backoff queue early), thousands of cycles a second, each logged at v=2 and above: at
-        v=4 the log grows by hundreds of MB a minute."""
+        v=4 the log grows by hundreds of MB a minute. ``feature_gates``: both schedulers'
+        (:func:`our_side_gates` finds those ours takes)."""
         from extender.kube import api_client
         from extender.scenario.kube import Kube
 
         self.cp = cp
         self.out = out
         self.verbosity = verbosity
+        self.feature_gates = dict(feature_gates)
         self.kube = Kube(api_client(str(cp.kubeconfig)), out=lambda *a: None)
         self.sides: dict[str, Side] = {}
         self.standalone: Any = None
@@ -684,7 +749,7 @@ class WorkloadRunner:
                 self.cp.start_scheduler(
                     _config(side.scheduler_name),
                     name="kube-scheduler-workloads",
-                    feature_gates=WORKLOAD_FEATURE_GATES,
+                    feature_gates=self.feature_gates,
                     extra_args=[f"--v={self.verbosity}"],
                 )
             else:
@@ -694,7 +759,7 @@ class WorkloadRunner:
                     self.cp,
                     _config(side.scheduler_name),
                     name="standalone-workloads",
-                    feature_gates=WORKLOAD_FEATURE_GATES,
+                    feature_gates=self.feature_gates,
                 )
                 self.standalone.wait_ready(timeout=60)
             self.sides[name] = side
@@ -971,6 +1036,8 @@ class WorkloadTally:
     disagreements: list[Disagreement] = field(default_factory=list)
     violations: list[str] = field(default_factory=list)
     unsettled: list[str] = field(default_factory=list)
+    # Lines printed under the headline (the gates both sides ran with, ...).
+    notes: list[str] = field(default_factory=list)
     seconds: float = 0.0
 
     def report(self) -> str:
@@ -983,6 +1050,7 @@ class WorkloadTally:
             f"{len(self.disagreements)} disagreement(s), {len(self.violations)} violation(s) of "
             f"gang semantics, {self.seconds:.0f}s"
         ]
+        lines += [f"  {note}" for note in self.notes]
         lines += [f"  not settled: {u}" for u in self.unsettled]
         lines += [f"  violation: {v}" for v in self.violations]
         lines += [d.describe() for d in self.disagreements]
@@ -998,6 +1066,7 @@ def run_cases(
 ) -> WorkloadTally:
     """Each case on kube-scheduler, then (if started) on ours; compare."""
     tally = WorkloadTally()
+    tally.notes.append(f"feature gates (both sides): {feature_gates_value(runner.feature_gates)}")
     started = time.monotonic()
     for case in cases:
         theirs = runner.run_case(case, KUBE_SCHEDULER)
