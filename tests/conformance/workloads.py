@@ -365,9 +365,12 @@ FAMILIES: dict[str, Callable[[random.Random, str], WorkloadCase]] = {
 
 
 def generate(seed: int, families: Iterable[str] | None = None) -> list[WorkloadCase]:
-    """One case per family (all of :data:`FAMILIES` by default) for ``seed``."""
-    rng = random.Random(seed)
-    return [FAMILIES[name](rng, f"w{seed}-{name}") for name in (families or FAMILIES)]
+    """One case per family (all of :data:`FAMILIES` by default) for ``seed``; each family's
+    case depends on the seed and the family only."""
+    return [
+        FAMILIES[name](random.Random(f"{seed}/{name}"), f"w{seed}-{name}")
+        for name in (families or FAMILIES)
+    ]
 
 
 # -- shapes -----------------------------------------------------------------------------------
