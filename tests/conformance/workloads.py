@@ -1069,7 +1069,7 @@ def run_cases(
 ) -> WorkloadTally:
     """Each case on kube-scheduler, then (if started) on ours; compare."""
     tally = WorkloadTally()
-    tally.notes.append(f"feature gates (both sides): {feature_gates_value(runner.feature_gates)}")
+    tally.notes.append(f"feature gates: {feature_gates_value(runner.feature_gates)}")
     started = time.monotonic()
     for case in cases:
         theirs = runner.run_case(case, KUBE_SCHEDULER)
