@@ -73,6 +73,7 @@ conformance: setup test-binaries
 	$(BIN)/python -m tests.conformance --volumes --seeds $(SEEDS) --pods-per-seed $(PODS) --isolate
 	$(BIN)/python -m tests.conformance --dra --seeds $(SEEDS) --pods-per-seed $(PODS) --isolate
 	$(BIN)/python -m tests.conformance --paths --seeds $(SEEDS) --pods-per-seed $(PODS)
+	$(BIN)/python -m tests.conformance --workloads --seeds $(SEEDS)
 
 ## The chaos soak (issue 12): faults under a seeded churn, then the invariants. `make test`
 ## runs a short one (tests/chaos, marker chaos); this is the long one: make chaos MINUTES=10

@@ -4,6 +4,9 @@ Starts its own control plane (etcd, kube-apiserver, kube-scheduler; with ``--dra
 kube-controller-manager's resourceclaim-controller) in a temporary directory,
 runs seeds ``first .. first+N-1`` and prints the agreement per plugin and every disagreement
 (with a JSON reproduction under ``--repro-dir``). Exit status 1 if anything disagreed.
+
+``--workloads``: gang scheduling end to end (:mod:`tests.conformance.workloads`), kube-apiserver
+and both schedulers with upstream's workload feature gates; one case per family per seed.
 """
 
 from __future__ import annotations
@@ -78,6 +81,36 @@ def main(argv: list[str] | None = None) -> int:
         metavar="K",
         help="--paths: per case, pods bound by kube-scheduler with our extender prioritizing",
     )
+    parser.add_argument(
+        "--workloads",
+        action="store_true",
+        help="gang scheduling (tests/conformance/workloads.py): PodGroups and their pods through "
+        "kube-scheduler and kube-extender run, both with the workload feature gates, compared "
+        "end to end; one case per family per seed",
+    )
+    parser.add_argument(
+        "--families",
+        help="--workloads: only these case families, comma-separated (default: all)",
+    )
+    parser.add_argument(
+        "--verbose",
+        action="store_true",
+        help="--workloads: print every case's outcome on each side (messages verbatim)",
+    )
+    parser.add_argument(
+        "--kube-scheduler-only",
+        action="store_true",
+        help="--workloads: record the real kube-scheduler alone, with all of upstream's "
+        "workload gates (print it with --verbose)",
+    )
+    parser.add_argument(
+        "--scheduler-v",
+        type=int,
+        default=1,
+        metavar="N",
+        help="--workloads: kube-scheduler's --v (default 1; from 2 on, a pending gang logs "
+        "thousands of lines a second)",
+    )
     parser.add_argument("--repro-dir", type=Path, default=Path("conformance-repro"))
     parser.add_argument(
         "--attach",
@@ -85,6 +118,8 @@ def main(argv: list[str] | None = None) -> int:
         help="use the control plane already running from this directory (kube-extender cluster up)",
     )
     args = parser.parse_args(argv)
+    if args.workloads:
+        return _workloads(args)
 
     missing = missing_plugins(dra=args.dra)
     if missing:
@@ -153,6 +188,59 @@ def _paths(
     tally.seconds = time.monotonic() - started
     print(tally.report())
     return 1 if tally.mismatches else 0
+
+
+def _workloads(args: argparse.Namespace) -> int:
+    from extender.controlplane import (
+        WORKLOAD_FEATURE_GATES,
+        WORKLOAD_RUNTIME_CONFIG,
+        apiserver_args,
+    )
+
+    from .workloads import (
+        FAMILIES,
+        KUBE_EXTENDER,
+        KUBE_SCHEDULER,
+        WorkloadRunner,
+        generate,
+        our_side_gates,
+        our_side_missing,
+        run_cases,
+    )
+
+    families = args.families.split(",") if args.families else list(FAMILIES)
+    unknown = sorted(set(families) - set(FAMILIES))
+    if unknown:
+        print(f"--families: unknown {unknown}; known: {', '.join(FAMILIES)}", file=sys.stderr)
+        return 2
+    missing = "--kube-scheduler-only" if args.kube_scheduler_only else our_side_missing()
+    if missing:
+        print(f"{KUBE_EXTENDER} not compared: {missing}", file=sys.stderr)
+    sides = [KUBE_SCHEDULER] if missing else [KUBE_SCHEDULER, KUBE_EXTENDER]
+    # Both sides get the gates ours takes; kube-scheduler alone gets all of them.
+    gates, dropped = (WORKLOAD_FEATURE_GATES, []) if missing else our_side_gates()
+    for why in dropped:
+        print(f"left out on both sides: {why}", file=sys.stderr)
+    with tempfile.TemporaryDirectory(prefix="conformance-") as tmp:
+        if args.attach:
+            cp = ControlPlane(args.attach)
+            cp.attach()
+        else:
+            cp = ControlPlane(Path(tmp) / "cp")
+            cp.up(apiserver_args(WORKLOAD_FEATURE_GATES, WORKLOAD_RUNTIME_CONFIG))
+        runner = WorkloadRunner(cp, verbosity=args.scheduler_v, feature_gates=gates)
+        try:
+            runner.start(sides)
+            seeds = range(args.first_seed, args.first_seed + args.seeds)
+            cases = [case for seed in seeds for case in generate(seed, families)]
+            tally = run_cases(runner, cases, verbose=args.verbose)
+            tally.notes += [f"left out on both sides: {why}" for why in dropped]
+        finally:
+            runner.stop()
+            if not args.attach:
+                cp.down()
+    print(tally.report())
+    return 1 if tally.disagreements or tally.violations or tally.unsettled else 0
 
 
 if __name__ == "__main__":
