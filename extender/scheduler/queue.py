@@ -190,6 +190,10 @@ class SchedulingQueue:
         return True
 
     def _push_active(self, info: QueuedPodInfo) -> None:
+        # Upstream moveToActiveQ: the first time a pod enters activeQ (a pod group cycle
+        # orders its members by it, so the member that completed a gang's quorum goes first).
+        if info.initial_attempt_timestamp is None:
+            info.initial_attempt_timestamp = self._clock()
         entry = _Less(info, self._less)
         self._active_index[info.pod_info.key] = entry
         heapq.heappush(self._active, entry)

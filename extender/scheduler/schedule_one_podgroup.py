@@ -70,7 +70,8 @@ class PodGroupScheduling:
             popped = self.queue.pop_specific(pod)
             if popped is not None:
                 infos.append(popped)
-        # Deterministic order: priority first, then the first attempt.
+        # Upstream's order: priority, then when each first entered activeQ (stable: ties keep
+        # the popped pod first, then creation order).
         infos.sort(key=lambda i: (-pod_priority(i.pod), i.initial_attempt_timestamp or 0.0))
 
         fwk, problem = self._framework_for_group(infos)

@@ -475,3 +475,31 @@ def test_a_gang_cannot_preempt_pods_of_its_own_priority() -> None:
         )
     finally:
         g.close()
+
+
+class TickingClock:
+    """Time that moves on every read, as a real clock does between two queue operations."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        self.now += 0.001
+        return self.now
+
+
+def test_the_member_that_completes_the_quorum_is_tried_first(gangs_factory) -> None:
+    """Upstream sets a pod's first-attempt time when it enters activeQ: the member whose
+    creation lets the gang past PreEnqueue gets there before its gated siblings, and the cycle
+    tries it first. Here that order is what makes the gang fit (kube-scheduler binds it)."""
+    g = gangs_factory([make_node(f"n{i}", cpu="2") for i in range(3)])
+    g.queue._clock = TickingClock()
+    g.add_group(pod_group("pg", 5))
+    cpus = ["250m", "1", "1", "500m"]
+    g.submit(*(member(f"small{i}", "pg", cpu=cpu) for i, cpu in enumerate(cpus)))
+    g.submit(member("zbig", "pg", cpu="1500m"))  # created last, named last
+
+    g.cycle()
+
+    assert len(g.api.bindings) == 5
+    assert dict(g.api.bindings)["zbig"] in {"n0", "n1", "n2"}
