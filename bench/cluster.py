@@ -27,9 +27,11 @@ from extender.scenario.kube import Kube
 BENCH_NAMESPACE = "bench"
 
 
-def start_control_plane() -> ControlPlane:
+def start_control_plane(apiserver_extra_args: list[str] | None = None) -> ControlPlane:
+    """etcd and kube-apiserver in a fresh directory (``apiserver_extra_args``: e.g. the
+    feature gates and runtime config of ``extender.controlplane.apiserver_args``)."""
     cp = ControlPlane(Path(tempfile.mkdtemp(prefix="kube-extender-bench-")))
-    cp.up()
+    cp.up(apiserver_extra_args)
     return cp
 
 
@@ -127,6 +129,8 @@ class BindRecorder:
         self.prefix = prefix
         self.expected = expected
         self.bound: dict[str, float] = {}
+        # When the scheduler under test was launched (set by its runner): time to first bind.
+        self.launched: float | None = None
         self.done = threading.Event()
         listing = kube.get(f"/api/v1/namespaces/{BENCH_NAMESPACE}/pods")
         self.resource_version = listing["metadata"]["resourceVersion"]

@@ -27,7 +27,7 @@ import os
 import pstats
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -47,7 +47,13 @@ from bench.cluster import (
     start_control_plane,
 )
 from bench.workload import describe_mixed
-from extender.controlplane import free_port, kube_extender, spawn, stop_pid
+from extender.controlplane import (
+    feature_gates_value,
+    free_port,
+    kube_extender,
+    spawn,
+    stop_pid,
+)
 
 PROFILED = Path(__file__).resolve().parent / "profiled.py"
 TICKS = os.sysconf("SC_CLK_TCK")
@@ -114,11 +120,15 @@ class Hooks:
     """How a workload other than plain pods is run (``bench/dra.py``): ``prepare(name)``
     creates the pods of scheduler ``name`` (and waits for whatever they need), ``check(name)``
     verifies the outcome once every pod is bound (raising if it is wrong), ``cleanup()`` runs
-    after the pods are deleted."""
+    after the pods are deleted. ``expected``: how many pods must bind (default: all of them;
+    fewer when only part of the workload fits, ``bench/gang.py``); ``measured(name, recorder)``
+    sees the bind times once they are all in (before ``check``)."""
 
     prepare: Callable[[str], None]
     check: Callable[[str], None] = lambda name: None
     cleanup: Callable[[], None] = lambda: None
+    expected: int | None = None
+    measured: Callable[[str, BindRecorder], None] = lambda name, recorder: None
 
 
 def _hooks(kube, pods: int, workload: str, hooks: Hooks | None) -> Hooks:
@@ -139,15 +149,23 @@ def run_kube_scheduler(
     workload: str,
     content_type: str | None = None,
     hooks: Hooks | None = None,
+    feature_gates: Mapping[str, bool] | None = None,
 ) -> float:
+    """``feature_gates``: kube-scheduler's ``--feature-gates`` (none: the release's defaults)."""
     name = f"ks-{tag}"
     hooks = _hooks(kube, pods, workload, hooks)
     hooks.prepare(name)
-    recorder = BindRecorder(kube, name, pods)
-    cp.start_scheduler(kube_scheduler_config(name, content_type=content_type), name=name)
+    recorder = BindRecorder(kube, name, hooks.expected or pods)
+    recorder.launched = time.monotonic()
+    cp.start_scheduler(
+        kube_scheduler_config(name, content_type=content_type),
+        name=name,
+        feature_gates=feature_gates,
+    )
     try:
         print(f"    {name}: {cpu_split(recorder, dict(cp.state.pids))}", flush=True)
         rate = recorder.wait(900)
+        hooks.measured(name, recorder)
         hooks.check(name)
         return rate
     finally:
@@ -166,7 +184,9 @@ def run_ours(
     cpu_clock: bool = False,
     tree: Path | None = None,
     hooks: Hooks | None = None,
+    feature_gates: Mapping[str, bool] | None = None,
 ) -> float:
+    """``feature_gates``: ``kube-extender run --feature-gates`` (none: its defaults)."""
     name = f"ours-{tag}"
     hooks = _hooks(kube, pods, workload, hooks)
     config = cp.directory / f"{name}.yaml"
@@ -181,7 +201,7 @@ def run_ours(
         )
     )
     hooks.prepare(name)
-    recorder = BindRecorder(kube, name, pods)
+    recorder = BindRecorder(kube, name, hooks.expected or pods)
     args = [
         "run",
         "--config",
@@ -193,17 +213,21 @@ def run_ours(
         "--log-level",
         "warning",
     ]
+    if feature_gates:
+        args += ["--feature-gates", feature_gates_value(feature_gates)]
     argv = kube_extender(*args)
     if profile_dir is not None:
         clock = ["--cpu"] if cpu_clock else []
         argv = [sys.executable, str(PROFILED), *clock, str(profile_dir), *args]
     # cwd = this checkout: `python -m extender` imports its tree, not the venv's install.
+    recorder.launched = time.monotonic()
     proc = spawn(argv, cp.logs / f"{name}.log", cwd=tree or PROFILED.parents[1])
     try:
         if profile_dir is None:
             pids = {**cp.state.pids, name: proc.pid}
             print(f"    {name}: {cpu_split(recorder, pids, proc.pid)}", flush=True)
         rate = recorder.wait(1800)
+        hooks.measured(name, recorder)
         hooks.check(name)
         return rate
     finally:
