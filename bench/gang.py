@@ -35,6 +35,7 @@ its first bind and to its last, and the ratio ours / kube-scheduler of pods/s.
 from __future__ import annotations
 
 import argparse
+import re
 import subprocess
 import sys
 import time
@@ -138,6 +139,30 @@ class Figures:
     pending: int = 0
 
 
+_REQUEST_TOTAL = re.compile(r"^apiserver_request_total\{(.*)\} (\S+)$")
+
+
+def api_requests(kube: Kube) -> Counter[str]:
+    """kube-apiserver's ``apiserver_request_total`` by verb, resource and subresource (from
+    its /metrics; watches counted when they open)."""
+    status, payload = kube.client.transport.request(
+        "GET", "/metrics", None, [], "text/plain", (5.0, 30.0)
+    )
+    counts: Counter[str] = Counter()
+    if status != 200:
+        return counts
+    for line in payload.decode().splitlines():
+        match = _REQUEST_TOTAL.match(line)
+        if match is None:
+            continue
+        labels = dict(re.findall(r'(\w+)="([^"]*)"', match.group(1)))
+        resource = labels.get("resource", "")
+        if labels.get("subresource"):
+            resource += "/" + labels["subresource"]
+        counts[f"{labels.get('verb', '')} {resource}"] += int(float(match.group(2)))
+    return counts
+
+
 def _gang_of(pod_name: str) -> str:
     return pod_name.rsplit("-", 1)[0]
 
@@ -151,6 +176,7 @@ class GangWorkload:
         self.sc = sc
         self.settle = settle
         self.figures: dict[str, Figures] = {}
+        self._requests: Counter[str] = Counter()
 
     def prepare(self, name: str) -> None:
         groups = [f"{name}-g{g:04d}" for g in range(self.sc.gangs)]
@@ -164,8 +190,17 @@ class GangWorkload:
 
         with ThreadPoolExecutor(16) as pool:
             list(steps(pool.map(create, pods), "creating gang pods", len(pods), "pod"))
+        self._requests = api_requests(self.kube)
 
     def measured(self, name: str, recorder: BindRecorder) -> None:
+        requests = api_requests(self.kube)
+        requests.subtract(self._requests)
+        busiest = ", ".join(
+            f"{what} {n / len(recorder.bound):.2f}"
+            for what, n in requests.most_common(6)
+            if n > 0 and not what.startswith("WATCH")
+        )
+        print(f"    {name}: API requests per bound pod until the last bind: {busiest}")
         times = sorted(recorder.bound.values())
         gang_done: dict[str, float] = {}
         for pod_name, at in recorder.bound.items():
@@ -244,14 +279,17 @@ def uptime() -> str:
     return subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
 
 
-def _row(label: str, f: Figures | None, sc: Scenario) -> str:
-    if f is None:
-        return f"  {label:<15} {'-':>9}"
+def _row(label: str, f: Figures, sc: Scenario) -> str:
     return (
         f"  {label:<15} {f.pods_per_s:>7.1f} p/s {f.gangs_per_s:>6.1f} g/s "
         f"first {f.first_bind:>5.1f} s  last {f.last_bind:>6.1f} s  "
         f"{f.gangs_bound}/{sc.gangs} gangs, {f.bound} pods bound, {f.pending} pending"
     )
+
+
+def median(runs: list[Figures]) -> Figures:
+    """The run of the median pods/s (the lower one of an even count)."""
+    return sorted(runs, key=lambda f: f.pods_per_s)[(len(runs) - 1) // 2]
 
 
 def main() -> int:
@@ -262,6 +300,12 @@ def main() -> int:
     parser.add_argument("--size", type=int, default=10, help="pods per gang")
     parser.add_argument("--min-count", type=int, help="minCount of `min` (default size // 2)")
     parser.add_argument("--scenarios", default=",".join(SCENARIOS))
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        default=1,
+        help="kube-scheduler then ours this many times per scenario; the table shows medians",
+    )
     parser.add_argument(
         "--settle", type=float, default=5.0, help="s to wait after the last expected bind"
     )
@@ -275,8 +319,9 @@ def main() -> int:
     scenarios = [
         scenario(n, args.nodes, args.gangs, args.size, min_count) for n in args.scenarios.split(",")
     ]
-    cp = start_control_plane(apiserver_args(GANG_FEATURE_GATES, WORKLOAD_RUNTIME_CONFIG))
-    rows: list[tuple[Scenario, Figures | None, Figures]] = []
+    gates = GANG_FEATURE_GATES
+    cp = start_control_plane(apiserver_args(gates, WORKLOAD_RUNTIME_CONFIG))
+    rows: list[tuple[Scenario, list[Figures], list[Figures]]] = []
     try:
         kube = kube_for(cp)
         ensure_namespace(kube)
@@ -284,49 +329,53 @@ def main() -> int:
         create_nodes(kube, args.nodes)
         print(f"{args.nodes} nodes created in {time.monotonic() - started:.1f} s", flush=True)
         for sc in scenarios:
-            tag = f"{sc.name}-{args.nodes}"
             print(
                 f"{sc.name}: {sc.gangs} gangs x {sc.size} pods, minCount {sc.min_count}, "
                 f"cpu {sc.cpu or '10m'}: {sc.fitting_gangs} gangs fit",
                 flush=True,
             )
             workload = GangWorkload(kube, sc, args.settle)
-            gates = GANG_FEATURE_GATES
-            theirs = None
-            if not args.skip_peer:
-                print(f"  before kube-scheduler: {uptime()}", flush=True)
-                run_kube_scheduler(
+            theirs: list[Figures] = []
+            ours: list[Figures] = []
+            for r in range(args.rounds):
+                tag = f"{sc.name}-{args.nodes}" + (f"-r{r}" if args.rounds > 1 else "")
+                if not args.skip_peer:
+                    print(f"  before kube-scheduler: {uptime()}", flush=True)
+                    run_kube_scheduler(
+                        cp, kube, sc.pods, tag, "gang", hooks=workload.hooks(), feature_gates=gates
+                    )
+                    theirs.append(workload.figures[f"ks-{tag}"])
+                    print(_row("kube-scheduler", theirs[-1], sc), flush=True)
+                print(f"  before kube-extender: {uptime()}", flush=True)
+                run_ours(
                     cp, kube, sc.pods, tag, "gang", hooks=workload.hooks(), feature_gates=gates
                 )
-                theirs = workload.figures[f"ks-{tag}"]
-                print(_row("kube-scheduler", theirs, sc), flush=True)
-            print(f"  before kube-extender: {uptime()}", flush=True)
-            run_ours(cp, kube, sc.pods, tag, "gang", hooks=workload.hooks(), feature_gates=gates)
-            ours = workload.figures[f"ours-{tag}"]
-            print(_row("kube-extender", ours, sc), flush=True)
+                ours.append(workload.figures[f"ours-{tag}"])
+                print(_row("kube-extender", ours[-1], sc), flush=True)
             rows.append((sc, theirs, ours))
             if args.profile:
+                tag = f"prof-{sc.name}-{args.nodes}"
                 profile_dir = cp.directory / f"profile-{tag}"
                 run_ours(
                     cp,
                     kube,
                     sc.pods,
-                    f"prof-{tag}",
+                    tag,
                     "gang",
                     profile_dir,
                     cpu_clock=args.profile_clock == "cpu",
                     hooks=workload.hooks(),
                     feature_gates=gates,
                 )
-                profiled = workload.figures[f"ours-prof-{tag}"]
+                profiled = workload.figures[f"ours-{tag}"]
                 print(f"  kube-extender under cProfile: {profiled.pods_per_s:.1f} pods/s")
                 print_profile(profile_dir)
         delete_all_nodes(kube)
     finally:
         cp.down()
     print(
-        f"\n{args.nodes} nodes; pods/s and gangs/s between first and last bind; first/last: "
-        "s from launching the scheduler"
+        f"\n{args.nodes} nodes, {args.rounds} round(s), medians; pods/s and gangs/s between the "
+        "first and the last bind; first: s from launching the scheduler to its first bind"
     )
     print(
         f"{'scenario':>9} {'gangs':>9} {'min':>4} {'fit':>4} {'kube-scheduler':>28} "
@@ -339,12 +388,14 @@ def main() -> int:
                 return f"{'-':>28}"
             return f"{f.pods_per_s:>6.1f} p/s {f.gangs_per_s:>5.1f} g/s {f.first_bind:>4.1f} s"
 
-        ratio = f"{ours.pods_per_s / theirs.pods_per_s:>6.2f}" if theirs else f"{'-':>6}"
+        peer = median(theirs) if theirs else None
+        mine = median(ours)
+        ratio = f"{mine.pods_per_s / peer.pods_per_s:>6.2f}" if peer else f"{'-':>6}"
         print(
             f"{sc.name:>9} {sc.gangs:>4} x {sc.size:<2} {sc.min_count:>4} {sc.fitting_gangs:>4} "
-            f"{cell(theirs)} {cell(ours)} {ratio}"
+            f"{cell(peer)} {cell(mine)} {ratio}"
         )
-    print(f"feature gates {GANG_FEATURE_GATES} for all; kube-scheduler qps/burst 5000")
+    print(f"feature gates {gates} for all; kube-scheduler qps/burst 5000")
     return 0
 
 
