@@ -64,6 +64,7 @@ bench-cluster: setup test-binaries
 	$(BIN)/python bench/throughput.py
 	$(BIN)/python bench/burst_skew.py
 	$(BIN)/python -m bench.hostile
+	$(BIN)/python bench/gang.py --rounds 3
 
 ## Differential tests against the real kube-scheduler: make conformance SEEDS=50
 SEEDS ?= 20

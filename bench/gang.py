@@ -29,7 +29,7 @@ its first bind and to its last, and the ratio ours / kube-scheduler of pods/s.
 
     python bench/gang.py [--quick] [--nodes 500] [--gangs 100] [--size 10] [--min-count 5]
                          [--scenarios all,min,saturated] [--settle 5] [--profile]
-                         [--profile-clock wall|cpu] [--skip-peer]
+                         [--profile-clock wall|cpu] [--skip-peer] [--rounds 1] [--base TREE]
 """
 
 from __future__ import annotations
@@ -312,6 +312,12 @@ def main() -> int:
     parser.add_argument("--profile", action="store_true", help="also a cProfiled run of ours")
     parser.add_argument("--profile-clock", choices=("wall", "cpu"), default="wall")
     parser.add_argument("--skip-peer", action="store_true", help="ours only (for profiling)")
+    parser.add_argument(
+        "--base",
+        type=lambda path: Path(path).resolve(),
+        help="also run `kube-extender run` from this tree (a `git worktree` of another "
+        "commit), after kube-scheduler and before this tree: a before/after in one run",
+    )
     args = parser.parse_args()
     if args.quick:
         args.nodes, args.gangs, args.size = 50, 20, 5
@@ -321,7 +327,7 @@ def main() -> int:
     ]
     gates = GANG_FEATURE_GATES
     cp = start_control_plane(apiserver_args(gates, WORKLOAD_RUNTIME_CONFIG))
-    rows: list[tuple[Scenario, list[Figures], list[Figures]]] = []
+    rows: list[tuple[Scenario, list[Figures], list[Figures], list[Figures]]] = []
     try:
         kube = kube_for(cp)
         ensure_namespace(kube)
@@ -337,6 +343,7 @@ def main() -> int:
             workload = GangWorkload(kube, sc, args.settle)
             theirs: list[Figures] = []
             ours: list[Figures] = []
+            base: list[Figures] = []
             for r in range(args.rounds):
                 tag = f"{sc.name}-{args.nodes}" + (f"-r{r}" if args.rounds > 1 else "")
                 if not args.skip_peer:
@@ -346,13 +353,27 @@ def main() -> int:
                     )
                     theirs.append(workload.figures[f"ks-{tag}"])
                     print(_row("kube-scheduler", theirs[-1], sc), flush=True)
+                if args.base is not None:
+                    print(f"  before kube-extender (base): {uptime()}", flush=True)
+                    run_ours(
+                        cp,
+                        kube,
+                        sc.pods,
+                        f"base-{tag}",
+                        "gang",
+                        tree=args.base,
+                        hooks=workload.hooks(),
+                        feature_gates=gates,
+                    )
+                    base.append(workload.figures[f"ours-base-{tag}"])
+                    print(_row("base", base[-1], sc), flush=True)
                 print(f"  before kube-extender: {uptime()}", flush=True)
                 run_ours(
                     cp, kube, sc.pods, tag, "gang", hooks=workload.hooks(), feature_gates=gates
                 )
                 ours.append(workload.figures[f"ours-{tag}"])
                 print(_row("kube-extender", ours[-1], sc), flush=True)
-            rows.append((sc, theirs, ours))
+            rows.append((sc, theirs, ours, base))
             if args.profile:
                 tag = f"prof-{sc.name}-{args.nodes}"
                 profile_dir = cp.directory / f"profile-{tag}"
@@ -379,9 +400,9 @@ def main() -> int:
     )
     print(
         f"{'scenario':>9} {'gangs':>9} {'min':>4} {'fit':>4} {'kube-scheduler':>28} "
-        f"{'kube-extender':>28} {'ratio':>6}"
+        f"{'kube-extender':>28} {'ratio':>6}" + (f" {'base':>28} {'ratio':>6}" if args.base else "")
     )
-    for sc, theirs, ours in rows:
+    for sc, theirs, ours, base in rows:
 
         def cell(f: Figures | None) -> str:
             if f is None:
@@ -391,9 +412,14 @@ def main() -> int:
         peer = median(theirs) if theirs else None
         mine = median(ours)
         ratio = f"{mine.pods_per_s / peer.pods_per_s:>6.2f}" if peer else f"{'-':>6}"
+        before = ""
+        if base:
+            old = median(base)
+            old_ratio = f"{old.pods_per_s / peer.pods_per_s:>6.2f}" if peer else f"{'-':>6}"
+            before = f" {cell(old)} {old_ratio}"
         print(
             f"{sc.name:>9} {sc.gangs:>4} x {sc.size:<2} {sc.min_count:>4} {sc.fitting_gangs:>4} "
-            f"{cell(peer)} {cell(mine)} {ratio}"
+            f"{cell(peer)} {cell(mine)} {ratio}{before}"
         )
     print(f"feature gates {gates} for all; kube-scheduler qps/burst 5000")
     return 0
