@@ -201,13 +201,16 @@ class GangWorkload:
             if n > 0 and not what.startswith("WATCH")
         )
         print(f"    {name}: API requests per bound pod until the last bind: {busiest}")
+        launched = recorder.launched or min(recorder.bound.values())
+        per_second = Counter(int(at - launched) for at in recorder.bound.values())
+        series = " ".join(str(per_second[t]) for t in range(max(per_second) + 1))
+        print(f"    {name}: binds in each second from launch: {series}", flush=True)
         times = sorted(recorder.bound.values())
         gang_done: dict[str, float] = {}
         for pod_name, at in recorder.bound.items():
             gang = _gang_of(pod_name)
             gang_done[gang] = max(gang_done.get(gang, at), at)
         done = sorted(gang_done.values())
-        launched = recorder.launched or times[0]
         self.figures[name] = Figures(
             pods_per_s=(len(times) - 1) / max(times[-1] - times[0], 1e-9),
             gangs_per_s=(len(done) - 1) / max(done[-1] - done[0], 1e-9) if len(done) > 1 else 0,
