@@ -399,18 +399,22 @@ def main() -> int:
         cp.down()
     print(
         f"\n{args.nodes} nodes, {args.rounds} round(s), medians; pods/s and gangs/s between the "
-        "first and the last bind; first: s from launching the scheduler to its first bind"
+        "first and the last bind; first/last: s from launching the scheduler to its first/last "
+        "bind"
     )
     print(
-        f"{'scenario':>9} {'gangs':>9} {'min':>4} {'fit':>4} {'kube-scheduler':>28} "
-        f"{'kube-extender':>28} {'ratio':>6}" + (f" {'base':>28} {'ratio':>6}" if args.base else "")
+        f"{'scenario':>9} {'gangs':>9} {'min':>4} {'fit':>4} {'kube-scheduler':>35} "
+        f"{'kube-extender':>35} {'ratio':>6}" + (f" {'base':>35} {'ratio':>6}" if args.base else "")
     )
     for sc, theirs, ours, base in rows:
 
         def cell(f: Figures | None) -> str:
             if f is None:
-                return f"{'-':>28}"
-            return f"{f.pods_per_s:>6.1f} p/s {f.gangs_per_s:>5.1f} g/s {f.first_bind:>4.1f} s"
+                return f"{'-':>35}"
+            return (
+                f"{f.pods_per_s:>6.1f} p/s {f.gangs_per_s:>5.1f} g/s "
+                f"{f.first_bind:>4.1f}/{f.last_bind:>4.1f} s"
+            )
 
         peer = median(theirs) if theirs else None
         mine = median(ours)
