@@ -25,7 +25,11 @@ both, kube-scheduler with clientConnection qps/burst 5000 (``bench/throughput.py
 
 Prints per scheduler: pods/s between the first and the last bind, gangs/s between the first
 and the last gang completed (its last pod bound), the time from launching the scheduler to
-its first bind and to its last, and the ratio ours / kube-scheduler of pods/s.
+its first bind and to its last, and the ratio ours / kube-scheduler of pods/s; with each run,
+where the CPU went (``bench/throughput.py``), kube-apiserver's requests per bound pod (its
+``apiserver_request_total``) and the binds in each second from launch. ``--rounds N``: N
+alternations, the table shows medians. ``--base TREE``: also ``kube-extender run`` from another
+tree, for a before/after; ``--profile``: a cProfiled run of ours per scenario.
 
     python bench/gang.py [--quick] [--nodes 500] [--gangs 100] [--size 10] [--min-count 5]
                          [--scenarios all,min,saturated] [--settle 5] [--profile]

@@ -17,9 +17,7 @@ def test_usable_nodes_are_those_without_a_no_schedule_taint(nodes: int) -> None:
     untainted = sum(
         1
         for i in range(nodes)
-        if not any(
-            t["effect"] == "NoSchedule" for t in make_node(i, rng)["spec"].get("taints", ())
-        )
+        if not any(t["effect"] == "NoSchedule" for t in make_node(i, rng)["spec"].get("taints", ()))
     )
     assert usable_nodes(nodes) == untainted
 
