@@ -244,10 +244,15 @@ class PodGroupScheduling:
         patch = getattr(writer, "patch_pod_group_status", None)
         if patch is None:
             return
-        try:
-            patch(*key, {"status": {"conditions": [condition]}})
-        except Exception:
-            log.warning("updating the status of pod group %s/%s failed", *key, exc_info=True)
+
+        def write() -> None:
+            try:
+                patch(*key, {"status": {"conditions": [condition]}})
+            except Exception:
+                log.warning("updating the status of pod group %s/%s failed", *key, exc_info=True)
+
+        # Off the scheduling thread (a round trip per cycle): one writer keeps them in order.
+        self._status_writes.submit(write)
 
     def _pod_group_lister(self: Scheduler) -> Any:
         for fwk in self.frameworks.values():

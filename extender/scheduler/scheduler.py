@@ -121,6 +121,8 @@ class Scheduler(PodGroupScheduling):
         self.metrics = metrics or Metrics()
         self.clock = clock
         self._binders = ThreadPoolExecutor(bind_workers, thread_name_prefix="bind")
+        # PodGroup status writes, in order, off the scheduling thread.
+        self._status_writes = ThreadPoolExecutor(1, thread_name_prefix="podgroup-status")
         self._stop = threading.Event()
         # The last diagnosis of each pending pod; written to the pod with --record-decisions.
         self.decisions = decisions or Decisions()
@@ -161,6 +163,11 @@ class Scheduler(PodGroupScheduling):
         self._stop.set()
         self.queue.close()
         self._binders.shutdown(wait=True, cancel_futures=False)
+        self._status_writes.shutdown(wait=True, cancel_futures=False)
+
+    def wait_for_status_writes(self) -> None:
+        """Block until the PodGroup status writes queued so far are done (tests)."""
+        self._status_writes.submit(lambda: None).result()
 
     def schedule_one(self, timeout: float | None = None) -> bool:
         """Run one scheduling cycle; ``False`` if no pod was ready within ``timeout``."""

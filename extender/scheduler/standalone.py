@@ -147,12 +147,17 @@ class StandaloneScheduler:
             node_handler=NodeDispatcher(self.cache, self.scheduler),
             pod_handler=PodDispatcher(self.cache, self.scheduler),
         )
-        self._pods = self.informers[1]
+        self._pods = self.informers[1]  # [nodes, pods, (namespaces)]
         # The pods of every phase but finished, pending ones included, for the plugins that
         # read PODS through their lister (Coscheduling counts a group's pods).
         self.listers.serve(PODS, self._pods)
         wire_storage_events(self.listers.informers, self.queue, self._registered_resources())
-        self.informers += self.listers.informers.values()
+        # Nodes, then the plugins' kinds, then pods and namespaces (start_informers syncs them
+        # in this order): a gang member that arrives before its PodGroup is held at PreEnqueue
+        # and every later pod add re-checks it, so with PodGroups first the pods of thousands
+        # of gangs enter in linear, not quadratic, time (bench/gang.py).
+        nodes, rest = self.informers[0], self.informers[1:]
+        self.informers = [nodes, *self.listers.informers.values(), *rest]
         self.stop_event = threading.Event()
         self.leading = threading.Event()
 

@@ -137,6 +137,7 @@ class Gangs:
         assert not not_done
         for future in done:
             assert future.exception() is None
+        self.sched.wait_for_status_writes()
 
     def conditions(self) -> list[dict]:
         return [patch["status"]["conditions"][0] for _, _, patch in self.reporter.group_patches]
