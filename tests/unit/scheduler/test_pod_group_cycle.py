@@ -12,7 +12,7 @@ import pytest
 from extender.cache import Cache
 from extender.framework.features import Features
 from extender.framework.handle import EmptyLister, Services
-from extender.framework.podgroups import PODGROUPS, PodGroupStateNotFound
+from extender.framework.podgroups import PODGROUPS, PodGroupStateNotFound, pod_group_key
 from extender.framework.profile import PluginSpec, Profile
 from extender.framework.runtime import Framework
 from extender.framework.schedule_podgroup import ERR_POD_GROUP_UNSCHEDULABLE
@@ -504,3 +504,29 @@ def test_the_member_that_completes_the_quorum_is_tried_first(gangs_factory) -> N
 
     assert len(g.api.bindings) == 5
     assert dict(g.api.bindings)["zbig"] in {"n0", "n1", "n2"}
+
+
+def test_a_new_pod_asks_only_its_own_gang_s_held_members(gangs_factory) -> None:
+    """The pods of many gangs arriving together: each add re-checks its own group's held
+    members, not every held pod (linear, not quadratic); the outcome is the same."""
+    g = gangs_factory([make_node("n1", cpu="64")])
+    asked: list[tuple[str, str]] = []
+    plugin = g.fwk.plugin("GangScheduling")
+    hint = plugin._after_pod_added
+
+    def counting(pod, old, new):
+        asked.append((pod_group_key(pod)[1], pod_group_key(new)[1]))
+        return hint(pod, old, new)
+
+    plugin._after_pod_added = counting
+    g.fwk._events = None  # rebuild the registered events with the counting hint
+    for group in range(10):
+        g.add_group(pod_group(f"g{group}", 3))
+    for i in range(3):  # pod i of every gang, then i + 1
+        g.submit(*(member(f"g{group}-{i}", f"g{group}") for group in range(10)))
+    # Held pods are asked about their own group's new pods only (320 questions without it).
+    assert asked and all(held == new for held, new in asked)
+    assert len(asked) <= 50
+    for _ in range(10):
+        g.cycle()
+    assert len(g.api.bindings) == 30
