@@ -14,7 +14,19 @@ PodGroup and for ``minCount`` pods; Permit waits for ``minCount`` scheduled pods
 fit, gangs with ``minCount`` below their size and room for only some members, heterogeneous
 members, two identical gangs competing for room for one, gangs that cannot fit, a PodGroup
 created after its pods, a gang with fewer pods than ``minCount`` (the rest created later), a
-Basic-policy PodGroup (no gang) and gang members with node affinity and taints.
+Basic-policy PodGroup (no gang), gang members with node affinity and taints; and
+(``pkg/scheduler/framework/plugins/topologyaware``, ``schedule_one_podgroup.go``'s placements)
+a gang kept to one zone (``spec.schedulingConstraints.topology``) with room in one zone, in
+two (which one is a tie: compared are the sizes of the zones used, and node shapes leave the
+zone out) or in none; a high-priority gang (PodGroup ``spec.priorityClassName``) that fits only
+by preemption (``pkg/scheduler/framework/preemption``, gate WorkloadAwarePreemption) of plain
+low-priority pods, of a low-priority PodGroup with ``disruptionMode: PodGroup`` (evicted
+whole), or of pods of its own priority (none); running pods are created bound
+(``spec.nodeName``) before the barrier, with grace 0 (deleted at once, the gang binds) or 30 s
+(they stay Terminating without a kubelet; compared are their ``DisruptionTarget`` condition
+and ``Preempted`` events, UIDs and scheduler names neutral); a gang whose members have
+different priorities; a gang whose members each claim a device (one ResourceClaim each, one
+DeviceClass, a ResourceSlice per node).
 
 **Running a case on a side** (:meth:`WorkloadRunner.run_case`): both schedulers run all the
 time, each for its own ``schedulerName`` and namespace; a case runs on one side at a time in a
