@@ -475,7 +475,9 @@ def preemption(rng: random.Random, case_id: str) -> WorkloadCase:
     """A high-priority gang (PodGroup and pods ``wl-high``) on 2-CPU nodes, each but ``free``
     of them running a 1500m low-priority pod: the gang fits only once some are evicted. The
     running pods are plain pods, or one PodGroup with ``disruptionMode: PodGroup`` (evicted
-    whole), or of the gang's own priority (no preemption)."""
+    whole), or of the gang's own priority (no preemption). Now and then the gang is kept to one
+    zone (all nodes in it): upstream's workload-aware preemption refuses gangs with scheduling
+    constraints."""
     variant = rng.choice(["pods", "podgroup", "same-priority"])
     # Victims with a grace period stay Terminating (no kubelet): the gang waits for the room.
     grace = rng.choice([0, 0, 30])
@@ -500,12 +502,16 @@ def preemption(rng: random.Random, case_id: str) -> WorkloadCase:
         member["spec"]["terminationGracePeriodSeconds"] = grace
     gang = _gang("gang", ["1500m"] * size, size, priorityClassName=HIGH)
     gang.priority_class = HIGH
+    constrained = variant != "same-priority" and rng.random() < 0.25
+    if constrained:
+        gang.topology_key = ZONE
     return WorkloadCase(
         case_id,
         "preemption",
-        f"a {HIGH} gang of {size} (minCount {size}) of 1500m pods, {count} 2-CPU node(s), "
-        f"{len(busy)} running a 1500m pod (grace {grace}s): {variant}",
-        _nodes(count),
+        f"a {HIGH} gang of {size} (minCount {size}{', kept to one zone' if constrained else ''})"
+        f" of 1500m pods, {count} 2-CPU node(s), {len(busy)} running a 1500m pod "
+        f"(grace {grace}s): {variant}",
+        _zoned([count]) if constrained else _nodes(count),
         [victims, gang],
     )
 
