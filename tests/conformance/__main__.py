@@ -12,6 +12,7 @@ and both schedulers with upstream's workload feature gates; one case per family 
 from __future__ import annotations
 
 import argparse
+import shutil
 import sys
 import tempfile
 import time
@@ -110,6 +111,12 @@ def main(argv: list[str] | None = None) -> int:
         metavar="N",
         help="--workloads: kube-scheduler's --v (default 1; from 2 on, a pending gang logs "
         "thousands of lines a second)",
+    )
+    parser.add_argument(
+        "--keep-logs",
+        type=Path,
+        metavar="DIR",
+        help="--workloads: copy both schedulers' logs into DIR at the end",
     )
     parser.add_argument("--repro-dir", type=Path, default=Path("conformance-repro"))
     parser.add_argument(
@@ -237,6 +244,12 @@ def _workloads(args: argparse.Namespace) -> int:
             tally.notes += [f"left out on both sides: {why}" for why in dropped]
         finally:
             runner.stop()
+            if args.keep_logs:
+                args.keep_logs.mkdir(parents=True, exist_ok=True)
+                for side in sides:
+                    path = runner.log_path(side)
+                    if path.exists():
+                        shutil.copy(path, args.keep_logs / f"{side}.log")
             if not args.attach:
                 cp.down()
     print(tally.report())

@@ -1,6 +1,6 @@
 """Workload conformance: gang scheduling end to end through the real kube-scheduler and our
 standalone scheduler, both with upstream's workload feature gates (see
-:mod:`tests.conformance.workloads`). One seed here, one case per family (about two minutes);
+:mod:`tests.conformance.workloads`). One seed here, one case per family (about three minutes);
 longer runs: ``python -m tests.conformance --workloads --seeds N``.
 
 The control plane is this module's own: kube-apiserver with the workload API and gates, which
@@ -24,6 +24,7 @@ from extender.controlplane import (
 
 from .test_conformance import REPORTS
 from .workloads import (
+    FAMILIES,
     KUBE_EXTENDER,
     KUBE_SCHEDULER,
     CaseOutcome,
@@ -35,15 +36,20 @@ from .workloads import (
     compare,
     compete,
     generate,
-    node_shape,
+    mixed_priority,
     our_side_gates,
     our_side_missing,
     pod_shape,
     run_cases,
+    topology,
     violations,
 )
 
 WORKLOAD_SEEDS = (1,)
+# Families whose case here comes from another seed, for a livelier one: seed 11's preemption
+# case has a PodGroup of three low-priority pods (``disruptionMode: PodGroup``) in the way of a
+# high-priority gang needing one node of them: all three are evicted.
+SEED_OF = {"preemption": 11}
 # Seed 5's heterogeneous gang: members asking 250m, 1, 1, 500m, 1500m CPU, minCount 5, on three
 # 2-CPU nodes. kube-scheduler tries a pod group's pods by priority, then by the time each first
 # entered the active queue (``InitialAttemptTimestamp``): the members created before the quorum
@@ -74,7 +80,9 @@ def workload_tally(workload_control_plane: ControlPlane, ours_missing: str | Non
     runner = WorkloadRunner(workload_control_plane, out=lambda line: None, feature_gates=gates)
     runner.start(sides)
     try:
-        cases = [case for seed in WORKLOAD_SEEDS for case in generate(seed)]
+        rest = [name for name in FAMILIES if name not in SEED_OF]
+        cases = [case for seed in WORKLOAD_SEEDS for case in generate(seed, rest)]
+        cases += [case for name, seed in SEED_OF.items() for case in generate(seed, [name])]
         cases += generate(QUORUM_ORDER_CASE[0], [QUORUM_ORDER_CASE[1]])
         tally = run_cases(runner, cases, out=lambda line: None)
     finally:
@@ -102,6 +110,10 @@ def test_kube_scheduler_keeps_gang_semantics(workload_tally: WorkloadTally) -> N
         "short",
         "basic",
         "affinity-taints",
+        "topology",
+        "preemption",
+        "mixed-priority",
+        "dra",
     }
     assert not workload_tally.unsettled
     found = [v for o in outcomes for v in violations(o)]
@@ -150,7 +162,7 @@ def _outcome(case: WorkloadCase, side: str, bound: dict[str, str], conditions: d
     for group, pod, _ in case.pods():
         name = pod["metadata"]["name"]
         node = bound.get(name)
-        shape = node_shape(case.nodes[int(node[1:])]) if node else None
+        shape = case.node_shape(node) if node else None
         message = None if node else "0/2 nodes are available: 2 Insufficient cpu."
         pods[name] = PodOutcome(
             name,
@@ -211,3 +223,43 @@ def test_a_gang_binding_differently_is_reported_per_aspect() -> None:
     half = _outcome(case, "o", {"gang-0": "n0"}, {"gang": ("True", "Scheduled", "")})
     assert case.groups[0].min_count is not None and case.groups[0].min_count > 1
     assert any("below minCount" in v for v in violations(half))
+
+
+def test_which_of_two_zones_is_a_tie() -> None:
+    case = next(
+        c
+        for seed in range(100)
+        for c in [topology(random.Random(seed), "t")]
+        if "room in two zones" in c.description
+    )
+    zones: dict[str, list[str]] = {}
+    for node in case.nodes:
+        zones.setdefault(node["metadata"]["labels"]["topology.kubernetes.io/zone"], []).append(
+            node["metadata"]["name"]
+        )
+    size = len(case.groups[0].members)
+    big = [names for names in zones.values() if len(names) == size]
+    won = {"gang": ("True", "Scheduled", "")}
+
+    def in_zone(names: list[str]) -> CaseOutcome:
+        return _outcome(case, "x", {f"gang-{i}": names[i] for i in range(size)}, won)
+
+    assert compare(in_zone(big[0]), in_zone(big[1])) == []
+    # Across two zones: the zone count differs (and so do the node shapes' zones).
+    split = big[0][:1] + big[1][: size - 1]
+    found = compare(in_zone(big[0]), in_zone(split))
+    assert [d.what for d in found] == ["zones"]
+    assert any("across zones" in v for v in violations(in_zone(split)))
+
+
+def test_a_raced_podgroup_condition_compares_equal_once_pods_bound() -> None:
+    case = mixed_priority(random.Random(1), "m")
+    room = len(case.nodes)
+    bound = {f"gang-{i}": f"n{i}" for i in range(room)}
+    raced = ("False", "Unschedulable", "0/1 placements are available, ...")
+    theirs = _outcome(case, "t", bound, {"gang": ("True", "Scheduled", "")})
+    ours = _outcome(case, "o", bound, {"gang": raced})
+    assert compare(theirs, ours) == []
+    assert violations(ours) == []
+    nothing = _outcome(case, "o", {}, {"gang": raced})
+    assert [d.what for d in compare(theirs, nothing)] == ["PodGroup condition", "binding"]

@@ -14,7 +14,19 @@ PodGroup and for ``minCount`` pods; Permit waits for ``minCount`` scheduled pods
 fit, gangs with ``minCount`` below their size and room for only some members, heterogeneous
 members, two identical gangs competing for room for one, gangs that cannot fit, a PodGroup
 created after its pods, a gang with fewer pods than ``minCount`` (the rest created later), a
-Basic-policy PodGroup (no gang) and gang members with node affinity and taints.
+Basic-policy PodGroup (no gang), gang members with node affinity and taints; and
+(``pkg/scheduler/framework/plugins/topologyaware``, ``schedule_one_podgroup.go``'s placements)
+a gang kept to one zone (``spec.schedulingConstraints.topology``) with room in one zone, in
+two (which one is a tie: compared are the sizes of the zones used, and node shapes leave the
+zone out) or in none; a high-priority gang (PodGroup ``spec.priorityClassName``) that fits only
+by preemption (``pkg/scheduler/framework/preemption``, gate WorkloadAwarePreemption) of plain
+low-priority pods, of a low-priority PodGroup with ``disruptionMode: PodGroup`` (evicted
+whole), or of pods of its own priority (none); running pods are created bound
+(``spec.nodeName``) before the barrier, with grace 0 (deleted at once, the gang binds) or 30 s
+(they stay Terminating without a kubelet; compared are their ``DisruptionTarget`` condition
+and ``Preempted`` events, UIDs and scheduler names neutral); a gang whose members have
+different priorities; a gang whose members each claim a device (one ResourceClaim each, one
+DeviceClass, a ResourceSlice per node).
 
 **Running a case on a side** (:meth:`WorkloadRunner.run_case`): both schedulers run all the
 time, each for its own ``schedulerName`` and namespace; a case runs on one side at a time in a
@@ -48,6 +60,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import random
+import re
 import subprocess
 import time
 from collections import Counter
@@ -68,6 +81,7 @@ from .generator import CASE_LABEL, HOSTNAME, PAUSE_IMAGE
 
 PODGROUPS = "/apis/scheduling.k8s.io/v1alpha2/namespaces/{ns}/podgroups"
 PODGROUP_PROTECTION = "scheduling.k8s.io/podgroup-protection"
+RESOURCE_API = "/apis/resource.k8s.io/v1"
 PODGROUP_SCHEDULED = "PodGroupScheduled"
 SIDE_LABEL = "conformance.io/side"
 TIER = "conformance.io/tier"
@@ -81,6 +95,8 @@ STABLE_NO_CONDITION = 5.0
 SETTLE_TIMEOUT = 60.0
 KUBE_SCHEDULER = "kube-scheduler"
 KUBE_EXTENDER = "kube-extender"
+# The "reason" recorded for a running pod deleted or being deleted (preempted).
+EVICTED = "Evicted"
 
 
 # -- cases ------------------------------------------------------------------------------------
@@ -103,11 +119,35 @@ class Group:
     # (the pod completing the quorum first, the others as the queue moves them, in no fixed
     # order). Members are then compared without their shapes (counts, messages, node shapes).
     order_decides: bool = False
+    # Running pods: each member is created already bound (``spec.nodeName``: the case-local
+    # node at the same index), before the barrier; their PodGroup (if any) too. Preemption
+    # victims: compared as running or evicted.
+    bound_to: list[str] | None = None
+    # False: the members belong to no PodGroup (plain pods, no ``spec.schedulingGroup``).
+    has_podgroup: bool = True
+    # PodGroup ``spec.priorityClassName``, ``spec.disruptionMode``, and the key of its
+    # ``spec.schedulingConstraints.topology``.
+    priority_class: str | None = None
+    disruption_mode: str | None = None
+    topology_key: str | None = None
+    # Members left pending once the gang is scheduled are retried at once (v1.36.3: a pod group
+    # member goes back "after backoff" and an empty activeQ pops the backoff queue early); the
+    # retry's cycle writes PodGroupScheduled=False unless the scheduler's informer already
+    # holds the True the previous cycle patched (``updatePodGroupCondition`` reads the lister),
+    # which is a race on either side: with pods bound, True and that False compare equal.
+    condition_race: bool = False
 
     def podgroup(self, namespace: str, case_id: str) -> dict:
         policy: dict = (
             {"basic": {}} if self.min_count is None else {"gang": {"minCount": self.min_count}}
         )
+        spec: dict[str, Any] = {"schedulingPolicy": policy}
+        if self.priority_class:
+            spec["priorityClassName"] = self.priority_class
+        if self.disruption_mode:
+            spec["disruptionMode"] = self.disruption_mode
+        if self.topology_key:
+            spec["schedulingConstraints"] = {"topology": [{"key": self.topology_key}]}
         return {
             "apiVersion": "scheduling.k8s.io/v1alpha2",
             "kind": "PodGroup",
@@ -116,7 +156,7 @@ class Group:
                 "namespace": namespace,
                 "labels": {CASE_LABEL: case_id},
             },
-            "spec": {"schedulingPolicy": policy},
+            "spec": spec,
         }
 
 
@@ -127,6 +167,27 @@ class WorkloadCase:
     description: str
     nodes: list[dict]  # metadata.name is the case-local name (n0, n1, ...)
     groups: list[Group]
+    # Topology cases: the zone label. Which of several zones a gang uses is a tie: node shapes
+    # leave the label out and the zones a gang used are compared as their sizes (node counts).
+    zone_key: str | None = None
+    # DRA cases: devices per case-local node (a ResourceSlice each, one DeviceClass); members
+    # asking for one name :data:`CLAIM` in ``spec.resourceClaims``, and get a ResourceClaim of
+    # their own for one device of the class.
+    devices: dict[str, int] | None = None
+
+    def node_shape(self, local: str) -> str:
+        node = next(n for n in self.nodes if n["metadata"]["name"] == local)
+        return node_shape(node, ignore=(self.zone_key,) if self.zone_key else ())
+
+    def zones_used(self, local_nodes: Iterable[str]) -> tuple[int, ...]:
+        """The sizes (node counts) of the zones the given nodes are in, sorted."""
+        if not self.zone_key:
+            return ()
+        zone_of = {
+            n["metadata"]["name"]: n["metadata"]["labels"].get(self.zone_key) for n in self.nodes
+        }
+        size = Counter(zone_of.values())
+        return tuple(sorted(size[z] for z in {zone_of[n] for n in local_nodes}))
 
     @property
     def phases(self) -> int:
@@ -181,9 +242,12 @@ def _gang(
     member_phases: list[int] | None = None,
     rival: str | None = None,
     order_decides: bool = False,
+    priorities: list[str] | None = None,
     **spec: Any,
 ) -> Group:
     members = [_member(f"{name}-{i}", cpu, **spec) for i, cpu in enumerate(cpus)]
+    for member, priority in zip(members, priorities or (), strict=False):
+        member["spec"]["priorityClassName"] = priority
     return Group(
         name,
         min_count,
@@ -351,6 +415,165 @@ def affinity_taints(rng: random.Random, case_id: str) -> WorkloadCase:
     )
 
 
+ZONE = "topology.kubernetes.io/zone"
+LOW = "wl-low"
+HIGH = "wl-high"
+# The PriorityClasses the preemption families use (created once, cluster-wide).
+PRIORITY_CLASSES = {LOW: 100, HIGH: 1000}
+
+
+def _zoned(sizes: list[int]) -> list[dict]:
+    nodes: list[dict] = []
+    for zone, size in enumerate(sizes):
+        for _ in range(size):
+            nodes.append(_node(f"n{len(nodes)}", labels={ZONE: f"zone-{'abc'[zone]}"}))
+    return nodes
+
+
+def topology(rng: random.Random, case_id: str) -> WorkloadCase:
+    """A gang with a topology constraint (``schedulingConstraints.topology: [{key: zone}]``)
+    on 2-CPU nodes in 2-3 zones, 1500m members (one a node): room in one zone only, in two
+    (which one is a tie), or in none though in total."""
+    variant = rng.choice(["one", "two", "none"])
+    size = rng.randint(2, 3)
+    if variant == "one":
+        sizes = [size, size - 1] + ([rng.randint(1, size - 1)] if rng.random() < 0.5 else [])
+        what = "room in one zone only"
+    elif variant == "two":
+        sizes = [size, size] + ([size - 1] if rng.random() < 0.5 else [])
+        what = "room in two zones"
+    else:
+        sizes = [size - 1] * rng.randint(2, 3)
+        what = "room in no single zone, though in total"
+    rng.shuffle(sizes)
+    return WorkloadCase(
+        case_id,
+        "topology",
+        f"a gang of {size} (minCount {size}) of 1500m pods kept to one zone, zones of "
+        f"{'/'.join(map(str, sizes))} node(s): {what}",
+        _zoned(sizes),
+        [dataclasses.replace(_gang("gang", ["1500m"] * size, size), topology_key=ZONE)],
+        zone_key=ZONE,
+    )
+
+
+def _running(name: str, nodes: list[str], priority: str, **group: Any) -> Group:
+    members = [
+        _member(f"{name}-{i}", "1500m", priorityClassName=priority) for i in range(len(nodes))
+    ]
+    return Group(
+        name,
+        group.pop("min_count", None),
+        members,
+        member_phases=[0] * len(members),
+        bound_to=list(nodes),
+        **group,
+    )
+
+
+def preemption(rng: random.Random, case_id: str) -> WorkloadCase:
+    """A high-priority gang (PodGroup and pods ``wl-high``) on 2-CPU nodes, each but ``free``
+    of them running a 1500m low-priority pod: the gang fits only once some are evicted. The
+    running pods are plain pods, or one PodGroup with ``disruptionMode: PodGroup`` (evicted
+    whole), or of the gang's own priority (no preemption). Now and then the gang is kept to one
+    zone (all nodes in it): upstream's workload-aware preemption refuses gangs with scheduling
+    constraints."""
+    variant = rng.choice(["pods", "podgroup", "same-priority"])
+    # Victims with a grace period stay Terminating (no kubelet): the gang waits for the room.
+    grace = rng.choice([0, 0, 30])
+    count = rng.randint(2, 4)
+    free = rng.randint(0, 1)
+    size = rng.randint(max(2, free + 1), count)
+    busy = [f"n{i}" for i in range(free, count)]
+    if variant == "pods":
+        victims = _running("victim", busy, LOW, has_podgroup=False)
+    elif variant == "podgroup":
+        victims = _running(
+            "victims",
+            busy,
+            LOW,
+            min_count=len(busy),
+            priority_class=LOW,
+            disruption_mode="PodGroup",
+        )
+    else:
+        victims = _running("victim", busy, HIGH, has_podgroup=False)
+    for member in victims.members:
+        member["spec"]["terminationGracePeriodSeconds"] = grace
+    gang = _gang("gang", ["1500m"] * size, size, priorityClassName=HIGH)
+    gang.priority_class = HIGH
+    constrained = variant != "same-priority" and rng.random() < 0.25
+    if constrained:
+        gang.topology_key = ZONE
+    return WorkloadCase(
+        case_id,
+        "preemption",
+        f"a {HIGH} gang of {size} (minCount {size}{', kept to one zone' if constrained else ''})"
+        f" of 1500m pods, {count} 2-CPU node(s), {len(busy)} running a 1500m pod "
+        f"(grace {grace}s): {variant}",
+        _zoned([count]) if constrained else _nodes(count),
+        [victims, gang],
+    )
+
+
+def mixed_priority(rng: random.Random, case_id: str) -> WorkloadCase:
+    """A gang whose members have different priorities (``wl-high``, ``wl-low``), room for
+    only some of them: the higher ones are tried first."""
+    size = rng.randint(3, 5)
+    min_count = rng.randint(2, size - 1)
+    room = rng.randint(min_count, size - 1)
+    priorities = [rng.choice([LOW, HIGH]) for _ in range(size)]
+    group_priority = rng.choice([None, LOW, HIGH])
+    # A PodGroup created after its pods: every member is there for the first pod group cycle
+    # (else the cycle runs once minCount exist, without the later ones).
+    late = rng.random() < 0.5
+    # Else the members created after the quorum are tried alone or together, by timing:
+    # which of them bind is compared as counts.
+    gang = _gang(
+        "gang",
+        ["1500m"] * size,
+        min_count,
+        priorities=priorities,
+        phase=1 if late else 0,
+        order_decides=not late,
+    )
+    gang.priority_class = group_priority
+    gang.condition_race = True
+    return WorkloadCase(
+        case_id,
+        "mixed-priority",
+        f"a gang of {size} (minCount {min_count}, PodGroup priority "
+        f"{group_priority or 'none'}) of 1500m pods with priorities {', '.join(priorities)}, "
+        f"room for {room}{', PodGroup created after its pods' if late else ''}",
+        _nodes(room),
+        [gang],
+    )
+
+
+GPU_DRIVER = "gpu.conformance.io"
+CLAIM = "<claim>"
+
+
+def dra(rng: random.Random, case_id: str) -> WorkloadCase:
+    """A gang whose members each need one device (their own ResourceClaim of one DeviceClass),
+    250m CPU each: the devices on 1-3 nodes (0-2 a node) make room for all, ``minCount`` or
+    fewer."""
+    count = rng.randint(1, 3)
+    devices = {f"n{i}": rng.randint(0, 2) for i in range(count)}
+    size = rng.randint(2, 4)
+    min_count = size if rng.random() < 0.5 else size - 1
+    claims = [{"name": "gpu", "resourceClaimName": CLAIM}]
+    return WorkloadCase(
+        case_id,
+        "dra",
+        f"a gang of {size} (minCount {min_count}) of 250m pods each claiming one device; "
+        f"devices per node {'/'.join(str(devices[n]) for n in sorted(devices))}",
+        _nodes(count),
+        [_gang("gang", ["250m"] * size, min_count, resourceClaims=claims)],
+        devices=devices,
+    )
+
+
 FAMILIES: dict[str, Callable[[random.Random, str], WorkloadCase]] = {
     "fits": fits,
     "partial": partial,
@@ -361,6 +584,10 @@ FAMILIES: dict[str, Callable[[random.Random, str], WorkloadCase]] = {
     "short": short,
     "basic": basic,
     "affinity-taints": affinity_taints,
+    "topology": topology,
+    "preemption": preemption,
+    "mixed-priority": mixed_priority,
+    "dra": dra,
 }
 
 
@@ -381,23 +608,26 @@ def _canonical(obj: object) -> str:
 
 
 def pod_shape(pod: dict) -> str:
-    """What makes two members interchangeable: requests, affinity, selectors, tolerations."""
+    """What makes two members interchangeable: requests, affinity, selectors, tolerations,
+    priority class (when set)."""
     spec = pod.get("spec") or {}
     requests = [(c.get("resources") or {}).get("requests") for c in spec.get("containers") or ()]
-    return _canonical(
-        {
-            "requests": requests,
-            "affinity": spec.get("affinity"),
-            "nodeSelector": spec.get("nodeSelector"),
-            "tolerations": spec.get("tolerations"),
-        }
-    )
+    shape = {
+        "requests": requests,
+        "affinity": spec.get("affinity"),
+        "nodeSelector": spec.get("nodeSelector"),
+        "tolerations": spec.get("tolerations"),
+    }
+    if spec.get("priorityClassName"):
+        shape["priorityClassName"] = spec["priorityClassName"]
+    return _canonical(shape)
 
 
-def node_shape(node: dict) -> str:
-    """A node template without its names: allocatable, labels, taints."""
+def node_shape(node: dict, ignore: Iterable[str] = ()) -> str:
+    """A node template without its names (nor the ``ignore`` labels): allocatable, labels,
+    taints."""
     labels = dict((node.get("metadata") or {}).get("labels") or {})
-    for key in (HOSTNAME, CASE_LABEL, SIDE_LABEL):
+    for key in (HOSTNAME, CASE_LABEL, SIDE_LABEL, *ignore):
         labels.pop(key, None)
     return _canonical(
         {
@@ -424,6 +654,8 @@ class PodOutcome:
     def describe(self) -> str:
         if self.node:
             return f"bound to {self.node}"
+        if self.reason == EVICTED:
+            return f"evicted: {self.message}"
         if self.reason is None:
             return "pending, no PodScheduled condition"
         return f"pending {self.reason}: {self.message}"
@@ -528,7 +760,8 @@ def compare(theirs: CaseOutcome, ours: CaseOutcome) -> list[Disagreement]:
                     )
                 continue
             name = names[0]
-            if t.conditions.get(name) != o.conditions.get(name):
+            group = next(g for g in case.groups if g.name == name)
+            if _condition(group, t) != _condition(group, o):
                 found.append(
                     Disagreement(
                         case.case_id,
@@ -543,6 +776,10 @@ def compare(theirs: CaseOutcome, ours: CaseOutcome) -> list[Disagreement]:
             op = [p for p in o.pods.values() if p.group == name]
             order = next(g.order_decides for g in case.groups if g.name == name)
             ta, oa = _aspects(tp, order), _aspects(op, order)
+            if case.zone_key:
+                # Which zone is a tie; how many, and of which size, is not.
+                ta["zones"] = Counter([case.zones_used(p.node for p in tp if p.node)])
+                oa["zones"] = Counter([case.zones_used(p.node for p in op if p.node)])
             for aspect in ta:
                 if ta[aspect] != oa[aspect]:
                     if aspect != "binding" and ta["binding"] != oa["binding"]:
@@ -558,6 +795,19 @@ def compare(theirs: CaseOutcome, ours: CaseOutcome) -> list[Disagreement]:
                         )
                     )
     return found
+
+
+RACED = ("True", "Scheduled", "(or False, a leftover member's retry racing the True)")
+
+
+def _condition(group: Group, phase: PhaseOutcome) -> tuple[str, str, str] | None:
+    """The group's PodGroupScheduled condition as compared (see ``Group.condition_race``)."""
+    cond = phase.conditions.get(group.name)
+    if group.condition_race and cond is not None:
+        bound = any(p.node for p in phase.pods.values() if p.group == group.name)
+        if bound and (cond[0] == "True" or cond[1] == "Unschedulable"):
+            return RACED
+    return cond
 
 
 def _unit_lines(names: list[str], phase: PhaseOutcome) -> list[str]:
@@ -589,6 +839,19 @@ def violations(outcome: CaseOutcome) -> list[str]:
             pods = [p for p in phase.pods.values() if p.group == group.name]
             bound = [p for p in pods if p.node]
             created = len(pods)
+            if group.bound_to is not None:
+                evicted = [p for p in pods if p.reason == EVICTED]
+                if group.disruption_mode == "PodGroup" and 0 < len(evicted) < len(pods):
+                    bad(
+                        index,
+                        f"{group.name} (disruptionMode PodGroup): {len(evicted)} of "
+                        f"{len(pods)} evicted",
+                    )
+                if case.family == "preemption" and "same-priority" in case.description and evicted:
+                    bad(index, f"{len(evicted)} pod(s) of the gang's own priority evicted")
+                continue
+            if group.topology_key and len(case.zones_used(p.node or "" for p in bound)) > 1:
+                bad(index, f"{group.name}: bound across zones, though kept to one")
             if group.phase > index and bound:
                 bad(index, f"{len(bound)} pod(s) of {group.name} bound before its PodGroup exists")
             if group.min_count is not None:
@@ -598,7 +861,7 @@ def violations(outcome: CaseOutcome) -> list[str]:
                     bad(
                         index, f"{group.name}: {len(bound)} bound, below minCount {group.min_count}"
                     )
-            cond = phase.conditions.get(group.name)
+            cond = _condition(group, phase)
             if bound and (cond is None or cond[0] != "True"):
                 bad(index, f"{group.name}: pods bound but the PodGroup says {_cond(cond)}")
             if not bound and cond is not None and cond[0] == "True":
@@ -615,6 +878,11 @@ def violations(outcome: CaseOutcome) -> list[str]:
         if case.family in ("fits", "short") and last:
             if not all(p.node for p in phase.pods.values()):
                 bad(index, f"not every pod bound in a {case.family} case")
+        if case.devices is not None:
+            for local, count in case.devices.items():
+                on = sum(1 for p in phase.pods.values() if p.node == local)
+                if on > count:
+                    bad(index, f"{on} pod(s) claiming a device each on {local}, {count} device(s)")
         if case.family == "too-big" and any(p.node for p in phase.pods.values()):
             bad(index, "pods bound though the gang cannot fit")
         if case.family == "compete":
@@ -738,10 +1006,22 @@ class WorkloadRunner:
         self.sides: dict[str, Side] = {}
         self.standalone: Any = None
         self._probe = 0
+        # The pods of the case running now created so far (full names): one missing was deleted.
+        self._created: set[str] = set()
 
     # -- lifecycle ------------------------------------------------------------------------
 
     def start(self, sides: Iterable[str] = (KUBE_SCHEDULER, KUBE_EXTENDER)) -> WorkloadRunner:
+        for name, value in PRIORITY_CLASSES.items():
+            self._create(
+                "/apis/scheduling.k8s.io/v1/priorityclasses",
+                {
+                    "apiVersion": "scheduling.k8s.io/v1",
+                    "kind": "PriorityClass",
+                    "metadata": {"name": name},
+                    "value": value,
+                },
+            )
         for name in sides:
             side = SIDES[name]
             self._create(
@@ -803,23 +1083,28 @@ class WorkloadRunner:
     def run_case(self, case: WorkloadCase, side_name: str) -> CaseOutcome:
         side = self.sides[side_name]
         prefix = f"{case.case_id}-{side.tag}-"
+        self._created = set()
         nodes = {n["metadata"]["name"]: n for n in case.nodes}
         try:
             for node in case.nodes:
                 self._create_node(node, prefix, case.case_id, side)
+            if case.devices is not None:
+                self._create_devices(case, side, prefix)
+            # Running pods (and their PodGroups) first: the barrier's probe pod follows them.
+            for group in case.groups:
+                if group.bound_to is not None:
+                    self._create_group(group, side, case.case_id)
+                    for pod, node_name in zip(group.members, group.bound_to, strict=True):
+                        self._create_pod(pod, group, side, case.case_id, prefix + node_name)
             self._barrier(side, prefix + case.nodes[-1]["metadata"]["name"])
             phases = []
             for phase in range(case.phases):
                 started = time.monotonic()
                 for group in case.groups:
-                    if group.phase == phase:
-                        self.kube.request(
-                            "POST",
-                            PODGROUPS.format(ns=side.namespace),
-                            group.podgroup(side.namespace, case.case_id),
-                        )
+                    if group.phase == phase and group.bound_to is None:
+                        self._create_group(group, side, case.case_id)
                 for group, pod, pod_phase in case.pods():
-                    if pod_phase == phase:
+                    if pod_phase == phase and group.bound_to is None:
                         self._create_pod(pod, group, side, case.case_id)
                 phases.append(self._settle(case, side, prefix, nodes, started))
             return CaseOutcome(case, side_name, phases)
@@ -849,7 +1134,17 @@ class WorkloadRunner:
             content_type="application/merge-patch+json",
         )
 
-    def _create_pod(self, pod: dict, group: Group, side: Side, case_id: str) -> None:
+    def _create_group(self, group: Group, side: Side, case_id: str) -> None:
+        if group.has_podgroup:
+            self.kube.request(
+                "POST",
+                PODGROUPS.format(ns=side.namespace),
+                group.podgroup(side.namespace, case_id),
+            )
+
+    def _create_pod(
+        self, pod: dict, group: Group, side: Side, case_id: str, node: str | None = None
+    ) -> None:
         body = json.loads(json.dumps(pod))
         body["metadata"] = {
             "name": f"{case_id}-{pod['metadata']['name']}",
@@ -857,13 +1152,83 @@ class WorkloadRunner:
             "labels": {CASE_LABEL: case_id},
         }
         body["spec"]["schedulerName"] = side.scheduler_name
-        body["spec"]["schedulingGroup"] = {"podGroupName": group.name}
+        if node is not None:
+            body["spec"]["nodeName"] = node
+        for ref in body["spec"].get("resourceClaims") or ():
+            if ref.get("resourceClaimName") == CLAIM:
+                ref["resourceClaimName"] = f"{body['metadata']['name']}-{ref['name']}"
+                self._create_claim(ref["resourceClaimName"], side, case_id)
+        if group.has_podgroup:
+            body["spec"]["schedulingGroup"] = {"podGroupName": group.name}
         created = self.kube.request("POST", f"/api/v1/namespaces/{side.namespace}/pods", body)
-        if not (created.get("spec") or {}).get("schedulingGroup"):
+        self._created.add(body["metadata"]["name"])
+        if group.has_podgroup and not (created.get("spec") or {}).get("schedulingGroup"):
             raise AssertionError(
                 "kube-apiserver dropped spec.schedulingGroup: it runs without the "
                 "GenericWorkload feature gate (see extender.controlplane.apiserver_args)"
             )
+
+    def _device_class(self, side: Side, case_id: str) -> str:
+        return f"{case_id}-{side.tag}-gpu"
+
+    def _create_devices(self, case: WorkloadCase, side: Side, prefix: str) -> None:
+        labels = {CASE_LABEL: case.case_id, SIDE_LABEL: side.tag}
+        self.kube.request(
+            "POST",
+            f"{RESOURCE_API}/deviceclasses",
+            {
+                "apiVersion": "resource.k8s.io/v1",
+                "kind": "DeviceClass",
+                "metadata": {"name": self._device_class(side, case.case_id), "labels": labels},
+                "spec": {
+                    "selectors": [{"cel": {"expression": f'device.driver == "{GPU_DRIVER}"'}}]
+                },
+            },
+        )
+        for local, count in sorted((case.devices or {}).items()):
+            if not count:
+                continue
+            node = prefix + local
+            self.kube.request(
+                "POST",
+                f"{RESOURCE_API}/resourceslices",
+                {
+                    "apiVersion": "resource.k8s.io/v1",
+                    "kind": "ResourceSlice",
+                    "metadata": {"name": f"{node}-gpus", "labels": labels},
+                    "spec": {
+                        "driver": GPU_DRIVER,
+                        "pool": {"name": node, "generation": 1, "resourceSliceCount": 1},
+                        "nodeName": node,
+                        "devices": [{"name": f"gpu-{i}"} for i in range(count)],
+                    },
+                },
+            )
+
+    def _create_claim(self, name: str, side: Side, case_id: str) -> None:
+        self.kube.request(
+            "POST",
+            f"{RESOURCE_API}/namespaces/{side.namespace}/resourceclaims",
+            {
+                "apiVersion": "resource.k8s.io/v1",
+                "kind": "ResourceClaim",
+                "metadata": {
+                    "name": name,
+                    "namespace": side.namespace,
+                    "labels": {CASE_LABEL: case_id},
+                },
+                "spec": {
+                    "devices": {
+                        "requests": [
+                            {
+                                "name": "gpu",
+                                "exactly": {"deviceClassName": self._device_class(side, case_id)},
+                            }
+                        ]
+                    }
+                },
+            },
+        )
 
     def _barrier(self, side: Side, node: str, timeout: float = 30.0) -> None:
         """A probe pod only ``node`` takes (no requests, tolerating everything) must be bound:
@@ -917,6 +1282,7 @@ class WorkloadRunner:
             f"{case.case_id}-{pod['metadata']['name']}": (group.name, pod_shape(pod))
             for group, pod, _ in case.pods()
         }
+        events = self._preempted_events(side, prefix)
         pods: dict[str, PodOutcome] = {}
         complete = True
         for pod in self._list(f"/api/v1/namespaces/{side.namespace}/pods", labelSelector=selector):
@@ -926,10 +1292,35 @@ class WorkloadRunner:
             local = full.removeprefix(f"{case.case_id}-")
             group, shape = group_of[full]
             node = (pod.get("spec") or {}).get("nodeName")
+            if pod["metadata"].get("deletionTimestamp"):
+                # A running pod being evicted (a kubelet would stop it): with its
+                # DisruptionTarget condition's reason, if any.
+                target: dict = next(
+                    (
+                        c
+                        for c in (pod.get("status") or {}).get("conditions") or ()
+                        if c.get("type") == "DisruptionTarget"
+                    ),
+                    {},
+                )
+                disruption = (
+                    f"DisruptionTarget {target.get('reason')}: "
+                    + _neutral(target.get("message") or "", prefix)
+                    if target
+                    else "no DisruptionTarget"
+                )
+                pods[local] = PodOutcome(
+                    local,
+                    group,
+                    shape,
+                    reason=EVICTED,
+                    message="; ".join(["terminating", disruption, *events.get(full, ())]),
+                )
+                continue
             if node:
                 local_node = node.removeprefix(prefix)
                 pods[local] = PodOutcome(
-                    local, group, shape, local_node, node_shape(nodes[local_node])
+                    local, group, shape, local_node, case.node_shape(local_node)
                 )
                 continue
             cond = next(
@@ -948,7 +1339,19 @@ class WorkloadRunner:
                 pods[local] = PodOutcome(
                     local, group, shape, None, None, cond.get("reason"), message
                 )
-        conditions: dict[str, tuple[str, str, str] | None] = {g.name: None for g in case.groups}
+        for full, (group, shape) in group_of.items():
+            local = full.removeprefix(f"{case.case_id}-")
+            if local not in pods and full in self._created:
+                pods[local] = PodOutcome(
+                    local,
+                    group,
+                    shape,
+                    reason=EVICTED,
+                    message="; ".join(["deleted", *events.get(full, ())]),
+                )
+        conditions: dict[str, tuple[str, str, str] | None] = {
+            g.name: None for g in case.groups if g.has_podgroup
+        }
         for pg in self._list(PODGROUPS.format(ns=side.namespace), labelSelector=selector):
             for cond in (pg.get("status") or {}).get("conditions") or ():
                 if cond.get("type") == PODGROUP_SCHEDULED:
@@ -959,6 +1362,19 @@ class WorkloadRunner:
                     )
         ordered = dict(sorted(pods.items()))
         return PhaseOutcome(ordered, conditions), complete
+
+    def _preempted_events(self, side: Side, prefix: str) -> dict[str, list[str]]:
+        """Per pod (full name), the messages of its ``Preempted`` events, UIDs and scheduler
+        names neutral."""
+        found: dict[str, list[str]] = {}
+        for event in self._list(
+            f"/api/v1/namespaces/{side.namespace}/events", fieldSelector="reason=Preempted"
+        ):
+            name = (event.get("involvedObject") or {}).get("name") or ""
+            found.setdefault(name, []).append(
+                "event Preempted: " + _neutral(event.get("message") or "", prefix)
+            )
+        return {name: sorted(set(messages)) for name, messages in found.items()}
 
     def _settle(
         self,
@@ -1014,11 +1430,45 @@ class WorkloadRunner:
             except ApiError as exc:
                 if exc.status != 404:
                     raise
+        if case.devices is not None:
+            claims = f"{RESOURCE_API}/namespaces/{side.namespace}/resourceclaims"
+            for claim in self._list(claims, labelSelector=selector):
+                name = claim["metadata"]["name"]
+                try:
+                    if claim["metadata"].get("finalizers"):
+                        self.kube.request(
+                            "PATCH",
+                            f"{claims}/{name}",
+                            {"metadata": {"finalizers": None}},
+                            content_type="application/merge-patch+json",
+                        )
+                    self.kube.request("DELETE", f"{claims}/{name}")
+                except ApiError as exc:
+                    if exc.status != 404:
+                        raise
+            for kind in ("resourceslices", "deviceclasses"):
+                self.kube.request(
+                    "DELETE",
+                    f"{RESOURCE_API}/{kind}",
+                    query={"labelSelector": f"{selector},{SIDE_LABEL}={side.tag}"},
+                )
         self.kube.request(
             "DELETE",
             "/api/v1/nodes",
             query={"labelSelector": f"{selector},{SIDE_LABEL}={side.tag}"},
         )
+
+
+UID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+
+
+def _neutral(message: str, prefix: str) -> str:
+    """``message`` without what differs between the sides: UIDs, node prefixes, scheduler
+    names."""
+    message = UID.sub("<uid>", message.replace(prefix, ""))
+    for side in SIDES.values():
+        message = message.replace(side.scheduler_name, "<scheduler>")
+    return message
 
 
 def _config(scheduler_name: str) -> dict:
