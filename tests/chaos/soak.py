@@ -604,6 +604,19 @@ class Soak:
         self.replicas.remove(leader)
         self._gate_member(group, f"{group}-d", fast)
         self._start_replica()
+        # The next fault waits for the gang's last bind: a fault that broke it (an apiserver
+        # kill during ``a``'s bind) would leave ``a`` alone, whose Permit never succeeds
+        # (upstream's rule), and test that, not the failover.
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            pods, _ = self.kube.client.list(
+                f"/api/v1/namespaces/{NAMESPACE}/pods",
+                {"labelSelector": f"{workload.GANG}={group}"},
+            )
+            if len(pods) == 4 and all(node_of(p) for p in pods):
+                return
+            time.sleep(0.2)
+        self.report.findings.notes["failover gang not whole before the next fault"] += 1
 
     def inject(self, kind: str, k: int) -> None:
         if kind == "kill -9 standalone leader":
