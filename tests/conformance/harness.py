@@ -124,6 +124,24 @@ SCORE_MARGIN = 20
 POLL = 0.2
 
 
+def force_delete(kube: Any, path: str, name: str) -> None:
+    """Delete ``path/name``, first lifting its finalizers: without kube-controller-manager no
+    controller removes them (ResourceClaims', PodGroups' protection). Gone already is fine."""
+    try:
+        obj = kube.request("GET", f"{path}/{name}")
+        if (obj.get("metadata") or {}).get("finalizers"):
+            kube.request(
+                "PATCH",
+                f"{path}/{name}",
+                {"metadata": {"finalizers": None}},
+                content_type="application/merge-patch+json",
+            )
+        kube.request("DELETE", f"{path}/{name}")
+    except ApiError as exc:
+        if exc.status != 404:
+            raise
+
+
 def isolated_profile_name(plugin: str) -> str:
     return f"{PROFILE}-{plugin.lower()}"
 
@@ -870,19 +888,7 @@ class Conformance:
             for kind in (RESOURCE_CLAIMS, RESOURCE_CLAIM_TEMPLATES):
                 path = namespaced_path(kind, ns)
                 for obj in self._list(path):
-                    name = obj["metadata"]["name"]
-                    try:
-                        if obj["metadata"].get("finalizers"):
-                            self.kube.request(
-                                "PATCH",
-                                f"{path}/{name}",
-                                {"metadata": {"finalizers": None}},
-                                content_type="application/merge-patch+json",
-                            )
-                        self.kube.request("DELETE", f"{path}/{name}")
-                    except ApiError as exc:
-                        if exc.status != 404:
-                            raise
+                    force_delete(self.kube, path, obj["metadata"]["name"])
         for kind in (RESOURCE_SLICES, DEVICE_CLASSES):
             self.kube.request(
                 "DELETE", kind.path, query={"labelSelector": f"{CASE_LABEL}={case.case_id}"}

@@ -78,6 +78,7 @@ from extender.controlplane import (
 from extender.kube import ApiError
 
 from .generator import CASE_LABEL, HOSTNAME, PAUSE_IMAGE
+from .harness import force_delete
 
 PODGROUPS = "/apis/scheduling.k8s.io/v1alpha2/namespaces/{ns}/podgroups"
 PODGROUP_PROTECTION = "scheduling.k8s.io/podgroup-protection"
@@ -1416,36 +1417,11 @@ class WorkloadRunner:
         )
         path = PODGROUPS.format(ns=side.namespace)
         for pg in self._list(path, labelSelector=selector):
-            name = pg["metadata"]["name"]
-            try:
-                if pg["metadata"].get("finalizers"):
-                    # The podgroup-protection finalizer: no controller here removes it.
-                    self.kube.request(
-                        "PATCH",
-                        f"{path}/{name}",
-                        {"metadata": {"finalizers": None}},
-                        content_type="application/merge-patch+json",
-                    )
-                self.kube.request("DELETE", f"{path}/{name}")
-            except ApiError as exc:
-                if exc.status != 404:
-                    raise
+            force_delete(self.kube, path, pg["metadata"]["name"])  # podgroup-protection
         if case.devices is not None:
             claims = f"{RESOURCE_API}/namespaces/{side.namespace}/resourceclaims"
             for claim in self._list(claims, labelSelector=selector):
-                name = claim["metadata"]["name"]
-                try:
-                    if claim["metadata"].get("finalizers"):
-                        self.kube.request(
-                            "PATCH",
-                            f"{claims}/{name}",
-                            {"metadata": {"finalizers": None}},
-                            content_type="application/merge-patch+json",
-                        )
-                    self.kube.request("DELETE", f"{claims}/{name}")
-                except ApiError as exc:
-                    if exc.status != 404:
-                        raise
+                force_delete(self.kube, claims, claim["metadata"]["name"])
             for kind in ("resourceslices", "deviceclasses"):
                 self.kube.request(
                     "DELETE",
