@@ -221,15 +221,14 @@ class SchedulingQueue:
                 if remaining is not None and remaining <= 0:
                     return None
                 self._cond.wait(remaining if remaining is not None else 1.0)
+            info.attempts += 1
+            if info.initial_attempt_timestamp is None:
+                info.initial_attempt_timestamp = self._clock()
             self.scheduling_cycle += 1
-            return self._take(info)
-
-    def _take(self, info: QueuedPodInfo) -> QueuedPodInfo:
-        """Mark a pod taken out of activeQ in flight (its first-attempt time was set when it
-        entered activeQ)."""
-        info.attempts += 1
-        self._in_flight[info.pod_info.key] = _InFlight(info, self._events_base + len(self._events))
-        return info
+            self._in_flight[info.pod_info.key] = _InFlight(
+                info, self._events_base + len(self._events)
+            )
+            return info
 
     def pop_specific(self, pod: dict) -> QueuedPodInfo | None:
         """Take ``pod`` out of the queue as :meth:`pop` would (upstream ``PopSpecificPod``,
@@ -245,7 +244,12 @@ class SchedulingQueue:
             if entry is None:
                 return None
             entry.valid = False
-            return self._take(entry.info)
+            info = entry.info
+            info.attempts += 1
+            if info.initial_attempt_timestamp is None:
+                info.initial_attempt_timestamp = self._clock()
+            self._in_flight[key] = _InFlight(info, self._events_base + len(self._events))
+            return info
 
     def done(self, key: str) -> None:
         """The pod's attempt is over; drop events no in-flight pod needs any more."""
