@@ -329,19 +329,20 @@ class Simulation:
                 if node:
                     self.evict(node, victim.namespace, victim.name, victim.uid)
             evicted[member_key] = [f"{v.namespace}/{v.name}" for v in evictions]
-        # Workload-aware preemption's victims, anywhere in the cluster: every member lists them.
-        nodes = {
-            ((p.get("metadata") or {}).get("namespace") or "default", p["metadata"]["name"]): (
-                (p.get("spec") or {}).get("nodeName") or ""
-            )
-            for p in self.cluster.pods
-            if (p.get("metadata") or {}).get("name")
-        }
-        for victim in cycle.group_victims:
-            node = nodes.get((victim.namespace, victim.name), "")
-            if node:
-                self.evict(node, victim.namespace, victim.name, victim.uid)
         if cycle.group_victims:
+            # Workload-aware preemption's victims, anywhere in the cluster (only then is the
+            # pod list walked): every member lists them.
+            nodes = {
+                ((p.get("metadata") or {}).get("namespace") or "default", p["metadata"]["name"]): (
+                    (p.get("spec") or {}).get("nodeName") or ""
+                )
+                for p in self.cluster.pods
+                if (p.get("metadata") or {}).get("name")
+            }
+            for victim in cycle.group_victims:
+                node = nodes.get((victim.namespace, victim.name), "")
+                if node:
+                    self.evict(node, victim.namespace, victim.name, victim.uid)
             names = [f"{v.namespace}/{v.name}" for v in cycle.group_victims]
             for pod in pods:
                 evicted.setdefault(pod_key(pod), names)

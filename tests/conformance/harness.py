@@ -712,7 +712,24 @@ def trimmed(obj: dict) -> dict:
     return out
 
 
-class Conformance:
+class RawApi:
+    """Create (a conflict is no error) and list through ``self.kube``, for the runners."""
+
+    kube: Any
+
+    def _create(self, path: str, body: dict) -> dict | None:
+        try:
+            return self.kube.request("POST", path, body)
+        except ApiError as exc:
+            if exc.status == 409:
+                return None
+            raise
+
+    def _list(self, path: str, **query: Any) -> list[dict]:
+        return (self.kube.request("GET", path, query=query or None) or {}).get("items") or []
+
+
+class Conformance(RawApi):
     """The real side (control plane, kube-scheduler, recording extender) plus the comparison."""
 
     def __init__(
@@ -762,19 +779,6 @@ class Conformance:
 
     def scheduler_log(self, lines: int = 40) -> str:
         return self.cp.log_tail(self.scheduler_name, lines)
-
-    # -- raw API --------------------------------------------------------------------------
-
-    def _create(self, path: str, body: dict) -> dict | None:
-        try:
-            return self.kube.request("POST", path, body)
-        except ApiError as exc:
-            if exc.status == 409:
-                return None
-            raise
-
-    def _list(self, path: str, **query: Any) -> list[dict]:
-        return (self.kube.request("GET", path, query=query or None) or {}).get("items") or []
 
     # -- case setup -----------------------------------------------------------------------
 

@@ -78,7 +78,7 @@ from extender.controlplane import (
 from extender.kube import ApiError
 
 from .generator import CASE_LABEL, HOSTNAME, PAUSE_IMAGE
-from .harness import force_delete
+from .harness import RawApi, force_delete
 
 PODGROUPS = "/apis/scheduling.k8s.io/v1alpha2/namespaces/{ns}/podgroups"
 PODGROUP_PROTECTION = "scheduling.k8s.io/podgroup-protection"
@@ -978,7 +978,7 @@ def kube_extender_says(error: str, gate: str) -> str:
     return error
 
 
-class WorkloadRunner:
+class WorkloadRunner(RawApi):
     """Both schedulers against one control plane started with the workload API and gates
     (``ControlPlane.up(apiserver_args(WORKLOAD_FEATURE_GATES, WORKLOAD_RUNTIME_CONFIG))``)."""
 
@@ -1065,19 +1065,6 @@ class WorkloadRunner:
         if side == KUBE_SCHEDULER:
             return self.cp.logs / "kube-scheduler-workloads.log"
         return self.standalone.log_path
-
-    # -- raw API --------------------------------------------------------------------------
-
-    def _create(self, path: str, body: dict) -> dict | None:
-        try:
-            return self.kube.request("POST", path, body)
-        except ApiError as exc:
-            if exc.status == 409:
-                return None
-            raise
-
-    def _list(self, path: str, **query: Any) -> list[dict]:
-        return (self.kube.request("GET", path, query=query or None) or {}).get("items") or []
 
     # -- one case on one side -------------------------------------------------------------
 

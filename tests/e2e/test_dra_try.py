@@ -14,6 +14,7 @@ import os
 import re
 import shlex
 import subprocess
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from extender.controlplane import ControlPlane, binary, free_port, kube_extender, stop_pid
@@ -74,26 +75,30 @@ def tail(path: Path, lines: int = 30) -> str:
         return "(no log)"
 
 
-def test_the_try_it_commands_run_as_printed(tmp_path: Path) -> None:
-    # A clear failure, not a half-run walkthrough, when `make test-binaries` has not run.
-    binary("kube-controller-manager")
+def run_as_printed(
+    lines: Iterable[str],
+    tmp_path: Path,
+    env: dict[str, str],
+    other: Callable[[str], bool] = lambda command: False,
+) -> dict[str, str]:
+    """A doc's shell commands run as printed, each ``kube-extender`` one for real, against a
+    cluster in ``tmp_path`` and a free metrics port: ``export`` sets ``env``, ``&`` runs in the
+    background (its log in ``tmp_path/run.log``) and ``kill %1`` stops it; ``other(command)``
+    handles (and checks) any other command, answering whether it did. Returns each line's
+    output; the cluster is down afterwards whatever happened."""
     cluster = tmp_path / "cluster"
     scheduler_log = tmp_path / "run.log"
-    env = {k: v for k, v in os.environ.items() if k != "KUBECONFIG"}
     port = free_port()
     background: list[subprocess.Popen] = []
     outputs: dict[str, str] = {}
     try:
-        for line in commands():
+        for line in lines:
             command = (
                 line.replace("kube-extender cluster ", f"kube-extender cluster --dir {cluster} ")
                 .replace(DEFAULT_CLUSTER, str(cluster))
                 .replace(METRICS_BIND, f"127.0.0.1:{port}")
             )
-            if command.startswith("make "):
-                assert command == "make test-binaries", command
-                makefile = (REPO / "Makefile").read_text()
-                assert re.search(r"\ntest-binaries:\n.*kube-controller-manager", makefile)
+            if other(command):
                 continue
             if command.startswith("export "):
                 name, _, value = command.removeprefix("export ").partition("=")
@@ -118,6 +123,24 @@ def test_the_try_it_commands_run_as_printed(tmp_path: Path) -> None:
         for proc in background:
             stop(proc)
         ControlPlane(cluster).down()  # a no-op after the doc's own `cluster down`
+    return outputs
+
+
+def _make(command: str) -> bool:
+    if not command.startswith("make "):
+        return False
+    assert command == "make test-binaries", command
+    makefile = (REPO / "Makefile").read_text()
+    assert re.search(r"\ntest-binaries:\n.*kube-controller-manager", makefile)
+    return True
+
+
+def test_the_try_it_commands_run_as_printed(tmp_path: Path) -> None:
+    # A clear failure, not a half-run walkthrough, when `make test-binaries` has not run.
+    binary("kube-controller-manager")
+    cluster = tmp_path / "cluster"
+    env = {k: v for k, v in os.environ.items() if k != "KUBECONFIG"}
+    outputs = run_as_printed(commands(), tmp_path, env, other=_make)
 
     # The kubeconfig the doc exports is the one `cluster up` wrote and printed.
     up = outputs["kube-extender cluster up --controller-manager"]

@@ -11,13 +11,11 @@ from __future__ import annotations
 
 import os
 import re
-import shlex
-import subprocess
 from pathlib import Path
 
-from extender.controlplane import ControlPlane, free_port, kube_extender
+from extender.controlplane import ControlPlane
 
-from .test_dra_try import DEFAULT_CLUSTER, METRICS_BIND, expand, run, start, stop, tail
+from .test_dra_try import run_as_printed
 
 REPO = Path(__file__).resolve().parents[2]
 DOC = (REPO / "docs" / "gang.md").read_text(encoding="utf-8")
@@ -42,41 +40,8 @@ def pending(text: str) -> list[str]:
 
 def test_the_step_by_step_commands_run_as_printed(tmp_path: Path) -> None:
     cluster = tmp_path / "cluster"
-    scheduler_log = tmp_path / "run.log"
     env = {k: v for k, v in os.environ.items() if k != "KUBECONFIG"}
-    port = free_port()
-    background: list[subprocess.Popen] = []
-    outputs: dict[str, str] = {}
-    try:
-        for line in step_by_step():
-            command = (
-                line.replace("kube-extender cluster ", f"kube-extender cluster --dir {cluster} ")
-                .replace(DEFAULT_CLUSTER, str(cluster))
-                .replace(METRICS_BIND, f"127.0.0.1:{port}")
-            )
-            if command.startswith("export "):
-                name, _, value = command.removeprefix("export ").partition("=")
-                env[name] = value
-                continue
-            if command == "kill %1":
-                assert len(background) == 1, "kill %1 with one background job"
-                stop(background.pop())
-                continue
-            argv = [expand(arg, env) for arg in shlex.split(command.removesuffix("&"))]
-            assert argv[0] == "kube-extender", command
-            if command.endswith("&"):
-                background.append(start(kube_extender(*argv[1:]), env, scheduler_log))
-                continue
-            done = run(kube_extender(*argv[1:]), env)
-            assert done.returncode == 0, (
-                f"{line}: exit {done.returncode}\n{done.stdout}\n{done.stderr}"
-                f"\nkube-extender run's log:\n{tail(scheduler_log)}"
-            )
-            outputs[line] = done.stdout
-    finally:
-        for proc in background:
-            stop(proc)
-        ControlPlane(cluster).down()  # a no-op after the doc's own `cluster down`
+    outputs = run_as_printed(step_by_step(), tmp_path, env)
 
     up = next(out for line, out in outputs.items() if line.startswith("kube-extender cluster up"))
     assert (
