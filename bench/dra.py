@@ -39,7 +39,7 @@ from bench.cluster import (
     kube_for,
     start_control_plane,
 )
-from bench.dra_objects import CLASS, device_class, resource_slice
+from bench.dra_objects import claim_spec, device_class, resource_slice
 from bench.progress import steps
 from bench.throughput import Hooks, print_profile, run_kube_scheduler, run_ours
 from extender.scenario.kube import Kube
@@ -54,11 +54,7 @@ def claim_template() -> dict:
         "apiVersion": "resource.k8s.io/v1",
         "kind": "ResourceClaimTemplate",
         "metadata": {"name": TEMPLATE, "namespace": BENCH_NAMESPACE},
-        "spec": {
-            "spec": {
-                "devices": {"requests": [{"name": "req-0", "exactly": {"deviceClassName": CLASS}}]}
-            }
-        },
+        "spec": {"spec": claim_spec()},
     }
 
 

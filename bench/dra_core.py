@@ -38,7 +38,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench import dra_objects  # noqa: E402
-from bench.dra_objects import CLASS, DRIVER  # noqa: E402
+from bench.dra_objects import CLASS  # noqa: E402
 
 NAMESPACE = "bench"
 
@@ -117,18 +117,7 @@ def claim_for(pod: dict, rv: int) -> dict:
 def allocated(claim: dict, node: str, device: str, rv: int) -> dict:
     out = json.loads(json.dumps(claim))
     out["metadata"]["resourceVersion"] = str(rv)
-    out["status"] = {
-        "allocation": {
-            "devices": {
-                "results": [{"request": "req-0", "driver": DRIVER, "pool": node, "device": device}]
-            },
-            "nodeSelector": {
-                "nodeSelectorTerms": [
-                    {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [node]}]}
-                ]
-            },
-        }
-    }
+    out["status"] = {"allocation": dra_objects.allocation(node, device)}
     return out
 
 

@@ -36,6 +36,35 @@ def resource_slice(node: str, devices: int) -> dict:
     }
 
 
+def claim_spec() -> dict:
+    """One device of ``test-class`` (upstream's ``resourceclaimtemplate.yaml`` spec)."""
+    return {"devices": {"requests": [{"name": "req-0", "exactly": {"deviceClassName": CLASS}}]}}
+
+
+def resource_claim(name: str, namespace: str) -> dict:
+    """A claim of :func:`claim_spec`, as a user (or the resourceclaim-controller) creates it."""
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaim",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": claim_spec(),
+    }
+
+
+def allocation(node: str, device: str) -> dict:
+    """``status.allocation`` of a :func:`claim_spec` claim given ``device`` of ``node``'s slice."""
+    return {
+        "devices": {
+            "results": [{"request": "req-0", "driver": DRIVER, "pool": node, "device": device}]
+        },
+        "nodeSelector": {
+            "nodeSelectorTerms": [
+                {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [node]}]}
+            ]
+        },
+    }
+
+
 def device_class() -> dict:
     return {
         "apiVersion": "resource.k8s.io/v1",

@@ -185,8 +185,10 @@ def run_ours(
     tree: Path | None = None,
     hooks: Hooks | None = None,
     feature_gates: Mapping[str, bool] | None = None,
+    metrics_port: int | None = None,
 ) -> float:
-    """``feature_gates``: ``kube-extender run --feature-gates`` (none: its defaults)."""
+    """``feature_gates``: ``kube-extender run --feature-gates`` (none: its defaults);
+    ``metrics_port``: its ``--metrics-bind`` port on loopback (/readyz; default: a free one)."""
     name = f"ours-{tag}"
     hooks = _hooks(kube, pods, workload, hooks)
     config = cp.directory / f"{name}.yaml"
@@ -209,7 +211,7 @@ def run_ours(
         "--kubeconfig",
         str(cp.kubeconfig),
         "--metrics-bind",
-        f"127.0.0.1:{free_port()}",
+        f"127.0.0.1:{metrics_port or free_port()}",
         "--log-level",
         "warning",
     ]
