@@ -19,6 +19,10 @@ Contract:
 * ``on_forget(obj)`` (optional) gets each stored object once it has left the store (replaced by
   an update or a relist, even an unchanged one, or deleted), after the other handlers: the very
   dict readers had, so that what they derived from it by identity can go too.
+* ``start(after=other)`` lists at once but delivers its first list to the handlers only once
+  ``other`` has synced: informers started together fetch their lists concurrently (their
+  round trips and the API server's encoding overlap, as client-go's informer factory starts
+  them all at once) while their handlers still see the lists in a chosen order.
 * ``store`` maps ``namespace/name`` (or ``name`` for cluster-scoped objects) to the object. It
   is written only by the informer's thread; other threads read it through ``list()``/``get()``.
 
@@ -134,6 +138,8 @@ class Informer:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._stream: Any = None
+        # The informer whose first list is delivered before this one's (start(after=...)).
+        self._after: Informer | None = None
 
     def __repr__(self) -> str:
         selector = self.query.get("fieldSelector") or self.query.get("labelSelector") or ""
@@ -141,7 +147,10 @@ class Informer:
 
     # -- lifecycle ------------------------------------------------------------------------------
 
-    def start(self) -> Informer:
+    def start(self, after: Informer | None = None) -> Informer:
+        """Run the list+watch thread; with ``after``, the first list is delivered to the
+        handlers only once ``after`` has synced (see the module docstring)."""
+        self._after = after
         if self._thread is None:
             self._thread = threading.Thread(
                 target=self.run, daemon=True, name=f"informer {self.path}"
@@ -256,6 +265,11 @@ class Informer:
         if self.transform is not None:
             items = [self.transform(obj) for obj in items]
         fresh = {object_key(obj): obj for obj in items}
+        after = self._after
+        if after is not None and not self._synced.is_set():
+            while not after._synced.wait(0.05):
+                if self._stop.is_set():
+                    return
         with self._lock:
             old_store = self.store
             self.store = fresh

@@ -16,7 +16,7 @@ from extender.framework.handle import NAMESPACES, PODS, Extender, Kind
 from extender.framework.runtime import Framework
 from extender.framework.schedule import SchedulingAlgorithm
 from extender.framework.status import Status
-from extender.kube import EventRecorder
+from extender.kube import EventRecorder, Informer
 
 from .decisions import Decisions
 from .metrics import PrometheusMetrics
@@ -190,9 +190,16 @@ class StandaloneScheduler:
         return all(informer.has_synced() for informer in self.informers)
 
     def start_informers(self, timeout: float = 60) -> None:
-        # Nodes first, so that the pods arriving next find their NodeInfos.
+        """Start every informer and wait until all have synced (upstream's
+        ``WaitForCacheSync`` and ``WaitForHandlersSync`` before the first cycle). They list
+        concurrently, as client-go's informer factory starts them, but each hands its list to
+        its handlers after the one before it: nodes first, so that the pods arriving next find
+        their NodeInfos (see ``__init__`` for the order)."""
+        previous: Informer | None = None
         for informer in self.informers:
-            informer.start()
+            informer.start(after=previous)
+            previous = informer
+        for informer in self.informers:
             if not informer.wait_for_sync(timeout):
                 raise RuntimeError(f"informer {informer.path} did not sync in {timeout:.0f} s")
         # As the extender service does (extender/cli/serve.py): the synced objects (every

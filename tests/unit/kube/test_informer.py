@@ -573,3 +573,52 @@ def test_managed_fields_are_trimmed_from_listed_and_watched_objects(
         assert all(obj["metadata"]["managedFields"] == fields for obj in kept)
     finally:
         untrimmed.stop()
+
+
+class _GatedClient:
+    """Lists answered when their path is released; watches silent until closed."""
+
+    def __init__(self, *paths: str) -> None:
+        self.asked = {path: threading.Event() for path in paths}
+        self.release = {path: threading.Event() for path in paths}
+
+    def list(self, path: str, query: Any = None, *, page_size: int = 500) -> tuple[list, str]:
+        self.asked[path].set()
+        self.release[path].wait(5)
+        return [node(path.strip("/"), 1)], "1"
+
+    def watch(self, *args: Any, **kwargs: Any) -> Any:
+        class Silent:
+            def __init__(self) -> None:
+                self.closed = threading.Event()
+
+            def __iter__(self) -> Iterator:
+                self.closed.wait(5)
+                return iter(())
+
+            def close(self) -> None:
+                self.closed.set()
+
+        return Silent()
+
+
+def test_an_informer_started_after_another_lists_at_once_but_delivers_after_it() -> None:
+    """Informers started together fetch their lists concurrently (as client-go's factory
+    starts them); ``start(after=...)`` only holds the delivery to the handlers."""
+    client = _GatedClient("/a", "/b")
+    delivered: list[str] = []
+    a = Informer(client, "/a", on_add=lambda obj: delivered.append("a"))
+    b = Informer(client, "/b", on_add=lambda obj: delivered.append("b"))
+    try:
+        a.start()
+        b.start(after=a)
+        assert client.asked["/b"].wait(5)  # b lists while a's list is still on its way
+        client.release["/b"].set()
+        time.sleep(0.2)
+        assert not b.has_synced() and delivered == []
+        client.release["/a"].set()
+        assert a.wait_for_sync(5) and b.wait_for_sync(5)
+        assert delivered == ["a", "b"]
+    finally:
+        a.stop()
+        b.stop()

@@ -166,7 +166,7 @@ def test_listers_watching_builds_one_informer_per_kind():
 class _SyncedInformer:
     path = "/fake"
 
-    def start(self) -> None:
+    def start(self, after: object = None) -> None:
         pass
 
     def wait_for_sync(self, timeout: float | None = None) -> bool:
