@@ -29,6 +29,8 @@ from functools import partial
 from operator import is_
 from typing import Any
 
+import orjson
+
 from extender.dra.cel import CELCache, CELDeadlineExceeded, CELDevice, CELError
 from extender.dra.structured.capacity import (
     Quantity,
@@ -173,6 +175,16 @@ _DEADLINE_EXCEEDED = "filter operation aborted: context deadline exceeded"
 # cannot be reused) and the answer did not read other nodes' slices. Pools are never mutated.
 _NODE_POOLS: dict[str, tuple[dict | None, Features, tuple[dict, ...], list[Pool]]] = {}
 _NODE_POOLS_MAX = 1 << 15
+# A node's last answer, kept across allocators (scheduling cycles): node name -> (its pools
+# (the very list _NODE_POOLS holds), features, each claim's spec as JSON, the device classes
+# of the requests, which of the pools' devices were allocated, the results). Filter asks every
+# node again for each pod, and pods alike ask alike: while none of those inputs changed, the
+# search (deterministic in them) gives the same results. Kept only when nothing else is read:
+# no shared slices, counters, shared or capacity-consuming allocations, invalid or incomplete
+# pools. Errors are never kept.
+_NODE_ANSWERS: dict[
+    str, tuple[list[Pool], Features, tuple, tuple, tuple, list[dict] | None, tuple[DeviceID, ...]]
+] = {}
 # The last slice list indexed by _index_slices: (slices, by node name, shared).
 _SLICE_INDEX: tuple[tuple[dict, ...], dict[str, list[dict]], list[dict]] | None = None
 # Claims memoised per allocator (one cycle's claims, usually one or two).
@@ -229,6 +241,16 @@ class Allocator:
         self.prepared: dict[int, _PreparedClaim] = {}
         # Expression -> compiled selector (the shared CEL cache takes a lock per lookup).
         self.compiled: dict[str, Any] = {}
+        # Claim object id -> (claim, its spec as JSON with sorted keys): _NODE_ANSWERS' key.
+        self._spec_keys: dict[int, tuple[dict, bytes]] = {}
+
+    def claim_spec_key(self, claim: dict) -> bytes:
+        """The claim's spec as JSON with sorted keys, once per claim object and cycle."""
+        known = self._spec_keys.get(id(claim))
+        if known is None or known[0] is not claim:
+            known = (claim, orjson.dumps(claim.get("spec"), option=orjson.OPT_SORT_KEYS))
+            self._spec_keys[id(claim)] = known
+        return known[1]
 
     def allocate(
         self, node: dict | None, claims: Sequence[dict], deadline: float | None = None
@@ -289,6 +311,57 @@ class _Run:
         depth = 3
         for claim_index, claim in enumerate(self.claims):
             depth += self._prepare_claim_memoised(claim_index, claim)
+        known = _NODE_ANSWERS.get(self.node_name) if self.node_name else None
+        if known is not None and known[0] is not self.pools:
+            known = None
+        ids = known[6] if known is not None else _answer_device_ids(self.pools)
+        key = self._answer_key(ids)
+        if (
+            key is not None
+            and known is not None
+            and (known[1] is self.features or known[1] == self.features)
+            and known[2] == key[0]
+            and len(known[3]) == len(key[1])
+            and all(a is b for a, b in zip(known[3], key[1], strict=True))
+            and known[4] == key[2]
+        ):
+            return None if known[5] is None else orjson.loads(orjson.dumps(known[5]))
+        results = self._search(depth)
+        if key is not None and ids is not None:
+            if len(_NODE_ANSWERS) >= _NODE_POOLS_MAX:
+                _NODE_ANSWERS.clear()
+            kept = None if results is None else orjson.loads(orjson.dumps(results))
+            _NODE_ANSWERS[self.node_name] = (
+                self.pools,
+                self.features,
+                key[0],
+                key[1],
+                key[2],
+                kept,
+                ids,
+            )
+        return results
+
+    def _answer_key(self, ids: tuple[DeviceID, ...] | None) -> tuple[tuple, tuple, tuple] | None:
+        """What the search reads besides the pools and features, for :data:`_NODE_ANSWERS`:
+        the claims' specs, the requests' classes and which of the pools' devices (``ids``,
+        from :func:`_answer_device_ids`) are taken; ``None`` when it reads more (then nothing
+        is kept)."""
+        state = self.state
+        if (
+            ids is None
+            or not self.node_name
+            or self.owner.slices_shared
+            or state.allocated_shared_device_ids
+            or state.aggregated_capacity
+        ):
+            return None
+        taken = tuple(map(state.allocated_devices.__contains__, ids))
+        specs = tuple(self.owner.claim_spec_key(claim) for claim in self.claims)
+        classes = tuple(data.device_class for data in self.request_data.values())
+        return specs, classes, taken
+
+    def _search(self, depth: int) -> list[dict] | None:
         self.request_counts = [
             len(((claim.get("spec") or {}).get("devices") or {}).get("requests") or ())
             for claim in self.claims
@@ -1100,8 +1173,10 @@ def forget_resource_slices(slices: Iterable[dict]) -> None:
     for name, entry in list(_NODE_POOLS.items()):
         if any(id(s) in gone for s in entry[2]):
             _NODE_POOLS.pop(name, None)
+            _NODE_ANSWERS.pop(name, None)
     if not _NODE_POOLS:
         _NODE_POOLS.clear()
+        _NODE_ANSWERS.clear()
     index = _SLICE_INDEX
     if index is not None and any(id(s) in gone for s in index[0]):
         # Rebuilt at the next allocation, which then sweeps the caches against the live
@@ -1124,6 +1199,7 @@ def _keep_only(all_slices: list[dict]) -> None:
     for name, entry in list(_NODE_POOLS.items()):
         if not all(id(s) in live for s in entry[2]):
             _NODE_POOLS.pop(name, None)
+            _NODE_ANSWERS.pop(name, None)
 
 
 def _plain_capacity(device: dict, device_capacity: Any) -> bool:
@@ -1147,6 +1223,27 @@ def _plain_capacity(device: dict, device_capacity: Any) -> bool:
         _PLAIN_CAPACITY.clear()
     _PLAIN_CAPACITY[id(device)] = (device, plain)
     return plain
+
+
+def _answer_device_ids(pools: list[Pool]) -> tuple[DeviceID, ...] | None:
+    """The IDs of the devices the pools offer the node, in order, for :data:`_NODE_ANSWERS`;
+    ``None`` when the search reads more than which of them are taken (counters, pools
+    incomplete or invalid, slices not for the node)."""
+    ids: list[DeviceID] = []
+    for pool in pools:
+        if (
+            pool.is_incomplete
+            or pool.is_invalid
+            or pool.counter_sets
+            or pool.device_slices_not_targeting_node
+        ):
+            return None
+        for slice_ in pool.device_slices:
+            for device in (slice_.get("spec") or {}).get("devices") or ():
+                if device.get("consumesCounters"):
+                    return None
+                ids.append((pool.driver, pool.pool, device.get("name", "")))
+    return tuple(ids)
 
 
 def _pools_for_node(

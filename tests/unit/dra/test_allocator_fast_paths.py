@@ -7,6 +7,8 @@
   consumed already.
 * ``_Run._prepare_claim_memoised``: a claim's requests validated once per allocator (cycle)
   while the claim and its DeviceClasses are the same objects.
+* ``_NODE_ANSWERS``: a node's answer kept across allocators while its pools, the claims'
+  specs, their classes and which of the node's devices are taken are the same.
 * ``_allocate_device(..., checked=True)``: the search's loop checked the device's use and
   capacity just before, so they are not asked again.
 
@@ -70,12 +72,24 @@ def _run(allocator: Allocator, nodes: list[dict | None], claims: list[dict]) -> 
     return out
 
 
+def _answers(out: list) -> list:
+    return [answer for answer, _ in out]
+
+
 def _both(make, nodes, claims, monkeypatch: pytest.MonkeyPatch) -> tuple[list, list]:
     allocator_module._NODE_POOLS.clear()
     allocator_module._PLAIN_CAPACITY.clear()
-    fast = _run(make(), nodes, claims)
-    fast_again = _run(make(), nodes, claims)  # a new cycle: the pools come from the memo
+    allocator_module._NODE_ANSWERS.clear()
+    with monkeypatch.context() as m:
+        # The search itself (its steps are compared): no node's answer remembered.
+        m.setattr(allocator_module, "_answer_device_ids", lambda pools: None)
+        fast = _run(make(), nodes, claims)
+        fast_again = _run(make(), nodes, claims)  # a new cycle: the pools come from the memo
     assert fast_again == fast
+    # With the nodes' answers remembered (the same cycle and the next): the same answers.
+    allocator_module._NODE_ANSWERS.clear()
+    remembered = _run(make(), nodes, claims) + _run(make(), nodes, claims)
+    assert _answers(remembered) == _answers(fast + fast)
     with monkeypatch.context() as m:
         _reference(m)
         reference = _run(make(), nodes, claims)
@@ -252,3 +266,35 @@ def test_claim_memo_follows_a_replaced_device_class(monkeypatch: pytest.MonkeyPa
     fast, reference = _both(make, nodes, claims, monkeypatch)
     assert fast == reference
     assert fast[0][0] is not None and str(fast[1][0]).startswith("error: class gpu")
+
+
+def test_remembered_answer_follows_the_taken_devices_and_the_claim_spec() -> None:
+    """A node's kept answer is not reused once one of its devices is taken (the claim of the
+    pod before was allocated there) or once the claims ask for something else."""
+    rng = random.Random(11)
+    nodes, slices, claims, device_class = _random_cluster(rng)
+    for slice_ in slices:
+        slice_["spec"]["devices"] = [{"name": "dev-0"}, {"name": "dev-1"}]
+    slices = [s for s in slices if s["metadata"]["name"] != "partial"]
+    claim = claims[0]
+    claim["spec"]["devices"]["requests"][0]["exactly"] = {
+        "deviceClassName": "gpu",
+        "allocationMode": "ExactCount",
+        "count": 1,
+    }
+    allocator_module._NODE_ANSWERS.clear()
+
+    def device(state: AllocatedState, claim: dict) -> str | None:
+        allocator = Allocator(Features(), state, {"gpu": device_class}.get, slices, cel_cache())
+        results = allocator.allocate(nodes[0], [claim])
+        return None if results is None else results[0]["devices"]["results"][0]["device"]
+
+    assert device(AllocatedState(), claim) == "dev-0"
+    assert device(AllocatedState(), claim) == "dev-0"
+    pool = nodes[0]["metadata"]["name"]
+    taken = AllocatedState(allocated_devices={(DRIVER, pool, "dev-0")})
+    assert device(taken, claim) == "dev-1"
+    two = json.loads(json.dumps(claim))
+    two["spec"]["devices"]["requests"][0]["exactly"]["count"] = 2
+    assert device(taken, two) is None
+    assert device(AllocatedState(), two) is not None
