@@ -28,6 +28,7 @@ mostly start-up).
 from __future__ import annotations
 
 import argparse
+import compileall
 import ssl
 import sys
 import threading
@@ -227,6 +228,10 @@ def main() -> int:
     )
     args = parser.parse_args()
     cases = args.cases.split(",")
+    # The trees' bytecode written first, as an install has it: with PYTHONDONTWRITEBYTECODE
+    # (or a read-only tree) every start would compile the sources again.
+    for tree in [Path(__file__).resolve().parents[1], *([args.base] if args.base else [])]:
+        compileall.compile_dir(str(tree / "extender"), quiet=1)
     cp = start_control_plane()
     rows = []
     try:
