@@ -13,6 +13,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -39,17 +40,33 @@ def kube_for(cp: ControlPlane) -> Kube:
     return Kube(api_client(str(cp.kubeconfig)), namespace=BENCH_NAMESPACE, out=lambda *a: None)
 
 
-def ensure_namespace(kube: Kube) -> None:
+def ensure_namespace(kube: Kube, name: str = BENCH_NAMESPACE) -> None:
     try:
-        kube.request("POST", "/api/v1/namespaces", {"metadata": {"name": BENCH_NAMESPACE}})
+        kube.request("POST", "/api/v1/namespaces", {"metadata": {"name": name}})
     except Exception:
         pass
 
 
-def create_nodes(kube: Kube, count: int, seed: int = 1) -> None:
-    """``count`` realistic nodes (labels, taints, images), status patched as a kubelet would."""
+def post_all(kube: Kube, path: str, bodies: list[dict], what: str) -> None:
+    """POST every body to ``path`` from 16 threads, with a progress bar."""
+
+    def create(body: dict) -> None:
+        kube.request("POST", path, body)
+
+    with ThreadPoolExecutor(16) as pool:
+        list(steps(pool.map(create, bodies), f"creating {what}s", len(bodies), what))
+
+
+def create_nodes(
+    kube: Kube,
+    count: int,
+    seed: int = 1,
+    make: Callable[[int, random.Random], dict] = make_node,
+) -> None:
+    """``count`` nodes, by default realistic ones (labels, taints, images; ``make``: another
+    shape, node ``i`` of ``make(i, rng)``), status patched as a kubelet would."""
     rng = random.Random(seed)
-    nodes = [make_node(i, rng) for i in range(count)]
+    nodes = [make(i, rng) for i in range(count)]
 
     def create(node: dict) -> None:
         body = {"apiVersion": "v1", "kind": "Node", "metadata": dict(node["metadata"])}
@@ -110,13 +127,13 @@ def create_pods(
     return names
 
 
-def delete_all_pods(kube: Kube) -> None:
+def delete_all_pods(kube: Kube, namespace: str = BENCH_NAMESPACE) -> None:
     kube.request(
-        "DELETE", f"/api/v1/namespaces/{BENCH_NAMESPACE}/pods", query={"gracePeriodSeconds": "0"}
+        "DELETE", f"/api/v1/namespaces/{namespace}/pods", query={"gracePeriodSeconds": "0"}
     )
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
-        if not kube.get(f"/api/v1/namespaces/{BENCH_NAMESPACE}/pods", limit="1")["items"]:
+        if not kube.get(f"/api/v1/namespaces/{namespace}/pods", limit="1")["items"]:
             return
         time.sleep(0.5)
 

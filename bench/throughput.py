@@ -89,30 +89,76 @@ def _sample(pids: dict[str, int], ours: int | None) -> tuple[float, dict, dict]:
     return busy, procs, thread_cpu(ours) if ours is not None else {}
 
 
-def cpu_split(recorder: BindRecorder, pids: dict[str, int], ours: int | None = None) -> str:
-    """Where CPU went between the first and the last bind: the whole machine, the control
-    plane's processes and, for ours, the scheduling thread (the main thread, leader election
-    being off) against the process's other threads (the GIL lets one run Python at a time)."""
+@dataclass
+class CpuUsage:
+    """CPU used between the first and the last bind: ``seconds`` per named process, the
+    machine's busy seconds, and for ours its main (scheduling) thread and its other threads."""
+
+    wall: float
+    pods: int
+    machine: float
+    seconds: dict[str, float]
+    main_thread: float | None = None
+    other_threads: float | None = None
+
+    def ms_per_pod(self, name: str) -> float | None:
+        used = self.seconds.get(name)
+        return None if used is None else 1000 * used / self.pods
+
+    def describe(self) -> str:
+        parts = [f"machine {100 * self.machine / self.wall:.0f} % of {os.cpu_count()} cores"]
+        parts += [
+            f"{name} {1000 * used / self.pods:.2f} ms/pod" for name, used in self.seconds.items()
+        ]
+        if self.main_thread is not None and self.other_threads is not None:
+            parts.append(
+                f"scheduling thread {1000 * self.main_thread / self.pods:.2f} ms/pod "
+                f"({100 * self.main_thread / self.wall:.0f} % busy), its other threads "
+                f"{1000 * self.other_threads / self.pods:.2f} ms/pod"
+            )
+        return ", ".join(parts)
+
+
+def cpu_usage(recorder: BindRecorder, pids: dict[str, int], ours: int | None = None) -> CpuUsage:
+    """Where CPU went between the first and the last bind: the whole machine, the processes of
+    ``pids`` and, for ours (``ours``: its pid), the scheduling thread (the main thread, leader
+    election being off) against the process's other threads (the GIL lets one run Python at
+    a time). Returns once every expected pod is bound (or the recorder gives up)."""
     while not recorder.bound and not recorder.done.is_set():
         time.sleep(0.005)
     busy0, procs0, threads0 = _sample(pids, ours)
     started = time.monotonic()
     recorder.done.wait(1800)
     busy1, procs1, threads1 = _sample(pids, ours)
-    wall = max(time.monotonic() - started, 1e-9)
-    pods = max(len(recorder.bound) - 1, 1)
-    parts = [f"machine {100 * (busy1 - busy0) / wall:.0f} % of {os.cpu_count()} cores"]
-    for name in procs1:
-        used = procs1[name] - procs0.get(name, 0.0)
-        parts.append(f"{name} {1000 * used / pods:.2f} ms/pod")
+    usage = CpuUsage(
+        wall=max(time.monotonic() - started, 1e-9),
+        pods=max(len(recorder.bound) - 1, 1),
+        machine=busy1 - busy0,
+        seconds={name: procs1[name] - procs0.get(name, 0.0) for name in procs1},
+    )
     if ours is not None:
-        main = threads1.get(ours, 0.0) - threads0.get(ours, 0.0)
-        others = sum(v - threads0.get(t, 0.0) for t, v in threads1.items() if t != ours)
-        parts.append(
-            f"scheduling thread {1000 * main / pods:.2f} ms/pod ({100 * main / wall:.0f} % busy),"
-            f" its other threads {1000 * others / pods:.2f} ms/pod"
+        usage.main_thread = threads1.get(ours, 0.0) - threads0.get(ours, 0.0)
+        usage.other_threads = sum(
+            v - threads0.get(t, 0.0) for t, v in threads1.items() if t != ours
         )
-    return ", ".join(parts)
+    return usage
+
+
+def cpu_split(recorder: BindRecorder, pids: dict[str, int], ours: int | None = None) -> str:
+    """:func:`cpu_usage`, as one line."""
+    return cpu_usage(recorder, pids, ours).describe()
+
+
+def peak_rss_mib(pid: int) -> float | None:
+    """The process's peak resident set (``VmHWM`` of /proc/PID/status), in MiB; None once it
+    is gone. Read it before stopping the process."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return None
 
 
 @dataclass
@@ -131,6 +177,43 @@ class Hooks:
     measured: Callable[[str, BindRecorder], None] = lambda name, recorder: None
 
 
+@dataclass
+class Run:
+    """One scheduler's figures on one workload: pods/s between the first and the last bind;
+    s from launching the scheduler to its first bind; CPU ms per pod of the scheduler process
+    (and of the extender process, if any) between the first and the last bind; the scheduler
+    process's peak RSS (VmHWM, MiB) read just before it was stopped."""
+
+    name: str
+    pods_per_s: float
+    first_bind: float
+    cpu: CpuUsage
+    cpu_ms_per_pod: float | None
+    peak_rss_mib: float | None
+    extender_cpu_ms_per_pod: float | None = None
+
+
+def _figures(
+    name: str,
+    recorder: BindRecorder,
+    rate: float,
+    usage: CpuUsage,
+    pid: int | None,
+    rss: float | None,
+    extender: str | None = None,
+) -> Run:
+    launched = recorder.launched or min(recorder.bound.values())
+    return Run(
+        name=name,
+        pods_per_s=rate,
+        first_bind=min(recorder.bound.values()) - launched,
+        cpu=usage,
+        cpu_ms_per_pod=usage.ms_per_pod(name) if pid is not None else None,
+        peak_rss_mib=rss,
+        extender_cpu_ms_per_pod=usage.ms_per_pod(extender) if extender else None,
+    )
+
+
 def _hooks(kube, pods: int, workload: str, hooks: Hooks | None) -> Hooks:
     if hooks is not None:
         return hooks
@@ -139,6 +222,48 @@ def _hooks(kube, pods: int, workload: str, hooks: Hooks | None) -> Hooks:
         create_pods(kube, pods, name, name, workload)
 
     return Hooks(prepare=prepare)
+
+
+def measure_kube_scheduler(
+    cp,
+    kube,
+    pods: int,
+    tag: str,
+    workload: str,
+    content_type: str | None = None,
+    hooks: Hooks | None = None,
+    feature_gates: Mapping[str, bool] | None = None,
+    extender: tuple[str, int] | None = None,
+) -> Run:
+    """kube-scheduler ``ks-TAG`` on the workload. ``feature_gates``: its ``--feature-gates``
+    (none: the release's defaults); ``extender``: (URL, pid) of an extender registered for
+    filter + prioritize (``bench/extender_overhead.py``), whose CPU is measured too."""
+    name = f"ks-{tag}"
+    hooks = _hooks(kube, pods, workload, hooks)
+    hooks.prepare(name)
+    recorder = BindRecorder(kube, name, hooks.expected or pods)
+    recorder.launched = time.monotonic()
+    cp.start_scheduler(
+        kube_scheduler_config(name, extender[0] if extender else None, content_type=content_type),
+        name=name,
+        feature_gates=feature_gates,
+    )
+    try:
+        pids = dict(cp.state.pids)
+        if extender is not None:
+            pids["extender"] = extender[1]
+        usage = cpu_usage(recorder, pids)
+        print(f"    {name}: {usage.describe()}", flush=True)
+        rate = recorder.wait(900)
+        pid = cp.state.pids.get(name)
+        rss = peak_rss_mib(pid) if pid else None
+        hooks.measured(name, recorder)
+        hooks.check(name)
+        return _figures(name, recorder, rate, usage, pid, rss, "extender" if extender else None)
+    finally:
+        cp.stop_component(name)
+        delete_all_pods(kube)
+        hooks.cleanup()
 
 
 def run_kube_scheduler(
@@ -151,30 +276,13 @@ def run_kube_scheduler(
     hooks: Hooks | None = None,
     feature_gates: Mapping[str, bool] | None = None,
 ) -> float:
-    """``feature_gates``: kube-scheduler's ``--feature-gates`` (none: the release's defaults)."""
-    name = f"ks-{tag}"
-    hooks = _hooks(kube, pods, workload, hooks)
-    hooks.prepare(name)
-    recorder = BindRecorder(kube, name, hooks.expected or pods)
-    recorder.launched = time.monotonic()
-    cp.start_scheduler(
-        kube_scheduler_config(name, content_type=content_type),
-        name=name,
-        feature_gates=feature_gates,
-    )
-    try:
-        print(f"    {name}: {cpu_split(recorder, dict(cp.state.pids))}", flush=True)
-        rate = recorder.wait(900)
-        hooks.measured(name, recorder)
-        hooks.check(name)
-        return rate
-    finally:
-        cp.stop_component(name)
-        delete_all_pods(kube)
-        hooks.cleanup()
+    """:func:`measure_kube_scheduler`'s pods/s."""
+    return measure_kube_scheduler(
+        cp, kube, pods, tag, workload, content_type, hooks, feature_gates
+    ).pods_per_s
 
 
-def run_ours(
+def measure_ours(
     cp,
     kube,
     pods: int,
@@ -186,9 +294,10 @@ def run_ours(
     hooks: Hooks | None = None,
     feature_gates: Mapping[str, bool] | None = None,
     metrics_port: int | None = None,
-) -> float:
-    """``feature_gates``: ``kube-extender run --feature-gates`` (none: its defaults);
-    ``metrics_port``: its ``--metrics-bind`` port on loopback (/readyz; default: a free one)."""
+) -> Run:
+    """``kube-extender run`` as ``ours-TAG`` on the workload. ``feature_gates``: its
+    ``--feature-gates`` (none: its defaults); ``metrics_port``: its ``--metrics-bind`` port on
+    loopback (/readyz; default: a free one)."""
     name = f"ours-{tag}"
     hooks = _hooks(kube, pods, workload, hooks)
     config = cp.directory / f"{name}.yaml"
@@ -225,17 +334,48 @@ def run_ours(
     recorder.launched = time.monotonic()
     proc = spawn(argv, cp.logs / f"{name}.log", cwd=tree or PROFILED.parents[1])
     try:
+        pids = {**cp.state.pids, name: proc.pid}
+        usage = cpu_usage(recorder, pids, proc.pid)
         if profile_dir is None:
-            pids = {**cp.state.pids, name: proc.pid}
-            print(f"    {name}: {cpu_split(recorder, pids, proc.pid)}", flush=True)
+            print(f"    {name}: {usage.describe()}", flush=True)
         rate = recorder.wait(1800)
+        rss = peak_rss_mib(proc.pid)
         hooks.measured(name, recorder)
         hooks.check(name)
-        return rate
+        return _figures(name, recorder, rate, usage, proc.pid, rss)
     finally:
         stop_pid(proc.pid, timeout=60)
         delete_all_pods(kube)
         hooks.cleanup()
+
+
+def run_ours(
+    cp,
+    kube,
+    pods: int,
+    tag: str,
+    workload: str,
+    profile_dir: Path | None = None,
+    cpu_clock: bool = False,
+    tree: Path | None = None,
+    hooks: Hooks | None = None,
+    feature_gates: Mapping[str, bool] | None = None,
+    metrics_port: int | None = None,
+) -> float:
+    """:func:`measure_ours`'s pods/s."""
+    return measure_ours(
+        cp,
+        kube,
+        pods,
+        tag,
+        workload,
+        profile_dir,
+        cpu_clock,
+        tree,
+        hooks,
+        feature_gates,
+        metrics_port,
+    ).pods_per_s
 
 
 def print_profile(profile_dir: Path, top: int = 25) -> None:
