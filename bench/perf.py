@@ -403,14 +403,14 @@ def run_workload(cp, kube: Kube, setup: Setup, args: argparse.Namespace) -> Row:
     print(f"  {w.name} {setup.nodes}: kube-extender run   {describe(row.ours)}", flush=True)
     print(f"  {w.name} {setup.nodes}: ratio {_ratio(row.ours, row.ks)}", flush=True)
     if args.extender and w.extender:
-        for label, start in (("null", start_null_extender), ("ext", start_extender)):
+        for label, start in (("null", start_null_extender), ("our", start_extender)):
             proc, url = start(cp, args.workers, args.threads)
             try:
                 run = measure_kube_scheduler(
                     cp,
                     kube,
                     pods,
-                    f"{label}-{tag}",
+                    f"{label}ext-{tag}",
                     "perf",
                     hooks=setup.hooks(),
                     feature_gates=gates,

@@ -149,6 +149,19 @@ def cpu_split(recorder: BindRecorder, pids: dict[str, int], ours: int | None = N
     return cpu_usage(recorder, pids, ours).describe()
 
 
+def process_tree(pid: int) -> list[int]:
+    """``pid`` and its descendants (e.g. gunicorn's arbiter and its workers), from /proc."""
+    out = [pid]
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        try:
+            children = (task / "children").read_text().split()
+        except OSError:
+            continue
+        for child in children:
+            out += process_tree(int(child))
+    return out
+
+
 def peak_rss_mib(pid: int) -> float | None:
     """The process's peak resident set (``VmHWM`` of /proc/PID/status), in MiB; None once it
     is gone. Read it before stopping the process."""
@@ -250,9 +263,12 @@ def measure_kube_scheduler(
     )
     try:
         pids = dict(cp.state.pids)
-        if extender is not None:
-            pids["extender"] = extender[1]
+        if extender is not None:  # the extender's processes, summed after the window
+            pids.update({f"extender {p}": p for p in process_tree(extender[1])})
         usage = cpu_usage(recorder, pids)
+        if extender is not None:
+            parts = [k for k in usage.seconds if k.startswith("extender ")]
+            usage.seconds["extender"] = sum(usage.seconds.pop(k) for k in parts)
         print(f"    {name}: {usage.describe()}", flush=True)
         rate = recorder.wait(900)
         pid = cp.state.pids.get(name)
