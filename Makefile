@@ -8,7 +8,7 @@ EXAMPLES := examples/rack-spread
 EXAMPLE_TESTS := $(EXAMPLES)/tests
 export KUBE_EXTENDER_CACHE ?= $(HOME)/.cache/kube-extender
 
-.PHONY: start test unit fuzz lint setup controlplane test-binaries bench bench-cluster conformance chaos cluster-up cluster-down clean
+.PHONY: start test unit fuzz lint setup controlplane test-binaries bench bench-cluster bench-perf conformance chaos cluster-up cluster-down clean
 
 ## The README's first command: build what the demo runs once (etcd, kube-apiserver,
 ## kube-scheduler), run the seed scenario on it.
@@ -65,6 +65,10 @@ bench-cluster: setup test-binaries
 	$(BIN)/python bench/burst_skew.py
 	$(BIN)/python -m bench.hostile
 	$(BIN)/python bench/gang.py --rounds 3
+
+## Upstream scheduler_perf's workloads, kube-scheduler vs ours (long: 500 and 5000 nodes).
+bench-perf: setup test-binaries
+	$(BIN)/python bench/perf.py
 
 ## Differential tests against the real kube-scheduler: make conformance SEEDS=50
 SEEDS ?= 20
