@@ -23,16 +23,13 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.cluster import (
-    BindRecorder,
     create_nodes,
-    create_pods,
     delete_all_nodes,
-    delete_all_pods,
     ensure_namespace,
     kube_for,
-    kube_scheduler_config,
     start_control_plane,
 )
+from bench.throughput import measure_kube_scheduler
 from extender.controlplane import free_port, kube_extender, spawn, stop_pid, wait_http_ok
 
 EXTENDER_CONFIG = """\
@@ -56,15 +53,10 @@ profile: bench-extender
 """
 
 
-def measure(cp, kube, pods: int, name: str, extender_url: str | None) -> float:
-    create_pods(kube, pods, name, name)
-    recorder = BindRecorder(kube, name, pods)
-    cp.start_scheduler(kube_scheduler_config(name, extender_url), name=name)
-    try:
-        return recorder.wait(900)
-    finally:
-        cp.stop_component(name)
-        delete_all_pods(kube)
+def measure(cp, kube, pods: int, tag: str, extender: tuple[str, int] | None) -> float:
+    """kube-scheduler's pods/s on ``pods`` single pods; ``extender``: (URL, pid) of the
+    extender registered (``bench/throughput.py``'s runner, which also prints the CPU split)."""
+    return measure_kube_scheduler(cp, kube, pods, tag, "single", extender=extender).pods_per_s
 
 
 def _ready(proc: subprocess.Popen, url: str, log: Path) -> tuple[subprocess.Popen, str]:
@@ -154,13 +146,13 @@ def main() -> int:
             print(f"{count} nodes: kube-scheduler alone {alone:.1f} pods/s", flush=True)
             proc, url = start_extender(cp, args.workers, args.threads)
             try:
-                with_ext = measure(cp, kube, args.pods, f"with-{count}", url)
+                with_ext = measure(cp, kube, args.pods, f"with-{count}", (url, proc.pid))
             finally:
                 stop_pid(proc.pid)
             print(f"{count} nodes: with kube-extender {with_ext:.1f} pods/s", flush=True)
             proc, url = start_null_extender(cp, args.workers, args.threads)
             try:
-                with_null = measure(cp, kube, args.pods, f"null-{count}", url)
+                with_null = measure(cp, kube, args.pods, f"null-{count}", (url, proc.pid))
             finally:
                 stop_pid(proc.pid)
             print(f"{count} nodes: with the null extender {with_null:.1f} pods/s", flush=True)
