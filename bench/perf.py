@@ -341,9 +341,11 @@ def describe(run: Run) -> str:
     )
 
 
-def markdown(rows: list[Row], with_extender: bool, started: str, loads: tuple[str, str]) -> str:
+def markdown(
+    rows: list[Row], with_extender: bool, started: str, head: str, loads: tuple[str, str]
+) -> str:
     lines = [
-        f"`bench/perf.py`, {started} UTC, head {git_head()}, load average {loads[0]} at "
+        f"`bench/perf.py`, {started} UTC, head {head}, load average {loads[0]} at "
         f"start, {loads[1]} at end. pods/s: first to last bind of the measured pods; CPU: "
         "the scheduler process, ms per pod; first bind: s from launching the process; "
         "RSS: peak (VmHWM), MiB.",
@@ -453,7 +455,8 @@ def main() -> int:
 
     started = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M")
     load_start = load_average()
-    print(f"{started} UTC, head {git_head()}, load average {load_start}", flush=True)
+    head = git_head()  # the tree `kube-extender run` starts from, read before any run
+    print(f"{started} UTC, head {head}, load average {load_start}", flush=True)
     gates: dict[str, bool] = {}
     for w in workloads:
         gates.update(w.feature_gates)
@@ -500,7 +503,7 @@ def main() -> int:
     finally:
         cp.down()
     load_end = load_average()
-    print("\n" + markdown(rows, args.extender, started, (load_start, load_end)))
+    print("\n" + markdown(rows, args.extender, started, head, (load_start, load_end)))
     return 1 if any(row.error for row in rows) else 0
 
 
