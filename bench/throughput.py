@@ -119,12 +119,18 @@ class CpuUsage:
         return ", ".join(parts)
 
 
-def cpu_usage(recorder: BindRecorder, pids: dict[str, int], ours: int | None = None) -> CpuUsage:
+def cpu_usage(
+    recorder: BindRecorder,
+    pids: dict[str, int],
+    ours: int | None = None,
+    from_launch: bool = False,
+) -> CpuUsage:
     """Where CPU went between the first and the last bind: the whole machine, the processes of
     ``pids`` and, for ours (``ours``: its pid), the scheduling thread (the main thread, leader
     election being off) against the process's other threads (the GIL lets one run Python at
-    a time). Returns once every expected pod is bound (or the recorder gives up)."""
-    while not recorder.bound and not recorder.done.is_set():
+    a time). Returns once every expected pod is bound (or the recorder gives up).
+    ``from_launch``: from now (the scheduler just launched) rather than its first bind."""
+    while not from_launch and not recorder.bound and not recorder.done.is_set():
         time.sleep(0.005)
     busy0, procs0, threads0 = _sample(pids, ours)
     started = time.monotonic()
@@ -132,7 +138,7 @@ def cpu_usage(recorder: BindRecorder, pids: dict[str, int], ours: int | None = N
     busy1, procs1, threads1 = _sample(pids, ours)
     usage = CpuUsage(
         wall=max(time.monotonic() - started, 1e-9),
-        pods=max(len(recorder.bound) - 1, 1),
+        pods=max(len(recorder.bound) - (0 if from_launch else 1), 1),
         machine=busy1 - busy0,
         seconds={name: procs1[name] - procs0.get(name, 0.0) for name in procs1},
     )
@@ -195,11 +201,13 @@ class Run:
     """One scheduler's figures on one workload: pods/s between the first and the last bind;
     s from launching the scheduler to its first bind; CPU ms per pod of the scheduler process
     (and of the extender process, if any) between the first and the last bind; the scheduler
-    process's peak RSS (VmHWM, MiB) read just before it was stopped."""
+    process's peak RSS (VmHWM, MiB) read just before it was stopped. ``last_bind``: s from
+    launching it to its last bind."""
 
     name: str
     pods_per_s: float
     first_bind: float
+    last_bind: float
     cpu: CpuUsage
     cpu_ms_per_pod: float | None
     peak_rss_mib: float | None
@@ -220,6 +228,7 @@ def _figures(
         name=name,
         pods_per_s=rate,
         first_bind=min(recorder.bound.values()) - launched,
+        last_bind=max(recorder.bound.values()) - launched,
         cpu=usage,
         cpu_ms_per_pod=usage.ms_per_pod(name) if pid is not None else None,
         peak_rss_mib=rss,
@@ -247,10 +256,12 @@ def measure_kube_scheduler(
     hooks: Hooks | None = None,
     feature_gates: Mapping[str, bool] | None = None,
     extender: tuple[str, int] | None = None,
+    from_launch: bool = False,
 ) -> Run:
     """kube-scheduler ``ks-TAG`` on the workload. ``feature_gates``: its ``--feature-gates``
     (none: the release's defaults); ``extender``: (URL, pid) of an extender registered for
-    filter + prioritize (``bench/extender_overhead.py``), whose CPU is measured too."""
+    filter + prioritize (``bench/extender_overhead.py``), whose CPU is measured too;
+    ``from_launch``: CPU measured from the launch, not the first bind."""
     name = f"ks-{tag}"
     hooks = _hooks(kube, pods, workload, hooks)
     hooks.prepare(name)
@@ -265,7 +276,7 @@ def measure_kube_scheduler(
         pids = dict(cp.state.pids)
         if extender is not None:  # the extender's processes, summed after the window
             pids.update({f"extender {p}": p for p in process_tree(extender[1])})
-        usage = cpu_usage(recorder, pids)
+        usage = cpu_usage(recorder, pids, from_launch=from_launch)
         if extender is not None:
             parts = [k for k in usage.seconds if k.startswith("extender ")]
             usage.seconds["extender"] = sum(usage.seconds.pop(k) for k in parts)
@@ -310,10 +321,12 @@ def measure_ours(
     hooks: Hooks | None = None,
     feature_gates: Mapping[str, bool] | None = None,
     metrics_port: int | None = None,
+    from_launch: bool = False,
 ) -> Run:
     """``kube-extender run`` as ``ours-TAG`` on the workload. ``feature_gates``: its
     ``--feature-gates`` (none: its defaults); ``metrics_port``: its ``--metrics-bind`` port on
-    loopback (/readyz; default: a free one)."""
+    loopback (/readyz; default: a free one); ``from_launch``: CPU measured from the launch,
+    not the first bind."""
     name = f"ours-{tag}"
     hooks = _hooks(kube, pods, workload, hooks)
     config = cp.directory / f"{name}.yaml"
@@ -351,7 +364,7 @@ def measure_ours(
     proc = spawn(argv, cp.logs / f"{name}.log", cwd=tree or PROFILED.parents[1])
     try:
         pids = {**cp.state.pids, name: proc.pid}
-        usage = cpu_usage(recorder, pids, proc.pid)
+        usage = cpu_usage(recorder, pids, proc.pid, from_launch)
         if profile_dir is None:
             print(f"    {name}: {usage.describe()}", flush=True)
         rate = recorder.wait(1800)
