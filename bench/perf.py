@@ -102,7 +102,11 @@ class Churn:
 
     def _loop(self) -> None:
         interval = 0.2 if self.mode == "create" else 1.0
-        while not self.stopped.wait(interval):
+        due = time.monotonic()
+        while True:  # on a fixed beat, as upstream's ticker, however long a round took
+            due += interval
+            if self.stopped.wait(max(due - time.monotonic(), 0.0)):
+                return
             try:
                 k = self.created
                 if self.mode == "create":
