@@ -54,7 +54,7 @@ from bench.cluster import (
     start_control_plane,
 )
 from bench.dra import SLICES, DRAWorkload, claim_template, publish_slices
-from bench.dra_objects import device_class
+from bench.dra_objects import allocation, device_class
 from bench.extender_overhead import start_extender, start_null_extender
 from bench.gang import GangWorkload, scenario
 from bench.throughput import Hooks, Run, measure_kube_scheduler, measure_ours
@@ -210,7 +210,7 @@ class Setup:
 
         def allocate(i: int) -> None:
             node, device = pw.dra_device(i, self.nodes)
-            status: dict = {"allocation": pw.allocation(node, device)}
+            status: dict = {"allocation": allocation(node, device)}
             if with_pods:
                 status["reservedFor"] = [
                     {"resource": "pods", "name": f"init-{i:05d}", "uid": uids[i]}

@@ -36,6 +36,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from bench.cluster import BENCH_NAMESPACE
+from bench.dra_objects import resource_claim
 from bench.workload import make_node
 
 INIT_NAMESPACE = "bench-init"
@@ -394,34 +395,9 @@ def dra_device(i: int, nodes: int) -> tuple[str, str]:
     return node_name(i % nodes), f"instance-{i // nodes}"
 
 
-def allocation(node: str, device: str) -> dict:
-    """``status.allocation`` of one device of the test driver on ``node``."""
-    from bench.dra_objects import DRIVER
-
-    return {
-        "devices": {
-            "results": [{"request": "req-0", "driver": DRIVER, "pool": node, "device": device}]
-        },
-        "nodeSelector": {
-            "nodeSelectorTerms": [
-                {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [node]}]}
-            ]
-        },
-    }
-
-
 def init_claim(name: str) -> dict:
     """``dra/templates/resourceclaim.yaml``: one device of ``test-class``."""
-    from bench.dra_objects import CLASS
-
-    return {
-        "apiVersion": "resource.k8s.io/v1",
-        "kind": "ResourceClaim",
-        "metadata": {"name": name, "namespace": INIT_NAMESPACE},
-        "spec": {
-            "devices": {"requests": [{"name": "req-0", "exactly": {"deviceClassName": CLASS}}]}
-        },
-    }
+    return resource_claim(name, INIT_NAMESPACE)
 
 
 def init_claim_pod(name: str, claim: str) -> dict:

@@ -12,6 +12,7 @@ import pytest
 
 from bench import perf_workloads as pw
 from bench.cluster import BENCH_NAMESPACE
+from bench.dra_objects import allocation
 from bench.gang import scenario
 from extender.config import default_profile
 from extender.framework import CycleState, Framework, SchedulingAlgorithm, Snapshot
@@ -149,7 +150,7 @@ def test_dra_sizes_fit_the_devices_and_init_objects_are_valid(w: pw.Workload) ->
     assert pod["spec"]["resourceClaims"][0]["resourceClaimName"] == "init-claim-00001"
     claim = pw.init_claim("init-claim-00001")
     assert claim["metadata"]["namespace"] == pw.INIT_NAMESPACE
-    result = pw.allocation("node-00003", "instance-2")["devices"]["results"][0]
+    result = allocation("node-00003", "instance-2")["devices"]["results"][0]
     assert (result["pool"], result["device"]) == ("node-00003", "instance-2")
 
 
