@@ -123,16 +123,21 @@ def cpu_usage(
     recorder: BindRecorder,
     pids: dict[str, int],
     ours: int | None = None,
-    from_launch: bool = False,
+    from_launch: str | None = None,
 ) -> CpuUsage:
     """Where CPU went between the first and the last bind: the whole machine, the processes of
     ``pids`` and, for ours (``ours``: its pid), the scheduling thread (the main thread, leader
     election being off) against the process's other threads (the GIL lets one run Python at
     a time). Returns once every expected pod is bound (or the recorder gives up).
-    ``from_launch``: from now (the scheduler just launched) rather than its first bind."""
+    ``from_launch``: the name of the scheduler just launched: from now rather than its first
+    bind, and that process's CPU since it started (kube-scheduler is sampled once its
+    /healthz answers: its start-up counts as ours does)."""
     while not from_launch and not recorder.bound and not recorder.done.is_set():
         time.sleep(0.005)
     busy0, procs0, threads0 = _sample(pids, ours)
+    if from_launch:
+        procs0.pop(from_launch, None)
+        threads0 = {}
     started = time.monotonic()
     recorder.done.wait(1800)
     busy1, procs1, threads1 = _sample(pids, ours)
@@ -276,7 +281,7 @@ def measure_kube_scheduler(
         pids = dict(cp.state.pids)
         if extender is not None:  # the extender's processes, summed after the window
             pids.update({f"extender {p}": p for p in process_tree(extender[1])})
-        usage = cpu_usage(recorder, pids, from_launch=from_launch)
+        usage = cpu_usage(recorder, pids, from_launch=name if from_launch else None)
         if extender is not None:
             parts = [k for k in usage.seconds if k.startswith("extender ")]
             usage.seconds["extender"] = sum(usage.seconds.pop(k) for k in parts)
@@ -364,7 +369,7 @@ def measure_ours(
     proc = spawn(argv, cp.logs / f"{name}.log", cwd=tree or PROFILED.parents[1])
     try:
         pids = {**cp.state.pids, name: proc.pid}
-        usage = cpu_usage(recorder, pids, proc.pid, from_launch)
+        usage = cpu_usage(recorder, pids, proc.pid, name if from_launch else None)
         if profile_dir is None:
             print(f"    {name}: {usage.describe()}", flush=True)
         rate = recorder.wait(1800)
