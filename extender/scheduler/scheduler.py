@@ -478,9 +478,11 @@ class Scheduler(PodGroupScheduling):
         self.metrics.attempt(
             "unschedulable" if rejected else "error", fwk.profile_name, self.clock() - start
         )
-        if fit is not None:
-            info.unschedulable_plugins = set(fit.diagnosis.unschedulable_plugins)
-            info.pending_plugins = set(fit.diagnosis.pending_plugins)
+        # Upstream ClearRejectorPlugins: only this attempt's FitError names the rejectors (a
+        # pod group that did not fit as a whole names none, so the queue counts an error).
+        info.unschedulable_plugins = set(fit.diagnosis.unschedulable_plugins) if fit else set()
+        info.pending_plugins = set(fit.diagnosis.pending_plugins) if fit else set()
+        info.gating_plugin = ""
         message = str(fit) if fit is not None else status.message
         pod = info.pod
         meta = pod.get("metadata") or {}
