@@ -377,10 +377,16 @@ class SchedulingQueue:
     # -- failures -----------------------------------------------------------------------
 
     def backoff_duration(self, info: QueuedPodInfo) -> float:
+        """Upstream ``calculateBackoffDuration``: the initial backoff doubled per attempt, up
+        to the maximum (checked before doubling: a pending gang popped from backoffQ runs up
+        thousands of attempts)."""
         count = info.consecutive_errors_count or info.unschedulable_count
         if count <= 0 or self.pod_max_backoff <= 0:
             return 0.0
-        return min(self.pod_initial_backoff * 2 ** (count - 1), self.pod_max_backoff)
+        shift = count - 1
+        if shift >= 64 or self.pod_initial_backoff > self.pod_max_backoff / 2**shift:
+            return self.pod_max_backoff
+        return self.pod_initial_backoff * 2**shift
 
     def _align(self, t: float) -> float:
         """Upstream ``alignToWindow``: down to the ordering window with

@@ -265,3 +265,12 @@ def test_flush_runs_at_whole_seconds_with_the_gate(gate: bool, now: float, delay
     clock.now = now
     q = make_queue(clock, gate=gate)
     assert q._until_next_flush() == pytest.approx(delay)
+
+
+def test_backoff_of_thousands_of_attempts_is_the_maximum() -> None:
+    # A pending gang popped from backoffQ again and again runs up its attempt count.
+    q = make_queue(Clock())
+    info = QueuedPodInfo(make_pod("p"))
+    for count, expected in ((1, 1.0), (4, 8.0), (5, 10.0), (1100, 10.0), (10**6, 10.0)):
+        info.unschedulable_count = count
+        assert q.backoff_duration(info) == expected
