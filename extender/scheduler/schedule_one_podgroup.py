@@ -226,9 +226,15 @@ class PodGroupScheduling:
             ),
             None,
         )
-        if existing is not None and existing.get("status") == "True":
+        # Never from True back to False, including a True this process wrote that the lister
+        # does not show yet (a member popped from backoffQ is retried at once, before it).
+        uid = (pod_group.get("metadata") or {}).get("uid") or ""
+        scheduled = self._pod_groups_scheduled.get(key) == uid
+        if (existing is not None and existing.get("status") == "True") or scheduled:
             if condition["status"] != "True":
                 return
+        if condition["status"] == "True":
+            self._pod_groups_scheduled[key] = uid
         generation = (pod_group.get("metadata") or {}).get("generation") or 0
         condition["observedGeneration"] = generation
         if existing is not None and all(
