@@ -128,9 +128,9 @@ class Scheduler(PodGroupScheduling):
         self._binders = ThreadPoolExecutor(bind_workers, thread_name_prefix="bind")
         # PodGroup status writes, in order, off the scheduling thread.
         self._status_writes = ThreadPoolExecutor(1, thread_name_prefix="podgroup-status")
-        # PodGroup (namespace, name) -> the UID of the one whose PodGroupScheduled=True this
-        # process wrote: the writes are asynchronous, so the lister may not show it yet.
-        self._pod_groups_scheduled: dict[tuple[str, str], str] = {}
+        # PodGroup (namespace, name) -> (its UID, the PodGroupScheduled condition this process
+        # last queued for it): the writes are asynchronous, the lister may not show it yet.
+        self._pod_group_conditions: dict[tuple[str, str], tuple[str, dict]] = {}
         self._stop = threading.Event()
         # The last diagnosis of each pending pod; written to the pod with --record-decisions.
         self.decisions = decisions or Decisions()
