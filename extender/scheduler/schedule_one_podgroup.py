@@ -252,9 +252,15 @@ class PodGroupScheduling:
         if patch is None:
             return
 
+        # The UID as a precondition: a write still queued when its PodGroup was replaced by
+        # another of the same name fails instead of landing on the new one.
+        body: dict[str, Any] = {"status": {"conditions": [condition]}}
+        if uid:
+            body["metadata"] = {"uid": uid}
+
         def write() -> None:
             try:
-                patch(*key, {"status": {"conditions": [condition]}})
+                patch(*key, body)
             except Exception:
                 log.warning("updating the status of pod group %s/%s failed", *key, exc_info=True)
                 if self._pod_group_conditions.get(key) == (uid, condition):
