@@ -86,6 +86,8 @@ def add_feature_gates_flag(parser: argparse.ArgumentParser) -> None:
         type=feature_gates_type,
         default=Features(),
         metavar="NAME=BOOL,...",
-        help="alpha features, as kube-scheduler's flag: GenericWorkload, GangScheduling "
-        "(needs GenericWorkload) turn on workload-aware (gang) scheduling; off by default",
+        help="features, as kube-scheduler's flag: GenericWorkload, GangScheduling "
+        "(needs GenericWorkload) turn on workload-aware (gang) scheduling (alpha, off by "
+        "default); SchedulerPopFromBackoffQ=false stops the queue popping from backoffQ when "
+        "activeQ is empty (beta, on by default)",
     )

@@ -1,11 +1,13 @@
-"""Feature gates: the scheduler's alpha features a process turns on, with kube-scheduler's
+"""Feature gates: the scheduler features a process turns on or off, with kube-scheduler's
 ``--feature-gates`` syntax (``Name=true,Other=false``) and v1.36's defaults and dependencies
 (kubernetes ``pkg/features/kube_features.go``).
 
-Only the gates that change what kube-extender decides are known here: the workload-aware
-scheduling family, alpha and off by default in v1.36. Every other v1.36 gate that matters to
-the scheduler is fixed at its v1.36 default (the DRA gates, NodeDeclaredFeatures, ...); naming
-one that is not listed is an error, as kube-scheduler's is for an unknown gate.
+Only the gates that change what kube-extender does are known here: the workload-aware
+scheduling family (alpha, off by default in v1.36) and ``SchedulerPopFromBackoffQ`` (beta, on
+by default since v1.33: the queue pops from backoffQ when activeQ is empty). Every other v1.36
+gate that matters to the scheduler is fixed at its v1.36 default (the DRA gates,
+NodeDeclaredFeatures, ...); naming one that is not listed is an error, as kube-scheduler's is
+for an unknown gate.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ GENERIC_WORKLOAD = "GenericWorkload"
 GANG_SCHEDULING = "GangScheduling"
 TOPOLOGY_AWARE_WORKLOAD_SCHEDULING = "TopologyAwareWorkloadScheduling"
 WORKLOAD_AWARE_PREEMPTION = "WorkloadAwarePreemption"
+SCHEDULER_POP_FROM_BACKOFF_Q = "SchedulerPopFromBackoffQ"
 
 # Name -> v1.36 default.
 DEFAULTS: dict[str, bool] = {
@@ -23,6 +26,7 @@ DEFAULTS: dict[str, bool] = {
     GANG_SCHEDULING: False,
     TOPOLOGY_AWARE_WORKLOAD_SCHEDULING: False,
     WORKLOAD_AWARE_PREEMPTION: False,
+    SCHEDULER_POP_FROM_BACKOFF_Q: True,
 }
 
 # Name -> the gates it needs on (upstream ``defaultKubernetesFeatureGateDependencies``).
@@ -41,7 +45,9 @@ class FeatureGateError(ValueError):
 class Features:
     """The gates of one process; ``Features()`` is v1.36's defaults."""
 
-    enabled: frozenset[str] = field(default_factory=frozenset)
+    enabled: frozenset[str] = field(
+        default_factory=lambda: frozenset(name for name, on in DEFAULTS.items() if on)
+    )
 
     def __contains__(self, name: str) -> bool:
         return name in self.enabled
@@ -62,8 +68,18 @@ class Features:
     def workload_aware_preemption(self) -> bool:
         return WORKLOAD_AWARE_PREEMPTION in self.enabled
 
+    @property
+    def scheduler_pop_from_backoff_q(self) -> bool:
+        return SCHEDULER_POP_FROM_BACKOFF_Q in self.enabled
+
     def __str__(self) -> str:
-        return ",".join(f"{name}=true" for name in sorted(self.enabled)) or "(defaults)"
+        """The gates set away from their defaults, in ``--feature-gates`` syntax."""
+        changed = [
+            f"{name}={str(name in self.enabled).lower()}"
+            for name, default in sorted(DEFAULTS.items())
+            if (name in self.enabled) != default
+        ]
+        return ",".join(changed) or "(defaults)"
 
     @classmethod
     def parse(cls, text: str | None) -> Features:

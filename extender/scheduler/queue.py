@@ -3,7 +3,15 @@ activeQ, backoffQ, the unschedulable pool and pods in flight; the nominator is
 :mod:`extender.scheduler.nominator`.
 
 * activeQ is a heap ordered by the profile's QueueSort plugin (PrioritySort).
-* backoffQ holds rejected pods until their backoff (1 s doubling to 10 s) expires.
+* backoffQ holds rejected pods until their backoff (1 s doubling to 10 s) expires. It is two
+  heaps (upstream ``backoff_queue.go``): pods some plugin rejected, and pods that failed with an
+  error (no rejecting plugin), each ordered by backoff expiry.
+* Feature gate SchedulerPopFromBackoffQ (beta, on by default since v1.33): when activeQ is
+  empty, pop takes the head of the rejected pods' backoffQ even though its backoff has not
+  expired (upstream ``active_queue.go`` ``unlockedPop``; never an errored pod). Backoff
+  expiries are then aligned down to whole seconds (the ordering window), pods in one window are
+  ordered as activeQ orders them, the flush runs at every whole second of the clock, and
+  PreEnqueue runs when a pod enters backoffQ instead of when it leaves it.
 * The unschedulable pool holds rejected pods until a cluster event that one of their
   rejecting plugins registered for says it may help (a queueing hint), or 5 minutes pass.
 * Events that arrive while a pod is in flight are recorded and replayed when it comes back,
@@ -20,6 +28,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import logging
+import math
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -47,6 +56,10 @@ DEFAULT_POD_INITIAL_BACKOFF = 1.0
 DEFAULT_POD_MAX_BACKOFF = 10.0
 DEFAULT_MAX_IN_UNSCHEDULABLE = 5 * 60.0
 BACKOFF_FLUSH_INTERVAL = 1.0
+# Upstream backoffQOrderingWindowDuration (KEP-5142): with SchedulerPopFromBackoffQ, backoff
+# expiries are aligned down to it, pods of one window are ordered by priority, and the flush
+# runs at its multiples, so that a whole window moves to activeQ at once.
+BACKOFF_ORDERING_WINDOW = 1.0
 UNSCHEDULABLE_FLUSH_INTERVAL = 30.0
 
 ACTIVE_Q = "active"
@@ -75,6 +88,37 @@ class _Less:
         return self.less(self.info, other.info)
 
 
+class _BackoffEntry:
+    """backoffQ heap entry: by backoff expiry; with ``less`` (SchedulerPopFromBackoffQ, the
+    rejected pods' heap), pods of one ordering window as activeQ orders them (upstream
+    ``lessBackoffCompletedWithPriority``), else by arrival."""
+
+    __slots__ = ("info", "expiry", "less", "seq", "valid")
+
+    def __init__(
+        self,
+        info: QueuedPodInfo,
+        expiry: float,
+        less: Callable[[QueuedPodInfo, QueuedPodInfo], bool] | None,
+        seq: int,
+    ) -> None:
+        self.info = info
+        self.expiry = expiry
+        self.less = less
+        self.seq = seq
+        self.valid = True
+
+    def __lt__(self, other: _BackoffEntry) -> bool:
+        if self.expiry != other.expiry:
+            return self.expiry < other.expiry
+        if self.less is not None:
+            if self.less(self.info, other.info):
+                return True
+            if self.less(other.info, self.info):
+                return False
+        return self.seq < other.seq
+
+
 @dataclass(slots=True)
 class _InFlight:
     info: QueuedPodInfo
@@ -93,7 +137,8 @@ class SchedulingQueue:
 
     ``pre_enqueue(pod)`` runs the pod's profile PreEnqueue plugins (``None``: may enter
     activeQ, else the gating Status). ``plugin_events(pod)`` returns, for the pod's profile,
-    plugin name -> registered events with hints.
+    plugin name -> registered events with hints. ``pop_from_backoff``: feature gate
+    SchedulerPopFromBackoffQ (on by default, as in v1.36).
     """
 
     def __init__(
@@ -108,8 +153,10 @@ class SchedulingQueue:
         pod_max_backoff: float = DEFAULT_POD_MAX_BACKOFF,
         max_in_unschedulable: float = DEFAULT_MAX_IN_UNSCHEDULABLE,
         generic_workload: bool = False,
+        pop_from_backoff: bool = True,
     ) -> None:
         self._less = less
+        self.pop_from_backoff = pop_from_backoff
         # Feature gate GenericWorkload: a pod group's member retries on backoff alone.
         self.generic_workload = generic_workload
         self._pre_enqueue = pre_enqueue
@@ -122,8 +169,13 @@ class SchedulingQueue:
         self._cond = threading.Condition(threading.Lock())
         self._active: list[_Less] = []
         self._active_index: dict[str, _Less] = {}
-        self._backoff: list[tuple[float, int, str]] = []
-        self._backoff_index: dict[str, QueuedPodInfo] = {}
+        # Rejected pods (upstream podBackoffQ) and errored ones (podErrorBackoffQ); one index.
+        self._backoff: list[_BackoffEntry] = []
+        self._error_backoff: list[_BackoffEntry] = []
+        self._backoff_index: dict[str, _BackoffEntry] = {}
+        # Pods popped from backoffQ because activeQ was empty (upstream counts them in
+        # scheduler_queue_incoming_pods_total{queue="active",event="PopFromBackoffQ"}).
+        self.popped_from_backoff = 0
         self._unschedulable: dict[str, QueuedPodInfo] = {}
         self._in_flight: dict[str, _InFlight] = {}
         self._events: list[_RecordedEvent] = []
@@ -179,15 +231,60 @@ class SchedulingQueue:
             or key in self._in_flight
         )
 
-    def _add_to_active_or_gate(self, info: QueuedPodInfo) -> bool:
+    def _gate(self, info: QueuedPodInfo) -> bool:
+        """Run PreEnqueue; a gated pod goes to the unschedulable pool (``True``)."""
         status = self._pre_enqueue(info.pod)
         if status is not None:
             info.gating_plugin = status.plugin or "PreEnqueue"
             self._unschedulable[info.pod_info.key] = info
-            return False
+            return True
         info.gating_plugin = ""
+        return False
+
+    def _add_to_active_or_gate(self, info: QueuedPodInfo, from_backoff: bool = False) -> bool:
+        """Upstream ``moveToActiveQ``: with SchedulerPopFromBackoffQ, a pod coming straight
+        from backoffQ passed PreEnqueue on entering it and does not run it again."""
+        if not (self.pop_from_backoff and from_backoff) and self._gate(info):
+            return False
         self._push_active(info)
         return True
+
+    def _push_backoff(self, info: QueuedPodInfo) -> bool:
+        """Upstream ``moveToBackoffQ``: with SchedulerPopFromBackoffQ, PreEnqueue runs here
+        (a gated pod goes to the unschedulable pool, ``False``) and a waiting pop is woken,
+        since it may take the pod. Pods no plugin rejected (errors) go to the error heap."""
+        rejected = bool(info.unschedulable_plugins or info.pending_plugins or info.gating_plugin)
+        if self.pop_from_backoff and self._gate(info):
+            return False
+        key = info.pod_info.key
+        old = self._backoff_index.pop(key, None)
+        if old is not None:
+            old.valid = False
+        less = self._less if self.pop_from_backoff and rejected else None
+        entry = _BackoffEntry(info, self._backoff_expiry(info), less, next(self._seq))
+        self._backoff_index[key] = entry
+        heapq.heappush(self._backoff if rejected else self._error_backoff, entry)
+        if self.pop_from_backoff and rejected:
+            self._cond.notify()
+        return True
+
+    def _take_backoff(self, key: str) -> QueuedPodInfo | None:
+        """Remove the pod from backoffQ (for activate, pop_specific, delete)."""
+        entry = self._backoff_index.pop(key, None)
+        if entry is None:
+            return None
+        entry.valid = False
+        return entry.info
+
+    def _pop_backoff(self) -> QueuedPodInfo | None:
+        """Upstream ``popBackoff``: the head of the rejected pods' heap, backing off or not;
+        errored pods wait out their backoff."""
+        while self._backoff:
+            entry = heapq.heappop(self._backoff)
+            if entry.valid:
+                del self._backoff_index[entry.info.pod_info.key]
+                return entry.info
+        return None
 
     def _push_active(self, info: QueuedPodInfo) -> None:
         # Upstream moveToActiveQ: the first time a pod enters activeQ (a pod group cycle
@@ -217,6 +314,12 @@ class SchedulingQueue:
                 info = self._pop_active()
                 if info is not None:
                     break
+                if self.pop_from_backoff:
+                    info = self._pop_backoff()
+                    if info is not None:
+                        self.popped_from_backoff += 1
+                        log.debug("popped %s from backoffQ: activeQ is empty", info.pod_info.key)
+                        break
                 remaining = None if deadline is None else deadline - time.monotonic()
                 if remaining is not None and remaining <= 0:
                     return None
@@ -237,9 +340,7 @@ class SchedulingQueue:
         in flight. ``None``: not queued, or gated."""
         key = pod_key(pod)
         with self._cond:
-            info = self._unschedulable.pop(key, None) or self._backoff_index.pop(key, None)
-            if info is not None:
-                self._add_to_active_or_gate(info)
+            self._activate(key)
             entry = self._active_index.pop(key, None)
             if entry is None:
                 return None
@@ -276,16 +377,35 @@ class SchedulingQueue:
     # -- failures -----------------------------------------------------------------------
 
     def backoff_duration(self, info: QueuedPodInfo) -> float:
+        """Upstream ``calculateBackoffDuration``: the initial backoff doubled per attempt, up
+        to the maximum (checked before doubling: a pending gang popped from backoffQ runs up
+        thousands of attempts)."""
         count = info.consecutive_errors_count or info.unschedulable_count
         if count <= 0 or self.pod_max_backoff <= 0:
             return 0.0
-        return min(self.pod_initial_backoff * 2 ** (count - 1), self.pod_max_backoff)
+        shift = count - 1
+        if shift >= 64 or self.pod_initial_backoff > self.pod_max_backoff / 2**shift:
+            return self.pod_max_backoff
+        return self.pod_initial_backoff * 2**shift
+
+    def _align(self, t: float) -> float:
+        """Upstream ``alignToWindow``: down to the ordering window with
+        SchedulerPopFromBackoffQ, else unchanged."""
+        if not self.pop_from_backoff:
+            return t
+        return math.floor(t / BACKOFF_ORDERING_WINDOW) * BACKOFF_ORDERING_WINDOW
 
     def _backoff_expiry(self, info: QueuedPodInfo) -> float:
-        return info.timestamp + self.backoff_duration(info)
+        """Upstream ``getBackoffTime``: when the pod's backoff ends (``-inf``: no backoff)."""
+        duration = self.backoff_duration(info)
+        if duration <= 0:
+            return -math.inf
+        return self._align(info.timestamp + duration)
 
     def _is_backing_off(self, info: QueuedPodInfo) -> bool:
-        return self._backoff_expiry(info) > self._clock()
+        """Upstream ``isPodBackingoff``: a pod whose expiry falls in the current ordering
+        window is still backing off."""
+        return self._backoff_expiry(info) >= self._align(self._clock())
 
     def add_unschedulable_if_not_present(self, info: QueuedPodInfo, rejected: bool) -> None:
         """Requeue a pod whose attempt failed (upstream
@@ -304,13 +424,16 @@ class SchedulingQueue:
             ):
                 self._trim_events()
                 return
-            if rejected:
+            if not rejected:
+                info.unschedulable_plugins.clear()
+                info.pending_plugins.clear()
+            # Upstream counts an attempt no plugin rejected (an error, or a pod group that
+            # did not fit as a whole) as an error: its backoff heap is the error one.
+            if info.unschedulable_plugins or info.pending_plugins:
                 info.unschedulable_count += 1
                 info.consecutive_errors_count = 0
             else:
                 info.consecutive_errors_count += 1
-                info.unschedulable_plugins.clear()
-                info.pending_plugins.clear()
             info.timestamp = self._clock()
             self.nominator.add_nominated_pod(info.pod_info)
             strategy = QueueStrategy.AFTER_BACKOFF
@@ -334,9 +457,7 @@ class SchedulingQueue:
             self._unschedulable[key] = info
             return UNSCHEDULABLE_Q
         if strategy == QueueStrategy.AFTER_BACKOFF and self._is_backing_off(info):
-            self._backoff_index[key] = info
-            heapq.heappush(self._backoff, (self._backoff_expiry(info), next(self._seq), key))
-            return BACKOFF_Q
+            return BACKOFF_Q if self._push_backoff(info) else GATED
         if self._add_to_active_or_gate(info):
             return ACTIVE_Q
         return GATED
@@ -413,11 +534,21 @@ class SchedulingQueue:
         with self._cond:
             for pod in pods:
                 key = pod_key(pod)
-                info = self._unschedulable.pop(key, None) or self._backoff_index.pop(key, None)
-                if info is not None:
-                    self._add_to_active_or_gate(info)
-                elif key in self._in_flight:
+                if not self._activate(key) and key in self._in_flight:
                     self._events.append(_RecordedEvent(FORCE_ACTIVATE, None, pod))
+
+    def _activate(self, key: str) -> bool:
+        """Upstream ``activate``: a pod of the unschedulable pool or backoffQ to activeQ
+        (``False``: in neither)."""
+        info = self._unschedulable.pop(key, None)
+        if info is not None:
+            self._add_to_active_or_gate(info)
+            return True
+        info = self._take_backoff(key)
+        if info is not None:
+            self._add_to_active_or_gate(info, from_backoff=True)
+            return True
+        return False
 
     # -- updates and deletes of queued pods -------------------------------------------------
 
@@ -443,10 +574,12 @@ class SchedulingQueue:
                 # priority may have changed: re-heapify
                 heapq.heapify(self._active)
                 return
-            info = self._backoff_index.get(key)
-            if info is not None:
-                info.pod_info = PodInfo(new)
-                self.nominator.add_nominated_pod(info.pod_info)
+            backoff = self._backoff_index.get(key)
+            if backoff is not None:
+                backoff.info.pod_info = PodInfo(new)
+                self.nominator.add_nominated_pod(backoff.info.pod_info)
+                # priority may have changed (it orders a window): re-heapify
+                heapq.heapify(self._backoff)
                 return
             info = self._unschedulable.get(key)
             if info is not None:
@@ -470,30 +603,25 @@ class SchedulingQueue:
             entry = self._active_index.pop(key, None)
             if entry is not None:
                 entry.valid = False
-            self._backoff_index.pop(key, None)
+            self._take_backoff(key)
             self._unschedulable.pop(key, None)
 
     # -- flushes ------------------------------------------------------------------------
 
     def flush_backoff_completed(self) -> int:
-        """Move pods whose backoff expired to activeQ (every second)."""
+        """Move pods whose backoff expired to activeQ, from both heaps (upstream
+        ``flushBackoffQCompleted``, every second)."""
         moved = 0
-        now = self._clock()
         with self._cond:
-            while self._backoff and self._backoff[0][0] <= now:
-                _, _, key = heapq.heappop(self._backoff)
-                info = self._backoff_index.pop(key, None)
-                if info is None:
-                    continue  # deleted or moved meanwhile
-                if self._is_backing_off(info):
-                    # re-pushed with a newer expiry
-                    self._backoff_index[key] = info
-                    heapq.heappush(
-                        self._backoff, (self._backoff_expiry(info), next(self._seq), key)
-                    )
-                    continue
-                self._add_to_active_or_gate(info)
-                moved += 1
+            now = self._align(self._clock())
+            for heap in (self._backoff, self._error_backoff):
+                while heap and (not heap[0].valid or heap[0].expiry < now):
+                    entry = heapq.heappop(heap)
+                    if not entry.valid:
+                        continue  # deleted or moved meanwhile
+                    del self._backoff_index[entry.info.pod_info.key]
+                    if self._add_to_active_or_gate(entry.info, from_backoff=True):
+                        moved += 1
         return moved
 
     def flush_unschedulable_leftover(self) -> int:
@@ -513,13 +641,23 @@ class SchedulingQueue:
         )
 
     def run_flushers(self, stop: threading.Event) -> None:
-        """Run both flush loops until ``stop`` is set (call in a daemon thread)."""
+        """Run both flush loops until ``stop`` is set (call in a daemon thread). With
+        SchedulerPopFromBackoffQ the backoff flush runs at the clock's whole seconds (upstream
+        ``waitUntilAlignedWithOrderingWindow``), when a window's pods complete together."""
         last_unschedulable = time.monotonic()
-        while not stop.wait(BACKOFF_FLUSH_INTERVAL):
+        while not stop.wait(self._until_next_flush()):
             self.flush_backoff_completed()
             if time.monotonic() - last_unschedulable >= UNSCHEDULABLE_FLUSH_INTERVAL:
                 last_unschedulable = time.monotonic()
                 self.flush_unschedulable_leftover()
+
+    def _until_next_flush(self) -> float:
+        if not self.pop_from_backoff:
+            return BACKOFF_FLUSH_INTERVAL
+        now = self._clock()
+        delay = self._align(now) + BACKOFF_ORDERING_WINDOW - now
+        # An injected clock need not run with real time: never wait past one window.
+        return min(max(delay, 0.0), BACKOFF_ORDERING_WINDOW)
 
 
 def pod_update_event(old: dict | None, new: dict) -> ClusterEvent:

@@ -226,30 +226,45 @@ class PodGroupScheduling:
             ),
             None,
         )
-        if existing is not None and existing.get("status") == "True":
-            if condition["status"] != "True":
-                return
+        # What the PodGroup says once this process's writes land: they are asynchronous, and a
+        # member popped from backoffQ is retried at once, before the lister shows the last one
+        # (a pending gang runs cycles back to back: one write per change, not per cycle).
+        uid = (pod_group.get("metadata") or {}).get("uid") or ""
+        queued = self._pod_group_conditions.get(key)
+        latest = queued[1] if queued is not None and queued[0] == uid else existing
+        was_true = any(c is not None and c.get("status") == "True" for c in (existing, latest))
+        if was_true and condition["status"] != "True":
+            return
         generation = (pod_group.get("metadata") or {}).get("generation") or 0
         condition["observedGeneration"] = generation
-        if existing is not None and all(
-            existing.get(k) == condition[k]
+        if latest is not None and all(
+            latest.get(k) == condition[k]
             for k in ("status", "reason", "message", "observedGeneration")
         ):
             return
-        if existing is not None and existing.get("status") == condition["status"]:
-            condition["lastTransitionTime"] = existing.get("lastTransitionTime")
+        if latest is not None and latest.get("status") == condition["status"]:
+            condition["lastTransitionTime"] = latest.get("lastTransitionTime")
         else:
             condition["lastTransitionTime"] = _now()
+        self._pod_group_conditions[key] = (uid, condition)
         writer: Any = self.status_writer
         patch = getattr(writer, "patch_pod_group_status", None)
         if patch is None:
             return
 
+        # The UID as a precondition: a write still queued when its PodGroup was replaced by
+        # another of the same name fails instead of landing on the new one.
+        body: dict[str, Any] = {"status": {"conditions": [condition]}}
+        if uid:
+            body["metadata"] = {"uid": uid}
+
         def write() -> None:
             try:
-                patch(*key, {"status": {"conditions": [condition]}})
+                patch(*key, body)
             except Exception:
                 log.warning("updating the status of pod group %s/%s failed", *key, exc_info=True)
+                if self._pod_group_conditions.get(key) == (uid, condition):
+                    del self._pod_group_conditions[key]  # the next cycle writes it again
 
         # Off the scheduling thread (a round trip per cycle): one writer keeps them in order.
         self._status_writes.submit(write)

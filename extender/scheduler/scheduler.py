@@ -128,6 +128,9 @@ class Scheduler(PodGroupScheduling):
         self._binders = ThreadPoolExecutor(bind_workers, thread_name_prefix="bind")
         # PodGroup status writes, in order, off the scheduling thread.
         self._status_writes = ThreadPoolExecutor(1, thread_name_prefix="podgroup-status")
+        # PodGroup (namespace, name) -> (its UID, the PodGroupScheduled condition this process
+        # last queued for it): the writes are asynchronous, the lister may not show it yet.
+        self._pod_group_conditions: dict[tuple[str, str], tuple[str, dict]] = {}
         self._stop = threading.Event()
         # The last diagnosis of each pending pod; written to the pod with --record-decisions.
         self.decisions = decisions or Decisions()
@@ -478,9 +481,11 @@ class Scheduler(PodGroupScheduling):
         self.metrics.attempt(
             "unschedulable" if rejected else "error", fwk.profile_name, self.clock() - start
         )
-        if fit is not None:
-            info.unschedulable_plugins = set(fit.diagnosis.unschedulable_plugins)
-            info.pending_plugins = set(fit.diagnosis.pending_plugins)
+        # Upstream ClearRejectorPlugins: only this attempt's FitError names the rejectors (a
+        # pod group that did not fit as a whole names none, so the queue counts an error).
+        info.unschedulable_plugins = set(fit.diagnosis.unschedulable_plugins) if fit else set()
+        info.pending_plugins = set(fit.diagnosis.pending_plugins) if fit else set()
+        info.gating_plugin = ""
         message = str(fit) if fit is not None else status.message
         pod = info.pod
         meta = pod.get("metadata") or {}

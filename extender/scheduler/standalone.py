@@ -122,6 +122,7 @@ class StandaloneScheduler:
             pod_initial_backoff=config.pod_initial_backoff_seconds,
             pod_max_backoff=config.pod_max_backoff_seconds,
             generic_workload=config.features.generic_workload,
+            pop_from_backoff=config.features.scheduler_pop_from_backoff_q,
         )
         self.scheduler = Scheduler(
             self.frameworks,

@@ -223,6 +223,35 @@ def test_a_quorum_below_the_gang_size_binds_the_ones_that_fit(gangs_factory) -> 
     assert len(leftover) == 1
 
 
+def test_a_leftover_retried_at_once_does_not_turn_the_condition_back(gangs_factory) -> None:
+    # The leftover member is popped from backoffQ straight away (SchedulerPopFromBackoffQ),
+    # before the PodGroup informer shows the True just written: it must stay True.
+    g = gangs_factory([make_node("n1", cpu="3")])
+    g.add_group(pod_group("pg", 3))
+    g.submit(*(member(f"p{i}", "pg") for i in range(4)))
+    g.cycle()
+    assert [c["status"] for c in g.conditions()] == ["True"]
+    assert g.queue.pending_pods()["backoff"] == 1
+
+    g.cycle()  # the leftover alone: still no room
+
+    assert g.queue.popped_from_backoff == 1
+    assert [c["status"] for c in g.conditions()] == ["True"]
+    assert len(g.api.bindings) == 3
+
+
+def test_a_pending_gang_retried_back_to_back_writes_its_condition_once(gangs_factory) -> None:
+    # Each cycle pops the rejected member from backoffQ at once; the informer has not shown
+    # the False written by the first yet: the condition is written once, not per cycle.
+    g = gangs_factory([make_node("n1", cpu="2")])
+    g.add_group(pod_group("pg", 3))
+    g.submit(*(member(f"p{i}", "pg") for i in range(3)))
+    for _ in range(3):
+        g.cycle()
+    assert g.queue.popped_from_backoff == 2
+    assert [c["status"] for c in g.conditions()] == ["False"]
+
+
 def test_members_wait_outside_the_queue_until_min_count_pods_exist(gangs_factory) -> None:
     g = gangs_factory([make_node("n1", cpu="8")])
     g.add_group(pod_group("pg", 3))

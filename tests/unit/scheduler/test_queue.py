@@ -90,7 +90,7 @@ def test_rejected_pod_waits_for_a_registered_event():
     # node add: registered; still backing off (1 s) -> backoffQ, then active
     assert q.move_all_to_active_or_backoff(NODE_ADD, None, {"metadata": {"name": "n"}}) == 1
     assert q.where(pod) == BACKOFF_Q
-    clock.now += 1.5
+    clock.now += 2  # past the one-second window its backoff ends in
     q.flush_backoff_completed()
     assert q.where(pod) == ACTIVE_Q
 

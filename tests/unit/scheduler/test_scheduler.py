@@ -391,7 +391,7 @@ def test_node_that_fits_wakes_the_parked_pod_which_then_binds() -> None:
     h.cache.add_node(big)
     h.sched.on_node_add(big)
     assert h.where(pod) == BACKOFF_Q  # first failure: 1 s of backoff
-    h.clock.now += 1
+    h.clock.now += 2  # past the one-second window its backoff ends in
     assert h.queue.flush_backoff_completed() == 1
     assert h.sched.schedule_one(timeout=0)
     h.drain()

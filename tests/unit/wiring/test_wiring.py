@@ -191,3 +191,16 @@ def test_the_standalone_scheduler_freezes_its_synced_cache_out_of_the_gc() -> No
         assert not gc.is_tracked(cached) or cached not in gc.get_objects(generation=2)
     finally:
         gc.unfreeze()
+
+
+def test_the_standalone_queue_takes_the_pop_from_backoff_gate() -> None:
+    """``run --feature-gates SchedulerPopFromBackoffQ=false`` reaches the queue; on by default."""
+    from extender.config import default_config
+    from extender.framework.features import Features
+    from extender.wiring import build_standalone
+
+    assert build_standalone(default_config(), DummyClient()).queue.pop_from_backoff
+    off = Features.parse("SchedulerPopFromBackoffQ=false")
+    runtime = build_standalone(default_config(features=off), DummyClient())
+    assert runtime.config.features == off
+    assert not runtime.queue.pop_from_backoff
