@@ -20,7 +20,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.progress import bar, steps
-from bench.workload import make_node, mixed_pod
+from bench.workload import make_node, mixed_pod, preferred_spread_pod, spread_pod
 from extender.controlplane import ControlPlane
 from extender.kube import api_client
 from extender.scenario.kube import Kube
@@ -108,7 +108,14 @@ def single_pod(i: int, name: str, namespace: str, scheduler_name: str) -> dict:
     }
 
 
-WORKLOADS = {"single": single_pod, "mixed": mixed_pod}
+# `spread` / `spread-soft`: upstream scheduler_perf's TopologySpreading /
+# PreferredTopologySpreading pods (zone, maxSkew 5, DoNotSchedule / ScheduleAnyway).
+WORKLOADS = {
+    "single": single_pod,
+    "mixed": mixed_pod,
+    "spread": spread_pod,
+    "spread-soft": preferred_spread_pod,
+}
 
 
 def create_pods(

@@ -13,13 +13,22 @@ anti-affinity have counts to read). It prints ms/pod, the cost per node (us), ho
 with the node count, ms/pod per kind, and as the peer the same pods on the per-node reference
 path (``Framework.use_batch = False``) in the same run.
 
-    python bench/core.py [--nodes 500,5000,15000] [--pods 20] [--workload single|mixed]
+``--workload spread`` (or ``spread-soft``) runs upstream scheduler_perf's TopologySpreading
+(PreferredTopologySpreading): over nodes holding two plain pods each, ``--pods`` spreading pods
+one after the other through a :class:`~extender.cache.Cache`, each assumed on the node chosen
+before the next is scheduled (the snapshot the next one reads is the cache's overlay, as in
+``kube-extender run``). It prints CPU ms/pod over all of them and over the first and the last
+quarter (a cost growing with the pods already placed shows as the difference).
+
+    python bench/core.py [--nodes 500,5000,15000] [--pods 20]
+                         [--workload single|mixed|spread|spread-soft]
 """
 
 from __future__ import annotations
 
 import argparse
 import gc
+import random
 import statistics
 import sys
 import time
@@ -32,10 +41,14 @@ from bench.workload import (
     MIXED_WORKLOADS,
     describe_mixed,
     make_cluster,
+    make_node,
     make_pending_pod,
     mixed_pod,
     mixed_workload,
+    preferred_spread_pod,
+    spread_pod,
 )
+from extender.cache import Cache
 from extender.config import default_profile
 from extender.framework import CycleState, Framework, SchedulingAlgorithm, Snapshot
 from extender.framework.resources import pod_requests
@@ -161,12 +174,70 @@ def main_mixed(sizes: list[int], repeats: int) -> int:
     return 0
 
 
+def plain_pod(j: int, node: str) -> dict:
+    """Upstream scheduler_perf's ``pod-default.yaml`` (no labels), on ``node``."""
+    return {
+        "metadata": {"name": f"init-{j}", "namespace": "bench", "uid": f"init-{j}"},
+        "spec": {
+            "nodeName": node,
+            "containers": [
+                {
+                    "name": "pause",
+                    "image": "registry.k8s.io/pause:3.10",
+                    "resources": {"requests": {"cpu": "100m", "memory": "500Mi"}},
+                }
+            ],
+        },
+    }
+
+
+def main_spread(sizes: list[int], pods: int, soft: bool) -> int:
+    factory = preferred_spread_pod if soft else spread_pod
+    print(
+        f"workload `{'spread-soft' if soft else 'spread'}`: {pods} pods, one after the other, "
+        "each assumed in a Cache before the next (2 plain pods per node already there)"
+    )
+    print(f"{'nodes':>6} {'pods':>5} {'cpu ms/pod':>10} {'first 1/4':>9} {'last 1/4':>9}")
+    for n in sizes:
+        rng = random.Random(1)
+        cache = Cache()
+        nodes = [make_node(i, rng) for i in range(n)]
+        for node in nodes:
+            cache.add_node(node)
+        for j in range(2 * n):
+            cache.add_pod(plain_pod(j, nodes[j % n]["metadata"]["name"]))
+        fwk = Framework(default_profile(), in_tree_registry())
+        algo = SchedulingAlgorithm()
+
+        def one(i: int, fwk=fwk, algo=algo, cache=cache) -> None:
+            pod = factory(i, f"spread-{i}", "bench", "default-scheduler")
+            result = algo.schedule_pod(fwk, CycleState(), pod, cache.snapshot())
+            pod["spec"]["nodeName"] = result.suggested_host
+            cache.assume_pod(pod)
+
+        gc.collect()
+        cpu: list[float] = []
+        time_per_pod(one, pods, cpu)
+        q = max(len(cpu) // 4, 1)
+        print(
+            f"{n:>6} {pods:>5} {statistics.mean(cpu):>10.2f} {statistics.mean(cpu[:q]):>9.2f} "
+            f"{statistics.mean(cpu[-q:]):>9.2f}",
+            flush=True,
+        )
+    return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--nodes", default="500,5000,15000")
     parser.add_argument("--pods", type=int, default=20, help="pods timed per configuration")
-    parser.add_argument("--workload", choices=("single", "mixed"), default="single")
+    parser.add_argument(
+        "--workload", choices=("single", "mixed", "spread", "spread-soft"), default="single"
+    )
     args = parser.parse_args()
+    if args.workload in ("spread", "spread-soft"):
+        sizes = [int(x) for x in args.nodes.split(",")]
+        return main_spread(sizes, args.pods, args.workload == "spread-soft")
     if args.workload == "mixed":
         return main_mixed([int(x) for x in args.nodes.split(",")], max(args.pods, 40))
 

@@ -1,9 +1,12 @@
 """Standalone throughput: our scheduler vs the real kube-scheduler, one after the other.
 
 Same control plane, same nodes, same pods (default profile both), for each workload:
-``single`` (every pod alike: 10m CPU, 16Mi) and ``mixed`` (20 workloads of five kinds, see
-``bench/workload.py``; its exact shape is printed). kube-scheduler runs with clientConnection
-qps/burst 5000 (its default 50/100 caps it near 50 pods/s); ours has no client-side rate limit.
+``single`` (every pod alike: 10m CPU, 16Mi), ``mixed`` (20 workloads of five kinds, see
+``bench/workload.py``; its exact shape is printed), ``spread`` and ``spread-soft`` (upstream
+scheduler_perf's TopologySpreading and PreferredTopologySpreading pods: one zone constraint,
+maxSkew 5, DoNotSchedule / ScheduleAnyway, all selecting each other). kube-scheduler runs
+with clientConnection qps/burst 5000 (its default 50/100 caps it near 50 pods/s); ours has no
+client-side rate limit.
 Prints pods/s for each and the ratio ours/kube-scheduler.
 
 With ``--profile`` a third run per row runs ``kube-extender run`` under cProfile in every

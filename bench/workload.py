@@ -157,6 +157,56 @@ def make_pending_pod(name: str = "bench-pod-7") -> dict:
     }
 
 
+# -- the `spread` workloads: upstream scheduler_perf's TopologySpreading ------------------
+
+
+def spread_pod(
+    i: int, name: str, namespace: str, scheduler_name: str, when: str = "DoNotSchedule"
+) -> dict:
+    """Pod ``i`` of upstream scheduler_perf's TopologySpreading workload
+    (``test/integration/scheduler_perf/templates/pod-with-topology-spreading.yaml``): label
+    ``color: blue``, one zone constraint, maxSkew 5, selecting ``color: blue``, 100m/500Mi.
+    ``when``: ``ScheduleAnyway`` for PreferredTopologySpreading
+    (``pod-with-preferred-topology-spreading.yaml``)."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": name,
+            "namespace": namespace,
+            "uid": f"uid-{name}",
+            "labels": {"color": "blue"},
+        },
+        "spec": {
+            "schedulerName": scheduler_name,
+            "terminationGracePeriodSeconds": 0,
+            "topologySpreadConstraints": [
+                {
+                    "maxSkew": 5,
+                    "topologyKey": "topology.kubernetes.io/zone",
+                    "whenUnsatisfiable": when,
+                    "labelSelector": {"matchLabels": {"color": "blue"}},
+                }
+            ],
+            "containers": [
+                {
+                    "name": "pause",
+                    "image": "registry.k8s.io/pause:3.10",
+                    "resources": {
+                        "requests": {"cpu": "100m", "memory": "500Mi"},
+                        "limits": {"cpu": "100m", "memory": "500Mi"},
+                    },
+                }
+            ],
+        },
+    }
+
+
+def preferred_spread_pod(i: int, name: str, namespace: str, scheduler_name: str) -> dict:
+    """Pod ``i`` of PreferredTopologySpreading: :func:`spread_pod` with ScheduleAnyway."""
+    return spread_pod(i, name, namespace, scheduler_name, "ScheduleAnyway")
+
+
 # -- the `mixed` workload: 20 workloads of five kinds, pods interleaved -------------------
 
 MIXED_KINDS = (
