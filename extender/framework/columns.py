@@ -21,6 +21,9 @@ Row ``i`` is ``snapshot.node_info_list[i]``. Columns:
 * images, on demand per image name with :meth:`NodeTable.image_states`: the size and the
   snapshot's node count of that image as each row's ``NodeInfo.image_states`` holds them;
 * ``has_node`` (bool): the row's NodeInfo has its node object;
+* ``generations`` (int64): each row's ``NodeInfo.generation``, so that data a plugin keeps
+  per row across tables can find the rows whose node or pods changed since (a NodeInfo gets
+  a new generation on every change, and a clone shares the generation of what it copies);
 * pods by label pair, on demand with :meth:`NodeTable.pods_with_label`: every pod of the
   table's nodes carrying a ``(key, value)`` label, with its row, so that counting plugins
   visit the few pods that can match a selector instead of every node;
@@ -138,6 +141,7 @@ class NodeTable:
         "exact",
         "unschedulable",
         "has_node",
+        "generations",
         "_labels",
         "_taints",
         "_scalars",
@@ -184,6 +188,7 @@ class NodeTable:
             setattr(self, column, np.ascontiguousarray(matrix[:, j]))
         self.unschedulable = np.fromiter((i.unschedulable for i in self.infos), bool, n)
         self.has_node = np.fromiter((i.node is not None for i in self.infos), bool, n)
+        self.generations = np.fromiter(map(attrgetter("generation"), self.infos), np.int64, n)
         self._labels: dict[str, LabelColumn] = {}
         self._taints: tuple[np.ndarray, list[list[dict]], dict[tuple, int]] | None = None
         self._scalars: dict[str, tuple[np.ndarray, np.ndarray]] = {}
@@ -391,9 +396,11 @@ class NodeTable:
             setattr(table, name, amounts)
         table.unschedulable = self.unschedulable.copy()
         table.has_node = self.has_node.copy()
+        table.generations = self.generations.copy()
         for i in changed:
             table.unschedulable[i] = table.infos[i].unschedulable
             table.has_node[i] = table.infos[i].node is not None
+            table.generations[i] = table.infos[i].generation
         table._labels = {}
         for key, column in self._labels.items():
             codes, values, lookup = column.codes.copy(), column.values, column.lookup

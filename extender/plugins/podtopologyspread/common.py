@@ -6,8 +6,12 @@ from the table's label index), and the selector of default constraints (upstream
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
 
 from extender.framework.columns import NodeTable
 from extender.framework.handle import REPLICA_SETS, REPLICATION_CONTROLLERS, STATEFUL_SETS, Kind
@@ -112,6 +116,66 @@ class MatchCounts:
         return value
 
 
+def whole_table(snapshot: Any, nodes: list[NodeInfo]) -> NodeTable | None:
+    """The snapshot's node table when ``nodes`` is the snapshot's whole node list (the
+    counting loops then run over its columns), else ``None`` (the per-node loops)."""
+    if snapshot is None or nodes is not snapshot.node_info_list:
+        return None
+    table: NodeTable = snapshot.table
+    return table if table.infos is nodes else None
+
+
+class RowCounts:
+    """:func:`count_node_pods_matching` for every row of a node table, per (selector,
+    namespace), kept from one table to the next: only the rows whose ``NodeInfo.generation``
+    moved (``NodeTable.generations``) are counted again.
+
+    This is the incremental form of upstream's per-pod walk over every node's pods in
+    PreFilter/PreScore (``calPreFilterState`` / ``initPreScoreState`` in
+    ``pkg/scheduler/framework/plugins/podtopologyspread``): between two pods of a workload
+    only the node the previous one was assumed on changed, so a pod costs a comparison of the
+    generation columns and a recount of a row or two, not a visit to every matching pod. A
+    table with other nodes (or in another order) counts every row. Entries are replaced whole,
+    never mutated, so concurrent readers see a consistent one (a race only recounts).
+    """
+
+    def __init__(self, max_selectors: int = 64) -> None:
+        self.max_selectors = max_selectors
+        self._lock = threading.Lock()
+        # (selector key, namespace) -> (names, generations, counts) of the last table counted
+        self._entries: dict[tuple, tuple[list[str], np.ndarray, np.ndarray]] = {}
+
+    def counts(self, table: NodeTable, selector: LabelSelector, namespace: str) -> np.ndarray:
+        """Matching pods per row of ``table`` (read-only: the array may be shared)."""
+        n = len(table)
+        if selector.empty or selector.matches_nothing:
+            return np.zeros(n, dtype=np.int64)
+        key = (selector.key, namespace)
+        names, generations, infos = table.names, table.generations, table.infos
+        entry = self._entries.get(key)
+        if entry is not None and (entry[0] is names or entry[0] == names):
+            if entry[1] is generations:
+                return entry[2]
+            stale = np.flatnonzero(entry[1] != generations).tolist()
+            if not stale:
+                counts = entry[2]
+            else:
+                counts = entry[2].copy()
+                for r in stale:
+                    counts[r] = count_node_pods_matching(infos[r], selector, namespace)
+        else:
+            counts = np.fromiter(
+                (count_node_pods_matching(info, selector, namespace) for info in infos),
+                np.int64,
+                n,
+            )
+        with self._lock:
+            if key not in self._entries and len(self._entries) >= self.max_selectors:
+                self._entries.clear()
+            self._entries[key] = (names, generations, counts)
+        return counts
+
+
 def count_node_pods_matching(node_info: NodeInfo, selector: LabelSelector, namespace: str) -> int:
     """:func:`count_pods_matching` over the node's pods, checking only the pods its label
     index offers as candidates (``NodeInfo.candidates``); the count is the same.
@@ -135,23 +199,6 @@ def count_pods_matching(pods: Iterable[PodInfo], selector: LabelSelector, namesp
         for p in pods
         if not p.deleting and p.namespace == namespace and selector.matches(p.labels)
     )
-
-
-def _matching_rows(table: NodeTable, selector: LabelSelector, namespace: str) -> list[int] | None:
-    """The row of each pod of the table that :func:`count_pods_matching` counts (a row once
-    per such pod), from the table's label index (``NodeTable.candidates``); ``None`` when the
-    selector offers no selective pair (the caller walks the nodes)."""
-    if selector.empty:
-        return []
-    found = table.candidates(selector)
-    if found is None:
-        return None
-    rows, pods = found
-    return [
-        r
-        for r, p in zip(rows.tolist(), pods, strict=True)
-        if not p.deleting and p.namespace == namespace and selector.matches(p.labels)
-    ]
 
 
 # The controllers whose selector upstream's DefaultSelector merges, by (group, version, kind)

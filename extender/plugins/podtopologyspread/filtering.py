@@ -22,9 +22,10 @@ from .common import (
     HONOR,
     NAME,
     Constraint,
-    _matching_rows,
+    RowCounts,
     count_node_pods_matching,
     node_has_all_keys,
+    whole_table,
 )
 
 PRE_FILTER_STATE_KEY = "PreFilter" + NAME
@@ -124,37 +125,32 @@ def _pre_filter_counts_indexed(
     pod: dict,
     namespace: str,
     required: RequiredNodeAffinity,
-) -> list[dict[str, int]] | None:
+    row_counts: RowCounts,
+) -> list[dict[str, int]]:
     """:func:`_pre_filter_counts` over ``table.infos`` without a Python step per node: the
     eligible rows (node present, every topology key, inclusion policies) as numpy masks, the
-    domains as the distinct values of those rows (first-seen order, count 0), then one
-    increment per matching pod from the label index. ``None`` when a selector has no
-    selective pair."""
-    matched: list[list[int]] = []
-    for c in constraints:
-        rows = _matching_rows(table, c.selector, namespace)
-        if rows is None:
-            return None
-        matched.append(rows)
+    domains as the distinct values of those rows (the order of a Go map's keys does not
+    matter: the state is read by key and by its minimum), each domain's count the sum of its
+    eligible rows' matching pods (``RowCounts``, kept from table to table)."""
     eligible = table.has_node.copy()
     for c in constraints:
         eligible &= table.labels(c.topology_key).codes != 0
     inclusion = _InclusionRows(table, pod, required)
     tp_counts: list[dict[str, int]] = []
-    for c, rows in zip(constraints, matched, strict=True):
+    for c in constraints:
         mask = inclusion.mask(c)
         ok = eligible if mask is None else eligible & mask
         column = table.labels(c.topology_key)
         codes = column.codes[ok]
-        distinct, first = np.unique(codes, return_index=True)
-        # Codes of present labels are >= 1: their values are strings.
-        values = [v or "" for v in column.values]
-        counts = dict.fromkeys([values[k] for k in distinct[np.argsort(first)].tolist()], 0)
-        if rows:
-            at = np.asarray(rows, dtype=np.int64)
-            for k in column.codes[at[ok[at]]].tolist():
-                counts[values[k]] += 1
-        tp_counts.append(counts)
+        size = len(column.values)
+        domains = np.flatnonzero(np.bincount(codes, minlength=size))
+        per_row = row_counts.counts(table, c.selector, namespace)[ok]
+        sums = np.bincount(codes, weights=per_row, minlength=size)[domains].astype(np.int64)
+        # Codes of eligible rows are >= 1: their values are strings.
+        values = column.values
+        tp_counts.append(
+            {values[k] or "": n for k, n in zip(domains.tolist(), sums.tolist(), strict=True)}
+        )
     return tp_counts
 
 
@@ -180,7 +176,9 @@ class PreFilterState:
 
 class Filtering:
     """The PreFilter/Filter methods of :class:`.plugin.PodTopologySpread`, a mixin: the plugin
-    class supplies ``_constraints``."""
+    class supplies ``_constraints`` and ``row_counts``."""
+
+    row_counts: RowCounts
 
     if TYPE_CHECKING:
 
@@ -197,19 +195,13 @@ class Filtering:
             return None, SKIP
         namespace = (pod.get("metadata") or {}).get("namespace") or "default"
         required = RequiredNodeAffinity(pod)
-        snapshot = state.snapshot
-        if (
-            snapshot is not None
-            and nodes is snapshot.node_info_list
-            and snapshot.table.infos is nodes
-        ):
-            indexed = _pre_filter_counts_indexed(
-                snapshot.table, constraints, pod, namespace, required
+        table = whole_table(state.snapshot, nodes)
+        if table is not None:
+            tp_counts = _pre_filter_counts_indexed(
+                table, constraints, pod, namespace, required, self.row_counts
             )
-            if indexed is not None:
-                state.write(PRE_FILTER_STATE_KEY, PreFilterState(constraints, indexed))
-                return None, None
-        tp_counts = _pre_filter_counts(nodes, constraints, pod, namespace, required)
+        else:
+            tp_counts = _pre_filter_counts(nodes, constraints, pod, namespace, required)
         state.write(PRE_FILTER_STATE_KEY, PreFilterState(constraints, tp_counts))
         return None, None
 

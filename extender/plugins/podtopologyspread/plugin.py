@@ -32,6 +32,7 @@ from .common import (
     SCHEDULE_ANYWAY,
     Constraint,
     MatchCounts,
+    RowCounts,
     _parse_constraints,
     default_selector,
     node_has_all_keys,
@@ -65,6 +66,7 @@ class PodTopologySpread(Filtering, Scoring):
     def __init__(self, args: dict, handle: Handle) -> None:
         self.handle = handle
         self.match_counts = MatchCounts()
+        self.row_counts = RowCounts()
         args = args or {}
         defaulting = args.get("defaultingType") or SYSTEM_DEFAULTING
         defaults = list(args.get("defaultConstraints") or [])

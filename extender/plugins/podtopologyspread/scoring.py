@@ -11,7 +11,7 @@ import numpy as np
 
 from extender.framework.columns import NodeTable
 from extender.framework.cycle_state import CycleState, StateNotFound
-from extender.framework.labels import LabelSelector, RequiredNodeAffinity
+from extender.framework.labels import RequiredNodeAffinity
 from extender.framework.node_info import NodeInfo
 from extender.framework.normalize import MAX_NODE_SCORE
 from extender.framework.results import NodeScore
@@ -23,39 +23,14 @@ from .common import (
     SCHEDULE_ANYWAY,
     Constraint,
     MatchCounts,
-    _matching_rows,
+    RowCounts,
     count_node_pods_matching,
-    count_pods_matching,
     node_has_all_keys,
+    whole_table,
 )
+from .filtering import _InclusionRows
 
 PRE_SCORE_STATE_KEY = "PreScore" + NAME
-
-
-def _host_counts(
-    table: NodeTable, rows: np.ndarray, present: np.ndarray, selector: LabelSelector, namespace: str
-) -> np.ndarray:
-    """:func:`count_pods_matching` over each of ``rows``' own pods (0 where not ``present``),
-    from the table's label-pair index when the selector has a selective pair."""
-    found = None if selector.empty else table.candidates(selector)
-    if found is None:
-        infos = table.infos
-        return np.fromiter(
-            (
-                count_pods_matching(infos[r].pods, selector, namespace) if p else 0
-                for r, p in zip(rows.tolist(), present.tolist(), strict=True)
-            ),
-            np.float64,
-            len(rows),
-        )
-    pod_rows, pods = found
-    keep = [
-        i
-        for i, p in enumerate(pods)
-        if not p.deleting and p.namespace == namespace and selector.matches(p.labels)
-    ]
-    per_row = np.bincount(pod_rows[keep], minlength=len(table)) if keep else np.zeros(len(table))
-    return np.where(present, per_row[rows], 0).astype(np.float64)
 
 
 def _pre_score_domains(
@@ -132,10 +107,11 @@ class PreScoreState:
 
 class Scoring:
     """The PreScore/Score/NormalizeScore methods of :class:`.plugin.PodTopologySpread`, a
-    mixin: the plugin class supplies ``_constraints``, ``match_counts`` and
+    mixin: the plugin class supplies ``_constraints``, ``match_counts``, ``row_counts`` and
     ``system_defaulted``."""
 
     match_counts: MatchCounts
+    row_counts: RowCounts
     system_defaulted: bool
 
     if TYPE_CHECKING:
@@ -179,15 +155,11 @@ class Scoring:
         # a node's own pods); the cheap domain check goes before the inclusion policies.
         counted = [(c, s.tp_counts[i]) for i, c in enumerate(constraints)]
         counted = [(c, counts) for c, counts in counted if c.topology_key != HOSTNAME_LABEL]
-        if (
-            counted
-            and snapshot is not None
-            and all_nodes is snapshot.node_info_list
-            and snapshot.table.infos is all_nodes
-            and self._pre_score_counts_indexed(
-                snapshot.table, pod, constraints, counted, require_all, namespace, required
+        whole = whole_table(snapshot, all_nodes) if counted else None
+        if whole is not None:
+            self._pre_score_counts_indexed(
+                whole, pod, constraints, counted, require_all, namespace, required
             )
-        ):
             counted = []
         for node_info in all_nodes if counted else ():
             labels = node_info.labels
@@ -203,8 +175,8 @@ class Scoring:
         state.write(PRE_SCORE_STATE_KEY, s)
         return None
 
-    @staticmethod
     def _pre_score_counts_indexed(
+        self,
         table: NodeTable,
         pod: dict,
         constraints: list[Constraint],
@@ -212,38 +184,32 @@ class Scoring:
         require_all: bool,
         namespace: str,
         required: RequiredNodeAffinity,
-    ) -> bool:
-        """PreScore's counting loop over ``table.infos`` visiting only the rows of matching
-        pods (the label index, ``NodeTable.candidates``): each such row passes the loop's
-        per-node tests (every key when required, a known domain, inclusion policies) once, and
-        adds one per matching pod; rows without one add 0. False, counting nothing, when a
-        selector has no selective pair (the caller walks the nodes)."""
-        matched: list[list[int]] = []
-        for c, _ in counted:
-            rows = _matching_rows(table, c.selector, namespace)
-            if rows is None:
-                return False
-            matched.append(rows)
-        infos = table.infos
-        for (c, counts), rows in zip(counted, matched, strict=True):
-            passed: dict[int, str | None] = {}
-            for r in rows:
-                if r in passed:
-                    value = passed[r]
-                else:
-                    info = infos[r]
-                    labels = info.labels
-                    value = labels.get(c.topology_key, "")
-                    if (
-                        (require_all and not node_has_all_keys(labels, constraints))
-                        or value not in counts
-                        or not c.matches_inclusion_policies(pod, info, required)
-                    ):
-                        value = None
-                    passed[r] = value
-                if value is not None:
-                    counts[value] += 1
-        return True
+    ) -> None:
+        """PreScore's counting loop over ``table.infos`` without a Python step per node: the
+        rows passing the loop's per-node tests (every key when required, the inclusion
+        policies) as numpy masks, their matching pods (``RowCounts``) summed per value of the
+        key, and each sum added to its domain when it is one of the feasible nodes' domains
+        (a missing label is the value ``""``, as in the loop)."""
+        keep: np.ndarray | None = None
+        if require_all:
+            keep = np.ones(len(table), dtype=bool)
+            for c in constraints:
+                keep &= table.labels(c.topology_key).codes != 0
+        inclusion = _InclusionRows(table, pod, required)
+        for c, counts in counted:
+            mask = inclusion.mask(c)
+            ok = keep if mask is None else mask if keep is None else keep & mask
+            column = table.labels(c.topology_key)
+            per_row = self.row_counts.counts(table, c.selector, namespace)
+            codes = column.codes
+            if ok is not None:
+                codes, per_row = codes[ok], per_row[ok]
+            sums = np.bincount(codes, weights=per_row, minlength=len(column.values))
+            values = column.values
+            for k, n in zip(np.flatnonzero(sums).tolist(), sums[sums != 0].tolist(), strict=True):
+                value = values[k] or ""
+                if value in counts:
+                    counts[value] += int(n)
 
     def score(self, state: CycleState, pod: dict, node_info: NodeInfo) -> tuple[int, Status | None]:
         try:
@@ -280,7 +246,8 @@ class Scoring:
             column = table.labels(c.topology_key)
             present = column.codes[rows] != 0
             if c.topology_key == HOSTNAME_LABEL:
-                count = _host_counts(table, rows, present, c.selector, namespace)
+                per_row = self.row_counts.counts(table, c.selector, namespace)[rows]
+                count = np.where(present, per_row, 0).astype(np.float64)
             else:
                 counts = s.tp_counts[i]
                 count = column.map(

@@ -195,6 +195,8 @@ def per_node() -> Any:
             self.patch = pytest.MonkeyPatch()
             self.patch.setattr(NodeTable, "candidates", lambda self, selector: None)
             self.patch.setattr(NodeTable, "rows", lambda self, infos: None)
+            for module in (pts_filtering, pts_scoring):
+                self.patch.setattr(module, "whole_table", lambda snapshot, nodes: None)
 
         def __exit__(self, *exc: object) -> None:
             self.patch.undo()
@@ -234,24 +236,32 @@ def test_pods_with_label_follows_derives() -> None:
 def test_indexed_equals_per_node(
     per_node: Any, plugin_type: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """One plugin per cluster, across its overlays, branches and in-place refreshes (so
+    PodTopologySpread's per-row counts carry over from table to table, ``RowCounts``); a
+    fresh one for the per-node reference."""
     compared = indexed_runs = 0
     calls = Counter[str]()
-    original = pts_common._matching_rows
+    original = pts_common.RowCounts.counts
 
-    def spy(*a: Any) -> Any:
-        calls["_matching_rows"] += 1
-        return original(*a)
+    def spy(self: pts_common.RowCounts, table: NodeTable, sel: Any, namespace: str) -> Any:
+        entry = self._entries.get((sel.key, namespace))
+        if entry is not None and entry[1] is not table.generations:
+            calls["carried over"] += entry[0] == table.names
+        calls["counts"] += 1
+        return original(self, table, sel, namespace)
 
-    # Filtering and scoring each look the index up.
-    monkeypatch.setattr(pts_filtering, "_matching_rows", spy)
-    monkeypatch.setattr(pts_scoring, "_matching_rows", spy)
+    monkeypatch.setattr(pts_common.RowCounts, "counts", spy)
     for seed in range(200):
         rng = random.Random(1000 + seed)
-        for snapshot, nodes in snapshots(rng):
-            pod = incoming(rng, nodes)
+        plugin = plugin_type({}, handle())
+        chain = snapshots(rng)
+        # Half the pods are one workload's (the same constraints from table to table).
+        workload = incoming(rng, chain[0][1])
+        for snapshot, nodes in chain:
+            pod = workload if rng.random() < 0.5 else incoming(rng, nodes)
             infos = snapshot.node_info_list
             feasible = [i for i in infos if rng.random() < 0.8] or infos[:1]
-            new = run(plugin_type({}, handle()), pod, snapshot, feasible)
+            new = run(plugin, pod, snapshot, feasible)
             with per_node:
                 old = run(plugin_type({}, handle()), pod, snapshot, feasible)
             assert new == old, seed
@@ -259,7 +269,7 @@ def test_indexed_equals_per_node(
             indexed_runs += bool(new.get("pre_filter_state") or new.get("pre_score_state"))
     assert indexed_runs > compared // 4
     if plugin_type is PodTopologySpread:
-        assert calls["_matching_rows"] > 100
+        assert calls["counts"] > 100 and calls["carried over"] > 50, calls
 
 
 def test_inter_pod_affinity_takes_the_index(monkeypatch: pytest.MonkeyPatch) -> None:
