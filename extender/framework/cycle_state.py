@@ -10,6 +10,11 @@ from __future__ import annotations
 import threading
 from typing import Any
 
+# Where the runtime keeps ``(nodes, table, rows)``: the node table rows of the feasible nodes
+# (that exact list), as the batch filter found them. PreScore and Score read the rows here
+# instead of looking the nodes up in the table again.
+SCORE_ROWS_KEY = "ScoreRows"
+
 
 class StateNotFound(KeyError):
     """Raised by :meth:`CycleState.read` for a missing key; plugins turn it into an Error."""

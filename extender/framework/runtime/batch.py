@@ -16,14 +16,13 @@ import numpy as np
 import orjson
 
 from ..columns import NodeTable
-from ..cycle_state import CycleState
+from ..cycle_state import SCORE_ROWS_KEY, CycleState
 from ..interfaces import BatchNormalizeScore
 from ..node_info import NodeInfo
 from ..status import Status, is_non_success
 from .calls import SCORE_ANSWER, PluginCalls, log, score_answer, wrong_return
 
 POD_SIGNATURE_KEY = "PodSignature"
-SCORE_ROWS_KEY = "ScoreRows"
 # Specs remembered per node and memoized plugin: more than the workloads that usually
 # interleave in the queue (the `mixed` benchmark has 20), few enough to bound the memory
 # (at most nodes x memoized plugins x this many entries, each a reference to a shared answer).

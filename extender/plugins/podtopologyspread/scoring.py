@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Self
 import numpy as np
 
 from extender.framework.columns import NodeTable
-from extender.framework.cycle_state import CycleState, StateNotFound
+from extender.framework.cycle_state import SCORE_ROWS_KEY, CycleState, StateNotFound
 from extender.framework.labels import RequiredNodeAffinity
 from extender.framework.node_info import NodeInfo
 from extender.framework.normalize import MAX_NODE_SCORE
@@ -63,7 +63,8 @@ def _pre_score_domains_indexed(
 ) -> list[int]:
     """:func:`_pre_score_domains` for the table's ``rows`` by label columns: a row missing a
     key is ignored (when every key is required), the domains are the distinct values of the
-    other rows in first-seen order (a missing label counts as the value ``""``)."""
+    other rows (a missing label counts as the value ``""``; the order of a Go map's keys does
+    not matter, the state is read by key)."""
     keep = np.ones(len(rows), dtype=bool)
     if require_all:
         for c in constraints:
@@ -76,13 +77,21 @@ def _pre_score_domains_indexed(
         if c.topology_key == HOSTNAME_LABEL:
             continue
         column = table.labels(c.topology_key)
-        distinct, first = np.unique(column.codes[kept], return_index=True)
+        present = np.flatnonzero(np.bincount(column.codes[kept], minlength=len(column.values)))
         values = column.values
-        s.tp_counts[i] = dict.fromkeys(
-            (values[k] or "" for k in distinct[np.argsort(first)].tolist()), 0
-        )
+        s.tp_counts[i] = dict.fromkeys((values[k] or "" for k in present.tolist()), 0)
         sizes[i] = len(s.tp_counts[i])
     return sizes
+
+
+def _rows(state: CycleState, table: NodeTable, nodes: list[NodeInfo]) -> np.ndarray | None:
+    """The table rows of ``nodes``: the ones the runtime's filter remembered for this exact
+    list (``SCORE_ROWS_KEY``), else looked up (``NodeTable.rows``)."""
+    known = state.get(SCORE_ROWS_KEY)
+    if known is not None and known[0] is nodes and known[1] is table:
+        rows: np.ndarray | None = known[2]
+        return rows
+    return table.rows(nodes)
 
 
 def _round_half_away(value: float) -> int:
@@ -138,7 +147,7 @@ class Scoring:
         s.constraints = constraints
         s.tp_counts = [{} for _ in constraints]
         table = snapshot.table if snapshot is not None else None
-        rows = table.rows(nodes) if table is not None else None
+        rows = _rows(state, table, nodes) if table is not None else None
         if table is not None and rows is not None:
             sizes = _pre_score_domains_indexed(table, rows, constraints, require_all, s)
         else:
