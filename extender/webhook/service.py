@@ -18,6 +18,7 @@ import logging
 import time
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import Any, Protocol, cast
 
 from extender.cache import CacheError
@@ -129,13 +130,11 @@ class ExtenderService:
             snapshot = self.cache.snapshot()
             lookup = snapshot.node_info_map.get
             found = list(map(lookup, names))
+            if None not in found:  # the usual case: one C-level pass, the list is the answer
+                return snapshot, found, []  # type: ignore[return-value]
             candidates = [info for info in found if info is not None]
-            missing = (
-                [n for n, i in zip(names, found, strict=True) if i is None]
-                if len(candidates) < len(names)
-                else []
-            )
-            if not missing or time.monotonic() >= deadline:
+            missing = [n for n, i in zip(names, found, strict=True) if i is None]
+            if time.monotonic() >= deadline:
                 return snapshot, candidates, missing
             time.sleep(0.02)
 
@@ -201,25 +200,29 @@ class ExtenderService:
                 error=self._error_of(exc).message,
             )
         passed = {info.name for info in feasible}
-        every = len(feasible) == len(candidates)  # a node is filtered alike each time it is sent
-        if not every:
-            statuses, absent = diagnosis.node_to_status, diagnosis.absent_status
+        rejected = len(candidates) - len(feasible)  # a node sent twice is filtered alike
+        if rejected:
+            statuses = diagnosis.node_to_status
             hard = unresolvable if self.filter_unresolvable else failed
-            for info in candidates:
-                name = info.name
-                if name not in passed:
-                    _record(statuses.get(name) or absent, name, failed, hard)
+            if len(statuses) == rejected:  # each rejected node has its status, nothing else
+                for name, status in statuses.items():
+                    _record(status, name, failed, hard)
+            else:  # some rejected by PreFilter (absent_status), or a node sent twice
+                absent = diagnosis.absent_status
+                for info in candidates:
+                    name = info.name
+                    if name not in passed:
+                        _record(statuses.get(name) or absent, name, failed, hard)
 
         if by_names:
+            # Every name found: the feasible nodes are the names that passed, in their order.
+            kept = (
+                list(map(attrgetter("name"), feasible))
+                if len(candidates) == len(node_names)
+                else [n for n in node_names if n in passed]
+            )
             return filter_result(
-                node_names=(
-                    list(node_names)
-                    if every and not failed
-                    else [n for n in node_names if n in passed]
-                ),
-                nodes=None,
-                failed=failed,
-                failed_unresolvable=unresolvable,
+                node_names=kept, nodes=None, failed=failed, failed_unresolvable=unresolvable
             )
         return filter_result(
             node_names=None,
