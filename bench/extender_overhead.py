@@ -167,7 +167,7 @@ def main() -> int:
             if args.base is not None:
                 proc, url = start_extender(cp, args.workers, args.threads, tree=args.base)
                 try:
-                    with_base = measure(cp, kube, args.pods, f"base-{count}", url)
+                    with_base = measure(cp, kube, args.pods, f"base-{count}", (url, proc.pid))
                 finally:
                     stop_pid(proc.pid)
                 print(f"{count} nodes: with the base extender {with_base:.1f} pods/s", flush=True)
