@@ -10,7 +10,11 @@ the ratio ours/null.
 The extender's profile is printed: a typical policy extender (node affinity and taints as
 filters, the seed's NodeNumber as the score), not a second copy of kube-scheduler.
 
-    python bench/extender_overhead.py [--nodes 500,5000] [--pods 2000]
+With ``--base TREE`` each row also runs the extender from another checkout (e.g. a
+``git worktree add --detach`` of the base commit), in the same run on the same nodes, for a
+before/after that the machine's load does not skew.
+
+    python bench/extender_overhead.py [--nodes 500,5000] [--pods 2000] [--base TREE]
 """
 
 from __future__ import annotations
@@ -69,11 +73,14 @@ def _ready(proc: subprocess.Popen, url: str, log: Path) -> tuple[subprocess.Pope
     return proc, url
 
 
-def start_extender(cp, workers: int, threads: int) -> tuple[subprocess.Popen, str]:
+def start_extender(
+    cp, workers: int, threads: int, tree: Path | None = None
+) -> tuple[subprocess.Popen, str]:
+    """``kube-extender serve`` from ``tree`` (default: this checkout)."""
     config = cp.directory / "bench-extender.yaml"
     config.write_text(EXTENDER_CONFIG)
     port = free_port()
-    log = cp.logs / "bench-extender.log"
+    log = cp.logs / ("bench-extender.log" if tree is None else "bench-extender-base.log")
     proc = spawn(
         kube_extender(
             "serve",
@@ -93,7 +100,8 @@ def start_extender(cp, workers: int, threads: int) -> tuple[subprocess.Popen, st
             "warning",
         ),
         log,
-        cwd=Path(__file__).resolve().parents[1],  # this checkout's extender, not the venv's
+        # this checkout's extender (or the base's), not the venv's
+        cwd=tree or Path(__file__).resolve().parents[1],
     )
     return _ready(proc, f"http://127.0.0.1:{port}", log)
 
@@ -130,6 +138,11 @@ def main() -> int:
     parser.add_argument("--pods", type=int, default=2000)
     parser.add_argument("--workers", type=int, default=1)
     parser.add_argument("--threads", type=int, default=4)
+    parser.add_argument(
+        "--base",
+        type=Path,
+        help="also run the extender from this tree (e.g. a `git worktree` of the base commit)",
+    )
     args = parser.parse_args()
     print(
         "extender profile: filter NodeAffinity + TaintToleration, score NodeNumber;"
@@ -150,24 +163,38 @@ def main() -> int:
             finally:
                 stop_pid(proc.pid)
             print(f"{count} nodes: with kube-extender {with_ext:.1f} pods/s", flush=True)
+            with_base = None
+            if args.base is not None:
+                proc, url = start_extender(cp, args.workers, args.threads, tree=args.base)
+                try:
+                    with_base = measure(cp, kube, args.pods, f"base-{count}", (url, proc.pid))
+                finally:
+                    stop_pid(proc.pid)
+                print(f"{count} nodes: with the base extender {with_base:.1f} pods/s", flush=True)
             proc, url = start_null_extender(cp, args.workers, args.threads)
             try:
                 with_null = measure(cp, kube, args.pods, f"null-{count}", (url, proc.pid))
             finally:
                 stop_pid(proc.pid)
             print(f"{count} nodes: with the null extender {with_null:.1f} pods/s", flush=True)
-            rows.append((count, alone, with_ext, with_null))
+            rows.append((count, alone, with_ext, with_null, with_base))
             delete_all_nodes(kube)
     finally:
         cp.down()
+    base_head = f" {'with base':>12} {'base/null':>9}" if args.base is not None else ""
     print(
         f"\n{'nodes':>6} {'pods':>6} {'alone':>12} {'with ours':>12} {'with null':>12} "
-        f"{'ours/alone':>10} {'ours/null':>9}"
+        f"{'ours/alone':>10} {'ours/null':>9}" + base_head
     )
-    for count, alone, with_ext, with_null in rows:
+    for count, alone, with_ext, with_null, with_base in rows:
         print(
             f"{count:>6} {args.pods:>6} {alone:>8.1f} p/s {with_ext:>8.1f} p/s "
             f"{with_null:>8.1f} p/s {with_ext / alone:>10.2f} {with_ext / with_null:>9.2f}"
+            + (
+                f" {with_base:>8.1f} p/s {with_base / with_null:>9.2f}"
+                if with_base is not None
+                else ""
+            )
         )
     return 0
 

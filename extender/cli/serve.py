@@ -176,7 +176,9 @@ def build_app(
         raise StartupError(problem)
     parts.start()
     if parts.informers:
-        threading.Thread(target=_freeze_after_sync, args=(parts.informers,), daemon=True).start()
+        threading.Thread(
+            target=_freeze_after_sync, args=(parts.informers, parts.cache), daemon=True
+        ).start()
     # A pod the bind verb bound counts at once in this worker's cache; only with a pod watch,
     # which confirms it (without one the cache holds no pods, so there is nothing to count).
     assume = settings.bind_enabled and settings.bind_assume and parts.pods_watched
@@ -233,14 +235,18 @@ def _cache_size_gauge(metrics: Any, cache: Any) -> None:
     gauge.labels("assumed_pods").set_function(lambda: len(cache.assumed_pods()))
 
 
-def _freeze_after_sync(informers: list[Any]) -> None:
-    """Move the synced cache out of the cyclic GC's reach.
+def _freeze_after_sync(informers: list[Any], cache: Any = None) -> None:
+    """Move the synced cache, and its first snapshot, out of the cyclic GC's reach.
 
     A full-Node request allocates hundreds of thousands of objects; each old-generation
-    collection it triggers would otherwise walk every cached node and pod too.
+    collection it triggers would otherwise walk every cached node and pod too. The snapshot
+    (a clone of every NodeInfo, and the node table) is built here rather than by the first
+    verb call: built after the freeze, 5000 nodes' clones cost each full collection ~25 ms.
     """
     for informer in informers:
         informer.wait_for_sync()
+    if cache is not None:
+        cache.snapshot().table  # noqa: B018 -- built now, to be frozen with the cache
     gc.collect()
     gc.freeze()
 

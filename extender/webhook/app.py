@@ -12,6 +12,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Collection
+from http import HTTPStatus
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
@@ -149,6 +150,56 @@ def _problem(status: int, message: str, **details: Any) -> Response:
     return _json({"error": message, **details}, status)
 
 
+def _dumps(body: Any) -> bytes:
+    return orjson.dumps(body, option=orjson.OPT_NON_STR_KEYS)
+
+
+def _problem_body(status: int, message: str, **details: Any) -> tuple[int, bytes]:
+    return status, _dumps({"error": message, **details})
+
+
+JSON_HEADERS = "Content-Type", "application/json"
+
+
+def _flask_view(handler: Callable[[dict], tuple[int, bytes]]) -> Callable[[], Response]:
+    def view() -> Response:
+        status, body = handler(request.environ)
+        return Response(body, status=status, mimetype="application/json")
+
+    view.__name__ = handler.__name__
+    return view
+
+
+class _VerbsFirst:
+    """The WSGI app: a POST to a verb's path goes straight to its handler; everything else
+    (health, metrics, version, other methods, unknown paths) to Flask.
+
+    A verb call is a body in, a body out: Flask's request context, URL matching and Response
+    object cost more per call than the extender protocol's own parse and encode (profile in
+    docs/benchmarks.md, "Issue 31: the extender's verbs"). The answers are Flask's: the same
+    status, Content-Type and body, and an error the handler did not expect is logged and
+    answered 500 as the app's error handler does."""
+
+    def __init__(self, flask_app: Callable, verbs: dict[str, Callable[[dict], tuple[int, bytes]]]):
+        self.flask_app = flask_app
+        self.verbs = verbs
+
+    def __call__(self, environ: dict, start_response: Callable) -> Any:
+        handler = self.verbs.get(environ.get("PATH_INFO", ""))
+        if handler is None or environ.get("REQUEST_METHOD") != "POST":
+            return self.flask_app(environ, start_response)
+        try:
+            status, body = handler(environ)
+        except Exception as exc:
+            log.exception("unhandled error in POST %s", environ.get("PATH_INFO"))
+            status, body = _problem_body(500, f"internal error: {type(exc).__name__}: {exc}")
+        start_response(
+            f"{status} {HTTPStatus(status).phrase.upper()}",
+            [JSON_HEADERS, ("Content-Length", str(len(body)))],
+        )
+        return [body]
+
+
 ERR_BIND_DISABLED = (
     "the bind verb is disabled: enable it with bind.enabled in the ExtenderConfiguration "
     "(it then needs client certificates and an allow-list, see docs/extender.md)"
@@ -182,14 +233,14 @@ def peer_identities(environ: dict) -> set[str]:
     return found
 
 
-def _forbidden(allowed: frozenset[str]) -> Response | None:
+def _forbidden(allowed: frozenset[str], environ: dict) -> tuple[int, bytes] | None:
     """403 unless the TLS client certificate names one of ``allowed``."""
-    identities = peer_identities(request.environ)
+    identities = peer_identities(environ)
     if identities & allowed:
         return None
     if not identities:
-        return _problem(403, "a client certificate is required (TLS client authentication)")
-    return _problem(
+        return _problem_body(403, "a client certificate is required (TLS client authentication)")
+    return _problem_body(
         403,
         "the client certificate's identities are not in the allow-list",
         identities=sorted(identities),
@@ -225,49 +276,48 @@ def create_app(
 
     def verb(
         name: str, load: Callable[[Any], dict], run: Callable[[dict], Any], count: Callable
-    ) -> Callable[[], Response]:
-        def handler() -> Response:
+    ) -> Callable[[dict], tuple[int, bytes]]:
+        """The verb on a WSGI environ: its status and JSON body (no framework objects)."""
+
+        def handler(environ: dict) -> tuple[int, bytes]:
             start = time.perf_counter()
             outcome = "error"
             held = 0
             try:
-                refused = gate(name)
+                refused = gate(name, environ)
                 if refused is not None:
                     outcome = "forbidden"
                     return refused
                 try:
-                    raw, held = read_body(request.environ, max_request_bytes, body_budget)
+                    raw, held = read_body(environ, max_request_bytes, body_budget)
                 except BodyRefused as exc:
                     outcome = "too_large" if exc.status == 413 else "refused"
-                    return _problem(exc.status, exc.message, **exc.details)
+                    return _problem_body(exc.status, exc.message, **exc.details)
                 try:
                     data = orjson.loads(raw)
                 except orjson.JSONDecodeError as exc:
                     outcome = "bad_request"
-                    return _problem(400, f"the request body is not valid JSON: {exc}")
+                    return _problem_body(400, f"the request body is not valid JSON: {exc}")
                 try:
                     args = load(data)
                 except ValidationError as exc:
                     outcome = "bad_request"
-                    return _problem(400, "invalid request body", fields=exc.messages)
+                    return _problem_body(400, "invalid request body", fields=exc.messages)
                 metrics.nodes.labels(name).observe(count(args))
                 try:
                     reply = run(args)
                 except ServiceUnavailable as exc:
                     outcome = "unavailable"
-                    return _problem(503, str(exc))
+                    return _problem_body(503, str(exc))
                 except SchedulingError as exc:
                     outcome = "error"
-                    return _problem(500, exc.status.message)
+                    return _problem_body(500, exc.status.message)
                 if isinstance(reply, Scores):
                     # Some Score plugins failed and were left out: still an answer, but not "ok".
                     outcome = "partial" if reply.failed else "ok"
-                    return _json(reply.priorities)
+                    return 200, _dumps(reply.priorities)
                 outcome = "error" if isinstance(reply, dict) and reply.get("Error") else "ok"
-                return _json(reply)
-            except RequestEntityTooLarge:
-                outcome = "too_large"
-                raise
+                return 200, _dumps(reply)
             finally:
                 if held and body_budget is not None:
                     body_budget.release(held)
@@ -280,13 +330,13 @@ def create_app(
 
     allowed = None if allowed_clients is None else frozenset(allowed_clients)
 
-    def gate(name: str) -> Response | None:
+    def gate(name: str, environ: dict) -> tuple[int, bytes] | None:
         if name == "bind":
             if not bind_enabled:
-                return _problem(404, ERR_BIND_DISABLED)
+                return _problem_body(404, ERR_BIND_DISABLED)
             if not allowed:
-                return _problem(403, ERR_BIND_NO_ALLOW_LIST)
-        return _forbidden(allowed) if allowed is not None else None
+                return _problem_body(403, ERR_BIND_NO_ALLOW_LIST)
+        return _forbidden(allowed, environ) if allowed is not None else None
 
     def count_args(args: dict) -> int:
         return len(args["nodes"] if args["nodes"] is not None else args["node_names"])
@@ -311,10 +361,12 @@ def create_app(
         # Not a kube-scheduler verb: the per-node, per-plugin breakdown (docs/explain.md).
         "explain": (wire.load_args, lambda args: explain(service, explainer(), args), count_args),
     }
+    verbs: dict[str, Callable[[dict], tuple[int, bytes]]] = {}
     for name, (load, run, count) in routes.items():
-        app.add_url_rule(
-            f"{prefix}/{name}", view_func=verb(name, load, run, count), methods=["POST"]
-        )
+        handler = verbs[f"{prefix}/{name}"] = verb(name, load, run, count)
+        # The rule stays: Flask answers the other methods (405) and the unknown paths (404).
+        app.add_url_rule(f"{prefix}/{name}", view_func=_flask_view(handler), methods=["POST"])
+    app.wsgi_app = _VerbsFirst(app.wsgi_app, verbs)  # type: ignore[method-assign]
     verb_paths = [f"{prefix}/{name}" for name in routes]
     unknown_paths = UnknownPaths(metrics, verb_paths)
     app.extensions["kube-extender"]["unknown_paths"] = unknown_paths

@@ -95,7 +95,8 @@ class ExtenderWorker(base.Worker):
             self.wsgi,
             self.limits(),
             threads=self.cfg.threads,
-            access=self.log.access,
+            # Off (no --access-log): not even the record is built for each request.
+            access=self.log.access if getattr(self.log, "access_log_enabled", True) else None,
             ssl_context=context,
             loop=self.loop,
         )

@@ -18,6 +18,7 @@ import logging
 import time
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import Any, Protocol, cast
 
 from extender.cache import CacheError
@@ -36,7 +37,6 @@ from extender.framework.status import Code, Status
 from extender.wire import (
     binding_result,
     filter_result,
-    host_priority_list,
     preemption_result,
 )
 
@@ -130,13 +130,11 @@ class ExtenderService:
             snapshot = self.cache.snapshot()
             lookup = snapshot.node_info_map.get
             found = list(map(lookup, names))
+            if None not in found:  # the usual case: one C-level pass, the list is the answer
+                return snapshot, found, []  # type: ignore[return-value]
             candidates = [info for info in found if info is not None]
-            missing = (
-                [n for n, i in zip(names, found, strict=True) if i is None]
-                if len(candidates) < len(names)
-                else []
-            )
-            if not missing or time.monotonic() >= deadline:
+            missing = [n for n, i in zip(names, found, strict=True) if i is None]
+            if time.monotonic() >= deadline:
                 return snapshot, candidates, missing
             time.sleep(0.02)
 
@@ -202,18 +200,29 @@ class ExtenderService:
                 error=self._error_of(exc).message,
             )
         passed = {info.name for info in feasible}
-        for info in candidates:
-            if info.name in passed:
-                continue
-            status = diagnosis.node_to_status.get(info.name) or diagnosis.absent_status
-            _record(status, info.name, failed, unresolvable if self.filter_unresolvable else failed)
+        rejected = len(candidates) - len(feasible)  # a node sent twice is filtered alike
+        if rejected:
+            statuses = diagnosis.node_to_status
+            hard = unresolvable if self.filter_unresolvable else failed
+            if len(statuses) == rejected:  # each rejected node has its status, nothing else
+                for name, status in statuses.items():
+                    _record(status, name, failed, hard)
+            else:  # some rejected by PreFilter (absent_status), or a node sent twice
+                absent = diagnosis.absent_status
+                for info in candidates:
+                    name = info.name
+                    if name not in passed:
+                        _record(statuses.get(name) or absent, name, failed, hard)
 
         if by_names:
+            # Every name found: the feasible nodes are the names that passed, in their order.
+            kept = (
+                list(map(attrgetter("name"), feasible))
+                if len(candidates) == len(node_names)
+                else [n for n in node_names if n in passed]
+            )
             return filter_result(
-                node_names=[n for n in node_names if n in passed],
-                nodes=None,
-                failed=failed,
-                failed_unresolvable=unresolvable,
+                node_names=kept, nodes=None, failed=failed, failed_unresolvable=unresolvable
             )
         return filter_result(
             node_names=None,
@@ -248,6 +257,7 @@ class ExtenderService:
             sent = [_name(node) for node in args["nodes"]]
             snapshot, candidates = self.snapshot_for_nodes(args["nodes"])
         totals: dict[str, int] = {}
+        scored: NodeScoreList | None = None
         failed: dict[str, str] = {}
         if candidates and self.fwk.has_score_plugins():
             state = CycleState()
@@ -265,7 +275,7 @@ class ExtenderService:
             except (SchedulingError, *budget.OVER) as exc:
                 raise SchedulingError(self._error_of(exc)) from None
             if isinstance(scores, NodeScoreList):
-                totals = dict(zip(scores.names, scores.totals, strict=True))
+                scored = scores
             else:
                 totals = {entry.name: entry.total_score for entry in scores}
             for plugin, status in failures.items():
@@ -274,12 +284,7 @@ class ExtenderService:
                     "prioritize: plugin %s left out of the scores: %s", plugin, failed[plugin]
                 )
         scale = MAX_NODE_SCORE * (sum(self.fwk.score_weights.values()) or 1)
-        return Scores(
-            host_priority_list(
-                [(name, extender_score(totals.get(name, 0), scale)) for name in sent]
-            ),
-            failed,
-        )
+        return Scores(_priorities(sent, scored, totals, scale), failed)
 
     def _budget(self, state: CycleState) -> AbstractContextManager[None]:
         """The verb's computing part within the pod budget (``extender.framework.budget``):
@@ -486,6 +491,25 @@ def extender_score(total: int, scale: int) -> int:
     mean, rounded down (``scale`` is 100 x the profile's score weights). kube-scheduler
     multiplies it back by the extender's weight x 10."""
     return total * MAX_EXTENDER_PRIORITY // scale
+
+
+def _priorities(
+    sent: list[str], scored: NodeScoreList | None, totals: dict[str, int], scale: int
+) -> list[dict]:
+    """The HostPriorityList of the nodes ``sent``, in their order: each node's total
+    (``scored``, or else ``totals``; 0 when not scored) on the extender scale. When every node
+    sent was scored, in the order sent (kube-scheduler sends the nodes that passed every
+    filter), the totals are read in one pass without a lookup per node."""
+    top = MAX_EXTENDER_PRIORITY
+    if scored is not None:
+        if scored.names == sent:
+            return [
+                {"Host": name, "Score": total * top // scale}
+                for name, total in zip(sent, scored.totals, strict=True)
+            ]
+        totals = dict(zip(scored.names, scored.totals, strict=True))
+    get = totals.get
+    return [{"Host": name, "Score": get(name, 0) * top // scale} for name in sent]
 
 
 def _record(

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import orjson
 import pytest
+from marshmallow import ValidationError
 
 from extender import wire
 from extender.framework.handle import MAX_EXTENDER_PRIORITY
@@ -118,3 +119,43 @@ def test_client_rejects_malformed_replies_with_a_clear_error() -> None:
         wire.load_host_priority_list([{"Host": "a", "Score": "high"}])
     assert wire.load_host_priority_list([{"host": "a", "score": 3}]) == [("a", 3)]
     assert wire.load_binding_result({"error": "boom"}) == "boom"
+
+
+POD = {"metadata": {"name": "p", "namespace": "ns"}, "spec": {"containers": []}}
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"Pod": POD, "Nodes": None, "NodeNames": ["a", "b"]},
+        {"Pod": POD, "NodeNames": []},
+        {"Pod": {**POD, "spec": None, "status": None}, "Nodes": None, "NodeNames": ["a", "a"]},
+        {"Pod": POD, "NodeNames": ["a"], "Extra": 1},  # unknown key: the schema's way
+        {"pod": POD, "nodenames": ["a"]},  # another casing: the schema's way
+        {"Pod": POD, "Nodes": {"items": []}, "NodeNames": ["a"]},  # Nodes set: the schema's way
+        {"Pod": POD, "NodeNames": ["a", 1]},
+        {"Pod": POD, "NodeNames": "a"},
+        {"Pod": POD, "NodeNames": None},
+        {"Pod": {"metadata": {"name": ""}}, "NodeNames": ["a"]},
+        {"Pod": {**POD, "spec": []}, "NodeNames": ["a"]},
+        {"Pod": [], "NodeNames": ["a"]},
+        {"NodeNames": ["a"]},
+        {"Pod": POD, "NodeNames": ["a"] * (wire.MAX_NODES + 1)},
+    ],
+)
+def test_names_fast_path_loads_what_the_schema_loads(body: dict) -> None:
+    """The direct check of a NodeNames body (``_names_args``) answers what the schema does,
+    or leaves the body to it: same args, or the same error."""
+    fast = wire._names_args(body)
+    try:
+        expected = wire._args_schema.load(wire._canonical_keys(body, wire.ARGS_KEYS))
+    except ValidationError as exc:
+        assert fast is None
+        with pytest.raises(ValidationError) as raised:
+            wire.load_args(body)
+        assert raised.value.messages == exc.messages
+        return
+    if fast is not None:
+        assert fast == expected
+        assert fast["pod"] is expected["pod"] and fast["node_names"] is expected["node_names"]
+    assert wire.load_args(body) == expected
