@@ -116,6 +116,10 @@ class Snapshot:
             snap._table = self._table.derive(nodes, [index[name] for name in replacing])
         for info in replacing.values():
             before = self.node_info_map.get(info.name)
+            if before is not None and before.images is info.images:
+                # A clone of the same node (only its pods changed): the same summaries.
+                info.image_states = before.image_states
+                continue
             known = before.image_states if before is not None else {}
             info.image_states = {
                 name: known.get(name) or ImageStateSummary(size, 1)
