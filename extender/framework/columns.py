@@ -396,8 +396,8 @@ class NodeTable:
                 ]
                 if updates:
                     amounts = amounts.copy()
-                    for i, value in updates:
-                        amounts[i] = value
+                    for i, amount in updates:
+                        amounts[i] = amount
             setattr(table, name, amounts)
         table.unschedulable, table.has_node = self.unschedulable, self.has_node
         flags = [
@@ -417,15 +417,15 @@ class NodeTable:
             codes, values, lookup = column.codes, column.values, column.lookup
             for i in changed:
                 value = table.infos[i].labels.get(key)
-                if value is None:
-                    code = 0
-                else:
-                    code = lookup.get(value)
-                    if code is None:
+                code = 0
+                if value is not None:
+                    found = lookup.get(value)
+                    if found is None:
                         if values is column.values:  # copy on first write: the parent's stay
                             values, lookup = list(values), dict(lookup)
-                        code = lookup[value] = len(values)
+                        found = lookup[value] = len(values)
                         values.append(value)
+                    code = found
                 if codes[i] != code:
                     if codes is column.codes:
                         codes = codes.copy()
@@ -441,16 +441,16 @@ class NodeTable:
             for i in changed:
                 taints = table.infos[i].taints
                 group = _taint_key(taints)
-                code = taint_lookup.get(group)
-                if code is None:
+                taint_code = taint_lookup.get(group)
+                if taint_code is None:
                     if groups is self._taints[1]:
                         groups, taint_lookup = list(groups), dict(taint_lookup)
-                    code = taint_lookup[group] = len(groups)
+                    taint_code = taint_lookup[group] = len(groups)
                     groups.append(taints)
-                if codes[i] != code:
+                if codes[i] != taint_code:
                     if codes is parent_codes:
                         codes = codes.copy()
-                    codes[i] = code
+                    codes[i] = taint_code
             table._taints = (codes, groups, taint_lookup)
         # Scalar columns are rare and cheap to rebuild: not carried over.
         table._scalars = {}
