@@ -203,16 +203,19 @@ class Cache:
         self._dirty = True
         self._touched.add(node)
 
-    def assume_pod(self, pod: dict) -> None:
-        """Account ``pod`` (with ``spec.nodeName`` set) on its node before it is bound."""
+    def assume_pod(self, pod: dict, previous: PodInfo | None = None) -> None:
+        """Account ``pod`` (with ``spec.nodeName`` set) on its node before it is bound.
+        ``previous``: the scheduler's PodInfo of the pod before it had a node, whose parse
+        the assumed copy's PodInfo takes over (see :class:`PodInfo`)."""
         key, node = pod_key(pod), _node_name(pod)
         if not node:
             raise CacheError(f"pod {key} has no spec.nodeName, so it can't be assumed")
+        parsed = PodInfo(pod, previous)
         with self._lock:
             self._expire_due()
             if key in self._pods:
                 raise CacheError(f"pod {key} is in the cache, so it can't be assumed")
-            self._pods[key] = _PodState(self._place(pod, node), node, assumed=True)
+            self._pods[key] = _PodState(self._place(parsed, node), node, assumed=True)
 
     def finish_binding(self, pod: dict) -> None:
         """The bind request was sent; the pod stays assumed until the watch confirms it, or
@@ -300,8 +303,12 @@ class Cache:
         key, node = pod_key(pod), _node_name(pod)
         if not node:
             return
+        # The assumed (or earlier) version's parse is reused for what did not change: the
+        # watch's copy of a pod this scheduler bound differs from the assumed one in labels
+        # at most (the binding may add the node's topology labels).
+        known = self._pods.get(key)
         try:
-            parsed = PodInfo(pod)
+            parsed = PodInfo(pod, known.info if known is not None else None)
         except MALFORMED as exc:
             log.error("pod %s skipped: malformed object from the API: %s", key, exc)
             return

@@ -388,49 +388,78 @@ class NodeTable:
         table.exact = self.exact and all(
             -SAFE_AMOUNT < v < SAFE_AMOUNT for row in changed_rows for v in row
         )
+        # Columns are never written once built: a column whose changed rows keep their
+        # values is the parent's own array (pod changes move the requested amounts and the
+        # pod count, never the allocatable, the labels or the taints), else a patched copy.
         for j, name in enumerate(_INT_COLUMNS):
-            amounts = getattr(self, name).copy()
+            amounts = getattr(self, name)
             if table.exact:
-                for i, row in zip(changed, changed_rows, strict=True):
-                    amounts[i] = row[j]
+                updates = [
+                    (i, row[j])
+                    for i, row in zip(changed, changed_rows, strict=True)
+                    if amounts[i] != row[j]
+                ]
+                if updates:
+                    amounts = amounts.copy()
+                    for i, amount in updates:
+                        amounts[i] = amount
             setattr(table, name, amounts)
-        table.unschedulable = self.unschedulable.copy()
-        table.has_node = self.has_node.copy()
+        table.unschedulable, table.has_node = self.unschedulable, self.has_node
+        flags = [
+            (i, table.infos[i].unschedulable, table.infos[i].node is not None) for i in changed
+        ]
+        if any(
+            table.unschedulable[i] != unschedulable or table.has_node[i] != has_node
+            for i, unschedulable, has_node in flags
+        ):
+            table.unschedulable = self.unschedulable.copy()
+            table.has_node = self.has_node.copy()
+            for i, unschedulable, has_node in flags:
+                table.unschedulable[i] = unschedulable
+                table.has_node[i] = has_node
+        # Generations differ on every changed row (that is what made it changed).
         table.generations = self.generations.copy()
         for i in changed:
-            table.unschedulable[i] = table.infos[i].unschedulable
-            table.has_node[i] = table.infos[i].node is not None
             table.generations[i] = table.infos[i].generation
         table._labels = {}
         for key, column in self._labels.items():
-            codes, values, lookup = column.codes.copy(), column.values, column.lookup
+            codes, values, lookup = column.codes, column.values, column.lookup
             for i in changed:
                 value = table.infos[i].labels.get(key)
-                if value is None:
-                    codes[i] = 0
-                    continue
-                code = lookup.get(value)
-                if code is None:
-                    if values is column.values:  # copy on first write: the parent keeps its own
-                        values, lookup = list(values), dict(lookup)
-                    code = lookup[value] = len(values)
-                    values.append(value)
-                codes[i] = code
-            table._labels[key] = LabelColumn(codes, values, lookup)
+                code = 0
+                if value is not None:
+                    found = lookup.get(value)
+                    if found is None:
+                        if values is column.values:  # copy on first write: the parent's stay
+                            values, lookup = list(values), dict(lookup)
+                        found = lookup[value] = len(values)
+                        values.append(value)
+                    code = found
+                if codes[i] != code:
+                    if codes is column.codes:
+                        codes = codes.copy()
+                    codes[i] = code
+            if codes is column.codes and values is column.values:
+                table._labels[key] = column
+            else:
+                table._labels[key] = LabelColumn(codes, values, lookup)
         table._taints = None
         if self._taints is not None:
             codes, groups, taint_lookup = self._taints
-            codes = codes.copy()
+            parent_codes = codes
             for i in changed:
                 taints = table.infos[i].taints
                 group = _taint_key(taints)
-                code = taint_lookup.get(group)
-                if code is None:
+                taint_code = taint_lookup.get(group)
+                if taint_code is None:
                     if groups is self._taints[1]:
                         groups, taint_lookup = list(groups), dict(taint_lookup)
-                    code = taint_lookup[group] = len(groups)
+                    taint_code = taint_lookup[group] = len(groups)
                     groups.append(taints)
-                codes[i] = code
+                if codes[i] != taint_code:
+                    if codes is parent_codes:
+                        codes = codes.copy()
+                    codes[i] = taint_code
             table._taints = (codes, groups, taint_lookup)
         # Scalar columns are rare and cheap to rebuild: not carried over.
         table._scalars = {}

@@ -10,6 +10,8 @@ from __future__ import annotations
 import threading
 from typing import Any
 
+from .pod_info import PodInfo
+
 # Where the runtime keeps ``(nodes, table, rows)``: the node table rows of the feasible nodes
 # (that exact list), as the batch filter found them. PreScore and Score read the rows here
 # instead of looking the nodes up in the table again.
@@ -32,6 +34,7 @@ class CycleState:
         "deadline",
         "budget",
         "pod_group_states",
+        "pod_info",
     )
 
     def __init__(self) -> None:
@@ -53,6 +56,10 @@ class CycleState:
         # ``SetPodGroupSchedulingCycle``): the cycle's own copies of the pod group states, which
         # it assumes pods into; ``None`` in a pod-by-pod cycle and in the binding cycle.
         self.pod_group_states: dict[tuple[str, str], Any] | None = None
+        # The PodInfo of the pod being scheduled, when the caller has one (the scheduler's
+        # queue entry): plugins that need the parsed pod take it (:meth:`parsed_pod`)
+        # instead of parsing the pod again. None: they parse it.
+        self.pod_info: PodInfo | None = None
 
     def write(self, key: str, value: Any) -> None:
         with self._lock:
@@ -86,4 +93,13 @@ class CycleState:
         copy.deadline = self.deadline
         copy.budget = self.budget
         copy.pod_group_states = self.pod_group_states
+        copy.pod_info = self.pod_info
         return copy
+
+    def parsed_pod(self, pod: dict) -> PodInfo:
+        """The :class:`~extender.framework.pod_info.PodInfo` of ``pod``: :attr:`pod_info`
+        when it is this very pod's, else parsed (may raise ``ValueError``)."""
+        info = self.pod_info
+        if info is not None and info.pod is pod:
+            return info
+        return PodInfo(pod)

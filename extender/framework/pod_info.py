@@ -10,7 +10,7 @@ in kubernetes ``pkg/scheduler/framework/types.go``.
 from __future__ import annotations
 
 from .labels import LabelSelector
-from .resources import pod_requests
+from .resources import Resource, pod_requests
 
 
 def pod_key(pod: dict) -> str:
@@ -114,8 +114,21 @@ class PodInfo:
         "deleting",
         "start_time",
     )
+    requests: Resource
+    non_zero_milli_cpu: int
+    non_zero_memory: int
+    host_ports: tuple[tuple[str, str, int], ...]
+    required_affinity_terms: tuple[AffinityTerm, ...]
+    required_anti_affinity_terms: tuple[AffinityTerm, ...]
+    preferred_affinity_terms: tuple[WeightedAffinityTerm, ...]
+    preferred_anti_affinity_terms: tuple[WeightedAffinityTerm, ...]
 
-    def __init__(self, pod: dict) -> None:
+    def __init__(self, pod: dict, previous: PodInfo | None = None) -> None:
+        """``previous``: a PodInfo of an earlier version of the same pod (the queue's, for
+        the assumed copy; the assumed one, for the bound pod the watch brings). What it
+        parsed from parts of the pod that are equal in ``pod`` is taken over instead of
+        parsed again: requests and host ports when the spec is equal but for
+        ``nodeName``, affinity terms when the labels and namespace are equal too."""
         self.pod = pod
         meta = pod.get("metadata") or {}
         spec = pod.get("spec") or {}
@@ -130,11 +143,24 @@ class PodInfo:
         self.start_time: str = (pod.get("status") or {}).get("startTime") or meta.get(
             "creationTimestamp", ""
         )
-        self.requests = pod_requests(pod)
-        non_zero = pod_requests(pod, non_zero=True)
-        self.non_zero_milli_cpu = non_zero.milli_cpu
-        self.non_zero_memory = non_zero.memory
-        self.host_ports = host_ports_of(spec)
+        if previous is not None and _same_but_node(previous.pod.get("spec") or {}, spec):
+            # The parsed values are never mutated: sharing them is safe.
+            self.requests = previous.requests
+            self.non_zero_milli_cpu = previous.non_zero_milli_cpu
+            self.non_zero_memory = previous.non_zero_memory
+            self.host_ports = previous.host_ports
+            if previous.namespace == self.namespace and previous.labels == self.labels:
+                self.required_affinity_terms = previous.required_affinity_terms
+                self.required_anti_affinity_terms = previous.required_anti_affinity_terms
+                self.preferred_affinity_terms = previous.preferred_affinity_terms
+                self.preferred_anti_affinity_terms = previous.preferred_anti_affinity_terms
+                return
+        else:
+            self.requests = pod_requests(pod)
+            non_zero = pod_requests(pod, non_zero=True)
+            self.non_zero_milli_cpu = non_zero.milli_cpu
+            self.non_zero_memory = non_zero.memory
+            self.host_ports = host_ports_of(spec)
 
         affinity = spec.get("affinity") or {}
         pod_aff = affinity.get("podAffinity") or {}
@@ -175,6 +201,13 @@ class PodInfo:
 
     def __repr__(self) -> str:
         return f"PodInfo({self.namespace}/{self.name})"
+
+
+def _same_but_node(old: dict, new: dict) -> bool:
+    """Two pod specs equal but for ``nodeName`` (the assumed copy, the bound pod)."""
+    if old.get("nodeName") == new.get("nodeName"):
+        return old == new
+    return {**old, "nodeName": None} == {**new, "nodeName": None}
 
 
 class QueuedPodInfo:

@@ -7,7 +7,7 @@ it on first use.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 from .columns import NodeTable
 from .node_info import ImageStateSummary, NodeInfo
@@ -36,6 +36,34 @@ def zone_interleaved(node_infos: Iterable[NodeInfo]) -> list[NodeInfo]:
     return ordered
 
 
+def _overlaid_members(
+    members: list[NodeInfo],
+    index: dict[str, int] | None,
+    replacing: dict[str, NodeInfo],
+    before: dict[str, NodeInfo],
+    member: Callable[[NodeInfo], bool],
+) -> tuple[list[NodeInfo], dict[str, int] | None] | None:
+    """``members`` (a snapshot's nodes for which ``member`` holds, in node order) with the
+    ``replacing`` NodeInfos swapped in by position, and the name -> position index (built
+    once, then shared: positions move only when membership does); ``None`` when a replaced
+    node joins or leaves the list (the caller rebuilds it)."""
+    hits = []
+    for name, info in replacing.items():
+        now = member(info)
+        if member(before[name]) != now:
+            return None
+        if now:
+            hits.append((name, info))
+    if not hits:
+        return members, index
+    if index is None:
+        index = {info.name: k for k, info in enumerate(members)}
+    members = list(members)
+    for name, info in hits:
+        members[index[name]] = info
+    return members, index
+
+
 class Snapshot:
     """An immutable view of the cluster for one scheduling cycle.
 
@@ -50,6 +78,8 @@ class Snapshot:
         "generation",
         "_table",
         "_positions",
+        "_affinity_index",
+        "_anti_affinity_index",
     )
 
     def __init__(self, node_infos: Iterable[NodeInfo] = (), generation: int = 0) -> None:
@@ -60,6 +90,9 @@ class Snapshot:
         self.generation = generation
         self._table: NodeTable | None = None
         self._positions: dict[str, int] | None = None
+        # Node name -> its index in each affinity list (built when an overlay needs it).
+        self._affinity_index: dict[str, int] | None = None
+        self._anti_affinity_index: dict[str, int] | None = None
         self._summarize_images()
 
     @classmethod
@@ -97,16 +130,31 @@ class Snapshot:
         snap.node_info_list = nodes
         snap.node_info_map = {**self.node_info_map, **replacing}
         snap._positions = None if added else positions
-        # The affinity lists change only if a replaced node holds (or held) such pods (a pod
-        # with required anti-affinity has affinity: one test covers both lists).
-        previous = [self.node_info_map.get(name) for name in replacing]
-        touched = list(replacing.values()) + [p for p in previous if p is not None]
-        if added or any(i.pods_with_affinity for i in touched):
+        # The affinity lists change only where a replaced node holds (or held) such pods: a
+        # replaced member is swapped in by position; a node joining or leaving a list (at
+        # most twice per node and pod) or a new node rebuilds the lists from all nodes.
+        affinity = anti = None
+        if not added:
+            affinity = _overlaid_members(
+                self.have_pods_with_affinity_list,
+                self._affinity_index,
+                replacing,
+                self.node_info_map,
+                lambda info: bool(info.pods_with_affinity),
+            )
+            anti = _overlaid_members(
+                self.have_pods_with_required_anti_affinity_list,
+                self._anti_affinity_index,
+                replacing,
+                self.node_info_map,
+                lambda info: bool(info.pods_with_required_anti_affinity),
+            )
+        if affinity is None or anti is None:
             snap._list_affinity_nodes()
         else:
-            snap.have_pods_with_affinity_list = self.have_pods_with_affinity_list
-            anti = self.have_pods_with_required_anti_affinity_list
-            snap.have_pods_with_required_anti_affinity_list = anti
+            snap.have_pods_with_affinity_list, snap._affinity_index = affinity
+            snap.have_pods_with_required_anti_affinity_list = anti[0]
+            snap._anti_affinity_index = anti[1]
         snap.generation = self.generation
         snap._table = None
         if self._table is not None and len(nodes) == len(self.node_info_list):
@@ -116,6 +164,10 @@ class Snapshot:
             snap._table = self._table.derive(nodes, [index[name] for name in replacing])
         for info in replacing.values():
             before = self.node_info_map.get(info.name)
+            if before is not None and before.images is info.images:
+                # A clone of the same node (only its pods changed): the same summaries.
+                info.image_states = before.image_states
+                continue
             known = before.image_states if before is not None else {}
             info.image_states = {
                 name: known.get(name) or ImageStateSummary(size, 1)
@@ -124,6 +176,7 @@ class Snapshot:
         return snap
 
     def _list_affinity_nodes(self) -> None:
+        self._affinity_index = self._anti_affinity_index = None
         nodes = self.node_info_list
         self.have_pods_with_affinity_list = [i for i in nodes if i.pods_with_affinity]
         self.have_pods_with_required_anti_affinity_list = [

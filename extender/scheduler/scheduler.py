@@ -69,7 +69,7 @@ class Cache(Protocol):
 
     def snapshot(self) -> Any: ...
 
-    def assume_pod(self, pod: dict) -> None: ...
+    def assume_pod(self, pod: dict, previous: PodInfo | None = None) -> None: ...
 
     def forget_pod(self, pod: dict) -> None: ...
 
@@ -226,6 +226,7 @@ class Scheduler(PodGroupScheduling):
             return
 
         state = CycleState()
+        state.pod_info = info.pod_info
         fit: FitError | None = None
         nominating = NominatingInfo("", NominatingMode.OVERRIDE)
         failure: Status | None = None
@@ -270,8 +271,8 @@ class Scheduler(PodGroupScheduling):
             return True
         return False
 
-    def _assume(self, assumed: dict) -> None:
-        self.cache.assume_pod(assumed)
+    def _assume(self, assumed: dict, previous: PodInfo | None = None) -> None:
+        self.cache.assume_pod(assumed, previous)
         if self.features.generic_workload:
             self.pod_groups.assume_pod(assumed)
 
@@ -289,7 +290,7 @@ class Scheduler(PodGroupScheduling):
         assumed = copy.copy(pod)
         assumed["spec"] = {**(pod.get("spec") or {}), "nodeName": host}
         try:
-            self._assume(assumed)
+            self._assume(assumed, info.pod_info)
         except Exception as exc:
             self._fail(fwk, info, Status.error(exc), None, None, start)
             return

@@ -87,7 +87,7 @@ class Filtering:
         self, state: CycleState, pod: dict, nodes: list[NodeInfo]
     ) -> tuple[None, Status | None]:
         try:
-            pod_info = PodInfo(pod)
+            pod_info = state.parsed_pod(pod)
         except ValueError as exc:
             return None, unresolvable(f"parsing pod: {exc}")
         snapshot = state.snapshot

@@ -46,7 +46,7 @@ class Scoring:
 
     def pre_score(self, state: CycleState, pod: dict, nodes: list[NodeInfo]) -> Status | None:
         try:
-            pod_info = PodInfo(pod)
+            pod_info = state.parsed_pod(pod)
         except ValueError as exc:
             return Status.error(f"failed to parse pod: {exc}")
         has_constraints = bool(

@@ -79,6 +79,8 @@ def balance_stds(requested: list[np.ndarray], allocatable: list[np.ndarray]) -> 
     row takes part of a resource where its allocatable is not 0. Same float operations, same
     order (sums accumulate resource by resource)."""
     n = len(requested[0])
+    if all(alloc.all() for alloc in allocatable):
+        return _balance_stds_all_offered(requested, allocatable)
     fractions: list[np.ndarray] = []
     included: list[np.ndarray] = []
     total = np.zeros(n, dtype=np.float64)
@@ -112,6 +114,32 @@ def balance_stds(requested: list[np.ndarray], allocatable: list[np.ndarray]) -> 
             squares = np.where(offered, squares + deviation * deviation, squares)
         std = np.where(many, np.sqrt(squares / divisor), std)
     return std
+
+
+def _balance_stds_all_offered(
+    requested: list[np.ndarray], allocatable: list[np.ndarray]
+) -> np.ndarray:
+    """:func:`balance_stds` where every row offers every resource (the usual case: CPU and
+    memory on every node): the same operations without the per-row masks, a third of the
+    array operations (the masks were most of the function's cost)."""
+    fractions = []
+    for req, alloc in zip(requested, allocatable, strict=True):
+        ratio = req.astype(np.float64) / alloc.astype(np.float64)
+        fractions.append(np.where(ratio > 1.0, 1.0, ratio))  # min(ratio, 1.0) as Python's min
+    if len(fractions) == 2:
+        return np.abs((fractions[0] - fractions[1]) / 2)
+    if len(fractions) < 2:
+        return np.zeros(len(requested[0]), dtype=np.float64)
+    total = np.zeros(len(requested[0]), dtype=np.float64)
+    for fraction in fractions:
+        total = total + fraction
+    count = float(len(fractions))
+    mean = total / count
+    squares = np.zeros(len(requested[0]), dtype=np.float64)
+    for fraction in fractions:
+        deviation = fraction - mean
+        squares = squares + deviation * deviation
+    return np.sqrt(squares / count)
 
 
 def balance_scores(requested: list[np.ndarray], allocatable: list[np.ndarray]) -> np.ndarray:

@@ -216,6 +216,30 @@ def test_overlay_carries_the_table_over() -> None:
     assert snapshot.table.req_milli_cpu[3] == NodeTable(snapshot.node_info_list).req_milli_cpu[3]
 
 
+def test_an_overlay_of_pod_changes_shares_the_columns_it_does_not_change() -> None:
+    """Columns are never written once built: an overlay whose NodeInfos only gained pods
+    shares the parent's allocatable, label and taint columns, copies the requested ones,
+    and leaves the parent's as they were."""
+    snapshot = _mixed_snapshot(50, 7)
+    table = snapshot.table
+    table.labels("pool")
+    table.taint_groups()
+    before = table.req_milli_cpu.tolist()
+    changed = [info.clone() for info in snapshot.node_info_list[3:5]]
+    for k, info in enumerate(changed):
+        info.add_pod(mixed_pod(k, f"extra-{k}", "bench", "default-scheduler"))
+    derived = snapshot.overlay(changed).table
+    fresh = NodeTable(derived.infos)
+    assert derived.alloc_milli_cpu is table.alloc_milli_cpu
+    assert derived.unschedulable is table.unschedulable
+    assert derived.labels("pool") is table.labels("pool")
+    assert derived.taint_groups()[0] is table.taint_groups()[0]
+    assert derived.req_milli_cpu is not table.req_milli_cpu
+    assert derived.req_milli_cpu.tolist() == fresh.req_milli_cpu.tolist() != before
+    assert derived.pod_count.tolist() == fresh.pod_count.tolist()
+    assert table.req_milli_cpu.tolist() == before
+
+
 def test_a_batch_form_that_disagrees_is_caught() -> None:
     """The comparison can fail: a Fit batch form that lets every node pass changes the
     decision for a pod that fits nowhere."""

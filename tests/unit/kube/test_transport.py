@@ -160,15 +160,85 @@ def test_a_connection_the_server_closed_is_not_reused() -> None:
             deadline -= 1
             threading.Event().wait(0.05)
         sent: list[str] = []
-        original = conn.request
+        original = client.transport._exchange
 
-        def spy(method: str, url: str, *args: object, **kwargs: object) -> None:
-            sent.append(url)
-            original(method, url, *args, **kwargs)
+        def spy(sock: socket.socket, method: str, target: str, *args: object) -> object:
+            sent.append(target)
+            return original(sock, method, target, *args)  # type: ignore[arg-type]
 
-        conn.request = spy  # type: ignore[method-assign]
+        client.transport._exchange = spy  # type: ignore[method-assign,assignment]
         assert client.request("GET", "/b") == {"ok": 2}
         assert sent == ["/b"]
+    finally:
+        server.close()
+
+
+class RawServer:
+    """Answers every request on a connection with the next of ``answers`` (raw bytes), and
+    records each request as it arrived in one read (request line, headers and body)."""
+
+    def __init__(self, answers: list[bytes]) -> None:
+        self.answers = list(answers)
+        self.reads: list[bytes] = []
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.listener.getsockname()[1]}"
+
+    def _serve(self) -> None:
+        sock, _ = self.listener.accept()
+        with sock:
+            for answer in self.answers:
+                data = sock.recv(65536)
+                if not data:
+                    return
+                self.reads.append(data)
+                for i in range(0, len(answer), 7):  # in small pieces: the client must gather
+                    sock.sendall(answer[i : i + 7])
+                    threading.Event().wait(0.001)
+
+    def close(self) -> None:
+        self.listener.close()
+
+
+def test_a_request_leaves_in_one_write_and_answers_are_parsed_whatever_their_framing() -> None:
+    chunked = (
+        b"HTTP/1.1 201 Created\r\nTransfer-Encoding: chunked\r\n\r\n"
+        b'5\r\n{"a":\r\n3;ext=1\r\n1}\n\r\n0\r\nTrailer: x\r\n\r\n'
+    )
+    interim = b'HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\ncontent-length: 8\r\n\r\n{"b": 2}'
+    empty = b"HTTP/1.1 204 No Content\r\n\r\n"
+    closing = b"HTTP/1.1 409 Conflict\r\nConnection: close\r\nContent-Length: 2\r\n\r\n{}"
+    server = RawServer([chunked, interim, empty, closing])
+    try:
+        transport = Transport.for_client(ApiClient(Configuration(host=server.url)))
+        timeout = (5.0, 5.0)
+        body = orjson.dumps({"kind": "Binding"})
+        args = ("application/json", timeout)
+        assert transport.request("POST", "/p", body, [], *args) == (201, b'{"a":1}\n')
+        assert transport.request("GET", "/q", None, [("x", "1")], *args) == (200, b'{"b": 2}')
+        assert transport.request("DELETE", "/r", None, [], *args) == (204, b"")
+        assert transport.request("PUT", "/s", b"{}", [], *args) == (409, b"{}")
+        assert transport._local.conn.sock is None  # Connection: close was honoured
+        first = server.reads[0]
+        assert first.startswith(b"POST /p HTTP/1.1\r\nHost: 127.0.0.1:")
+        assert first.endswith(b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
+        assert server.reads[1].startswith(b"GET /q?x=1 HTTP/1.1\r\n")
+        assert b"Content-Length" not in server.reads[1]
+    finally:
+        server.close()
+
+
+def test_an_answer_cut_short_is_a_connection_error() -> None:
+    # Two bytes of ten, then the server closes the connection.
+    server = RawServer([b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\n{}"])
+    try:
+        client = KubeClient(ApiClient(Configuration(host=server.url)))
+        with pytest.raises(ApiError) as raised:
+            client.request("GET", "/a", timeout=(2.0, 2.0))
+        assert raised.value.status == 0
     finally:
         server.close()
 

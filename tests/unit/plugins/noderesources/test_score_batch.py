@@ -389,3 +389,22 @@ def test_weighted_scorer_declines_on_int64_room() -> None:
     alloc = [np.array([1], dtype=np.int64)]
     assert least_resource_scorer([100])([-(1 << 52)], [1]) == ((1 << 52) + 1) * 100
     assert least_resource_batch_scorer([100])(req, alloc) is None
+
+
+@pytest.mark.parametrize("width", [1, 2, 3, 5])
+def test_balance_stds_bit_identical_when_every_row_offers_every_resource(width: int) -> None:
+    """The unmasked path (no allocatable is 0, as for CPU and memory on real nodes) answers
+    what the per-node function answers, bit for bit, and what the masked path answers."""
+    rng = random.Random(7 + width)
+    requested, allocatable = _vectors(rng, 20000, width, signed=False)
+    allocatable = [[a or rng.randint(1, 10**12) for a in row] for row in allocatable]
+    req_cols, alloc_cols = _columns(requested, width), _columns(allocatable, width)
+    stds = balance_stds(req_cols, alloc_cols)
+    expected = [balance_std(r, a) for r, a in zip(requested, allocatable, strict=True)]
+    assert stds.view(np.uint64).tolist() == np.array(expected).view(np.uint64).tolist()
+    # One row that does not offer a resource takes the masked path for all: same answers.
+    masked = [column.copy() for column in alloc_cols]
+    masked[0] = np.append(masked[0][:-1], 0)
+    assert balance_stds(req_cols, masked)[:-1].view(np.uint64).tolist() == (
+        stds[:-1].view(np.uint64).tolist()
+    )
