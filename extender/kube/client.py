@@ -291,6 +291,16 @@ class KubeClient:
         namespace = (event.get("metadata") or {}).get("namespace") or "default"
         return self.request("POST", f"/apis/events.k8s.io/v1/namespaces/{namespace}/events", event)
 
+    def patch_event(self, namespace: str, name: str, patch: dict) -> dict | None:
+        """Merge-patch an ``events.k8s.io/v1`` Event (its ``series``, as client-go's sink);
+        raises :class:`~extender.kube.errors.NotFound` when it is gone."""
+        return self.request(
+            "PATCH",
+            f"/apis/events.k8s.io/v1/namespaces/{namespace}/events/{name}",
+            patch,
+            content_type=MERGE_PATCH,
+        )
+
     # -- leases (leader election) ---------------------------------------------------------------
 
     def get_lease(self, namespace: str, name: str) -> dict | None:

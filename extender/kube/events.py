@@ -10,6 +10,14 @@ hundreds of pods a second (each post waits for the apiserver and then for the GI
 scheduling thread holds), so the queue filled and Scheduled events were dropped. A few
 threads post concurrently instead (``workers``); the order of events is not kept, as it is not
 by the apiserver either (events of one pod carry their own ``eventTime``).
+
+Isomorphic events (same type, action, reason, reporting controller and instance, and the same
+``regarding`` object down to its resourceVersion; the note aside) become one Event with a
+``series``, as client-go's ``recordToSink``: the first is created, the second patches the
+series in (count 2), later ones only count until the series is refreshed (every 30 minutes) or
+finished (6 minutes without a new one: its final count is written and it is forgotten). A pod
+retried back to back with the same verdict (a pending gang, popped from backoffQ at once) thus
+costs the apiserver two writes, not one per attempt, and cannot crowd out other pods' events.
 """
 
 from __future__ import annotations
@@ -19,8 +27,11 @@ import queue
 import socket
 import threading
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Protocol
+
+from .errors import NotFound
 
 log = logging.getLogger(__name__)
 
@@ -32,12 +43,23 @@ MAX_QUEUED_EVENTS = 1000
 # Threads posting events concurrently (see the module docstring): as many as binding workers
 # (the default `parallelism`), so that events keep pace with bindings.
 EVENT_WORKERS = 16
+# client-go tools/events/event_broadcaster.go: finishTime and refreshTime.
+SERIES_FINISH_SECONDS = 6 * 60.0
+SERIES_REFRESH_SECONDS = 30 * 60.0
+# How often the workers look for series to finish or refresh.
+SERIES_SWEEP_SECONDS = 30.0
+# Events remembered for folding (upstream's cache is bounded by time alone; a flood of distinct
+# events must not grow it without bound, so the oldest is forgotten: it is then posted afresh).
+MAX_CACHED_EVENTS = 10_000
 
 
 class EventSink(Protocol):
     """Where events go: :meth:`extender.kube.KubeClient.create_event` (raises on failure)."""
 
     def create_event(self, event: dict) -> dict | None: ...
+
+    def patch_event(self, namespace: str, name: str, patch: dict) -> dict | None:
+        """Merge-patch an existing Event; raises ``NotFound`` when it is gone."""
 
 
 def micro_time(ts: float | None = None) -> str:
@@ -71,6 +93,7 @@ class EventRecorder:
         controller: str = REPORTING_CONTROLLER,
         async_events: bool = True,
         workers: int = EVENT_WORKERS,
+        clock: Callable[[], float] = time.time,
     ) -> None:
         self.client = client
         self.controller = controller
@@ -81,6 +104,12 @@ class EventRecorder:
         self._events: queue.Queue[dict | None] = queue.Queue(MAX_QUEUED_EVENTS)
         self._threads: list[threading.Thread] = []
         self._lock = threading.Lock()
+        self._clock = clock
+        # Isomorphic key -> [the Event as created (``series`` added once it repeats), when it
+        # was last seen, when its series was last written, the count then written].
+        self._series: dict[tuple, list] = {}
+        self._series_lock = threading.Lock()
+        self._swept = clock()
 
     def make_event(self, pod: dict, event_type: str, reason: str, action: str, note: str) -> dict:
         """The Event upstream's recorder writes about ``pod`` (client-go
@@ -113,8 +142,15 @@ class EventRecorder:
         }
 
     def record_event(self, pod: dict, event_type: str, reason: str, action: str, note: str) -> None:
-        """Record an Event about ``pod``; never raises (a full queue drops it)."""
-        event = self.make_event(pod, event_type, reason, action, note)
+        """Record an Event about ``pod``; never raises (a full queue drops it). An event
+        isomorphic to one recorded earlier only counts in that one's series (module
+        docstring)."""
+        event = self._fold(self.make_event(pod, event_type, reason, action, note))
+        self._sweep_if_due()
+        if event is not None:
+            self._send(event)
+
+    def _send(self, event: dict) -> None:
         if not self.async_events:
             self._post(event)
             return
@@ -122,7 +158,56 @@ class EventRecorder:
         try:
             self._events.put_nowait(event)
         except queue.Full:
-            log.warning("event queue full; dropping %s event for %s", reason, _ref(event))
+            log.warning("event queue full; dropping %s event for %s", event["reason"], _ref(event))
+
+    def _fold(self, event: dict) -> dict | None:
+        """What to write for ``event``: itself when new, its series when it repeats for the
+        first time (count 2), ``None`` when its series only counts (client-go
+        ``recordToSink``)."""
+        key = _isomorphic_key(event)
+        now = self._clock()
+        with self._series_lock:
+            known = self._series.get(key)
+            if known is None:
+                if len(self._series) >= MAX_CACHED_EVENTS:
+                    del self._series[next(iter(self._series))]
+                self._series[key] = [event, now, now, 1]
+                return dict(event)  # the cached one gains a series; the write stays as it is
+            known[1] = now
+            first = known[0]
+            series = first.get("series")
+            if series is not None:
+                series["count"] += 1
+                series["lastObservedTime"] = micro_time(now)
+                return None
+            first["series"] = {"count": 2, "lastObservedTime": micro_time(now)}
+            known[2], known[3] = now, 2
+            return _copy(first)
+
+    def _sweep_if_due(self) -> None:
+        """Finish series seen last long ago (their final count written, then forgotten),
+        refresh long-lived ones, and forget single events past the finish time (client-go
+        ``finishSeries`` and ``refreshExistingEventSeries``)."""
+        now = self._clock()
+        if now - self._swept < SERIES_SWEEP_SECONDS:
+            return
+        writes = []
+        with self._series_lock:
+            if now - self._swept < SERIES_SWEEP_SECONDS:
+                return
+            self._swept = now
+            for key, known in list(self._series.items()):
+                event, last_seen, written_at, written_count = known
+                series = event.get("series")
+                if now - last_seen > SERIES_FINISH_SECONDS:
+                    del self._series[key]
+                    if series is not None and series["count"] > written_count:
+                        writes.append(_copy(event))
+                elif series is not None and now - written_at > SERIES_REFRESH_SECONDS:
+                    known[2], known[3] = now, series["count"]
+                    writes.append(_copy(event))
+        for event in writes:
+            self._send(event)
 
     def flush(self, timeout: float = 5.0) -> bool:
         """Wait until queued events were posted; ``False`` on timeout."""
@@ -158,7 +243,11 @@ class EventRecorder:
 
     def _loop(self) -> None:
         while True:
-            event = self._events.get()
+            try:
+                event = self._events.get(timeout=SERIES_SWEEP_SECONDS)
+            except queue.Empty:
+                self._sweep_if_due()
+                continue
             try:
                 if event is None:
                     return
@@ -168,9 +257,37 @@ class EventRecorder:
 
     def _post(self, event: dict) -> None:
         try:
+            series = event.get("series")
+            if series is not None:
+                meta = event["metadata"]
+                try:
+                    self.client.patch_event(meta["namespace"], meta["name"], {"series": series})
+                    return
+                except NotFound:
+                    pass  # gone (expired, deleted): written whole again, as upstream
             self.client.create_event(event)
         except Exception as exc:  # best effort: an event must never fail scheduling
             log.warning("recording event %s for %s: %s", event.get("reason"), _ref(event), exc)
+
+
+def _isomorphic_key(event: dict) -> tuple:
+    """client-go ``getKey``: what makes two events one series (the note is not part of it)."""
+    return (
+        event["type"],
+        event["action"],
+        event["reason"],
+        event["reportingController"],
+        event["reportingInstance"],
+        tuple(sorted(event["regarding"].items())),
+    )
+
+
+def _copy(event: dict) -> dict:
+    """What a worker writes: the event with its own series dict (counting goes on)."""
+    copy = dict(event)
+    if copy.get("series") is not None:
+        copy["series"] = dict(copy["series"])
+    return copy
 
 
 def _ref(event: dict) -> str:

@@ -763,7 +763,12 @@ class Soak:
             by_uid.setdefault(uid, []).append(event)
         scheduled = Counter()
         for uid, evs in by_uid.items():
-            scheduled[uid] = sum(1 for e in evs if e.get("reason") == "Scheduled")
+            # An isomorphic repeat folds into the first event's series (client-go's recorder).
+            scheduled[uid] = sum(
+                (e.get("series") or {}).get("count", 1)
+                for e in evs
+                if e.get("reason") == "Scheduled"
+            )
             for e in evs:
                 note = e.get("note") or ""
                 if e.get("reason") == "FailedScheduling" and "already" in note:
