@@ -26,7 +26,11 @@ Pod counts follow upstream; a size may carry a scale factor (PreemptionBasic at 
 each workload's 500-node pod counts x 20/500 (a smoke run).
 
     python bench/perf.py [--workloads A,B] [--nodes 500,5000] [--scale F] [--quick]
-                         [--extender] [--workers 1] [--threads 4]
+                         [--extender] [--workers 1] [--threads 4] [--base TREE] [--profile]
+
+``--base TREE``: also ``kube-extender run`` from another checkout (a before/after in one run);
+``--profile``: also ours under cProfile in every thread (``bench/profiled.py``), CPU clock then
+wall clock, its top functions printed (its pods/s not compared).
 """
 
 from __future__ import annotations
@@ -57,7 +61,7 @@ from bench.dra import SLICES, DRAWorkload, claim_template, publish_slices
 from bench.dra_objects import allocation, device_class
 from bench.extender_overhead import start_extender, start_null_extender
 from bench.gang import GangWorkload, scenario
-from bench.throughput import Hooks, Run, measure_kube_scheduler, measure_ours
+from bench.throughput import Hooks, Run, measure_kube_scheduler, measure_ours, print_profile
 from extender.controlplane import apiserver_args_for_gates, stop_pid
 from extender.scenario.kube import Kube
 
@@ -432,6 +436,41 @@ def run_workload(cp, kube: Kube, setup: Setup, args: argparse.Namespace) -> Row:
     )
     print(f"  {w.name} {setup.nodes}: kube-extender run   {describe(row.ours)}", flush=True)
     print(f"  {w.name} {setup.nodes}: ratio {_ratio(row.ours, row.ks)}", flush=True)
+    if args.base:
+        base = _rate(
+            w,
+            pods,
+            measure_ours(
+                cp,
+                kube,
+                pods,
+                f"base-{tag}",
+                "perf",
+                tree=args.base,
+                hooks=setup.hooks(),
+                feature_gates=gates,
+                from_launch=fl,
+            ),
+        )
+        print(f"  {w.name} {setup.nodes}: base (--base)      {describe(base)}", flush=True)
+        print(f"  {w.name} {setup.nodes}: ours/base {_ratio(row.ours, base)}", flush=True)
+    if args.profile:
+        for clock in ("cpu", "wall"):
+            profile_dir = cp.directory / f"profile-{tag}-{clock}"
+            measure_ours(
+                cp,
+                kube,
+                pods,
+                f"prof{clock}-{tag}",
+                "perf",
+                profile_dir,
+                cpu_clock=clock == "cpu",
+                hooks=setup.hooks(),
+                feature_gates=gates,
+                from_launch=fl,
+            )
+            print(f"  profile of ours, {clock} clock ({profile_dir}):", flush=True)
+            print_profile(profile_dir)
     if args.extender and w.extender:
         for label, start in (("null", start_null_extender), ("our", start_extender)):
             proc, url = start(cp, args.workers, args.threads)
@@ -475,6 +514,14 @@ def main() -> int:
     )
     parser.add_argument("--workers", type=int, default=1, help="extenders' gunicorn workers")
     parser.add_argument("--threads", type=int, default=4, help="extenders' gunicorn threads")
+    parser.add_argument(
+        "--base",
+        type=lambda p: Path(p).resolve(),
+        help="also `kube-extender run` from this tree (before/after)",
+    )
+    parser.add_argument(
+        "--profile", action="store_true", help="also ours under cProfile, cpu then wall clock"
+    )
     args = parser.parse_args()
     workloads = []
     for name in args.workloads.split(","):
