@@ -14,6 +14,7 @@ import random
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from itertools import chain
 
 import numpy as np
 
@@ -124,9 +125,11 @@ def fit_error_message(num_all_nodes: int, diagnosis: Diagnosis) -> str:
     if diagnosis.pre_filter_msg:
         message += f" {diagnosis.pre_filter_msg}."
     else:
-        histogram: Counter[str] = Counter()
-        for status in diagnosis.node_to_status.values():
-            histogram.update(status.reasons)
+        # One count over every node's reasons: a Counter.update per node (its Mapping check
+        # and call) cost more than the rest of a failed attempt at 500 nodes.
+        histogram: Counter[str] = Counter(
+            chain.from_iterable(status.reasons for status in diagnosis.node_to_status.values())
+        )
         absent = num_all_nodes - len(diagnosis.node_to_status)
         if diagnosis.absent_status is not None and absent > 0:
             for reason in diagnosis.absent_status.reasons:

@@ -28,9 +28,12 @@ MAX_PODS = 10_000
 SUMMARY_VERSION = 1
 
 
-def summarize(fit: FitError, limit: int = MAX_ANNOTATION_BYTES) -> dict[str, Any]:
+def summarize(
+    fit: FitError, limit: int = MAX_ANNOTATION_BYTES, message: str | None = None
+) -> dict[str, Any]:
     """Rejections grouped by (plugin, reasons), largest first, with the nodes' names; node
-    lists are shortened until the JSON fits ``limit`` bytes."""
+    lists are shortened until the JSON fits ``limit`` bytes. ``message``: ``str(fit)``, when
+    the caller has it."""
     groups: dict[tuple[str, tuple[str, ...]], list[str]] = {}
     diagnosis = fit.diagnosis
     for name, status in diagnosis.node_to_status.items():
@@ -53,7 +56,7 @@ def summarize(fit: FitError, limit: int = MAX_ANNOTATION_BYTES) -> dict[str, Any
         "version": SUMMARY_VERSION,
         "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "numNodes": fit.num_all_nodes,
-        "fitError": str(fit),
+        "fitError": str(fit) if message is None else message,
         "rejected": rejected,
     }
     keep = max((len(g["nodes"]) for g in rejected), default=0)
@@ -100,7 +103,7 @@ class Decisions:
         """Remember the decision; returns the event note to record."""
         meta = pod.get("metadata") or {}
         namespace, name = meta.get("namespace") or "default", meta.get("name", "")
-        summary = summarize(fit)
+        summary = summarize(fit, message=message)
         with self._lock:
             self.last[f"{namespace}/{name}"] = summary
             self.last.move_to_end(f"{namespace}/{name}")

@@ -239,6 +239,7 @@ class Scheduler(PodGroupScheduling):
                 except FitError as err:
                     fit = err
                     nominating = self._post_filter(fwk, state, pod, fit)
+                    # The FitError's text, built once for the attempt (status, event, log).
                     failure = Status(Code.UNSCHEDULABLE, str(fit))
         except SchedulingError as err:
             failure, fit = err.status, None
@@ -248,7 +249,8 @@ class Scheduler(PodGroupScheduling):
         if failure is not None:
             if isinstance(failure.err, budget.OVER):
                 self.metrics.budget_exceeded(fwk.profile_name)
-            self._fail(fwk, info, failure, fit, nominating, start)
+            message = failure.message if fit is not None else None
+            self._fail(fwk, info, failure, fit, nominating, start, message)
             return
 
         self._assume_reserve_permit(fwk, state, info, result.suggested_host, start)
@@ -475,8 +477,10 @@ class Scheduler(PodGroupScheduling):
         fit: FitError | None,
         nominating: NominatingInfo | None,
         start: float,
+        message: str | None = None,
     ) -> None:
-        """The failure handler (upstream ``pkg/scheduler/schedule_one.go``)."""
+        """The failure handler (upstream ``pkg/scheduler/schedule_one.go``). ``message``:
+        ``str(fit)`` when the caller has it already (it walks every node's status)."""
         rejected = status.is_rejected()
         reason = "Unschedulable" if rejected else "SchedulerError"
         self.metrics.attempt(
@@ -487,7 +491,8 @@ class Scheduler(PodGroupScheduling):
         info.unschedulable_plugins = set(fit.diagnosis.unschedulable_plugins) if fit else set()
         info.pending_plugins = set(fit.diagnosis.pending_plugins) if fit else set()
         info.gating_plugin = ""
-        message = str(fit) if fit is not None else status.message
+        if message is None:
+            message = str(fit) if fit is not None else status.message
         pod = info.pod
         meta = pod.get("metadata") or {}
         namespace, name = meta.get("namespace", "default"), meta.get("name", "")
