@@ -465,10 +465,19 @@ class SchedulingQueue:
     # -- events -------------------------------------------------------------------------
 
     def _strategy(
-        self, info: QueuedPodInfo, event: ClusterEvent, old: dict | None, new: dict | None
+        self,
+        info: QueuedPodInfo,
+        event: ClusterEvent,
+        old: dict | None,
+        new: dict | None,
+        matching: dict[tuple[int, str], tuple[dict, list[ClusterEventWithHint] | None]]
+        | None = None,
     ) -> QueueStrategy:
         """Whether ``event`` may make the pod schedulable (upstream
-        ``pkg/scheduler/backend/queue/scheduling_queue.go``)."""
+        ``pkg/scheduler/backend/queue/scheduling_queue.go``). ``matching``: a memo for one
+        event, (id of the profile's registrations, plugin) -> (those registrations, the
+        plugin's registrations that match ``event``, ``None`` if it registered none), so that
+        an event over many unschedulable pods matches each plugin's registrations once."""
         if event.resource == Resource.WILDCARD and event in (UNSCHEDULABLE_TIMEOUT, FORCE_ACTIVATE):
             return QueueStrategy.AFTER_BACKOFF
         if info.gating_plugin:
@@ -482,14 +491,23 @@ class SchedulingQueue:
         events = self._plugin_events(info.pod)
         queue_after_backoff = False
         for plugin in relevant:
-            registered = events.get(plugin)
+            if matching is None:
+                registered = events.get(plugin)
+                if registered is not None:
+                    registered = [reg for reg in registered if reg.event.matches(event)]
+            else:
+                entry = matching.get((id(events), plugin))
+                if entry is None or entry[0] is not events:  # (the dict kept: id not reused)
+                    found = events.get(plugin)
+                    if found is not None:
+                        found = [reg for reg in found if reg.event.matches(event)]
+                    entry = matching[(id(events), plugin)] = (events, found)
+                registered = entry[1]
             if registered is None:
                 # Unknown plugin (e.g. the "Extender" pseudo plugin): any event may help.
                 queue_after_backoff = True
                 continue
             for reg in registered:
-                if not reg.event.matches(event):
-                    continue
                 hint = QueueingHint.QUEUE
                 if reg.hint is not None:
                     try:
@@ -516,10 +534,11 @@ class SchedulingQueue:
         with self._cond:
             if self._in_flight:
                 self._events.append(_RecordedEvent(event, old, new))
+            matching: dict[tuple[int, str], tuple[dict, list[ClusterEventWithHint] | None]] = {}
             for key, info in list(self._unschedulable.items()):
                 if pre_check is not None and not pre_check(info):
                     continue
-                strategy = self._strategy(info, event, old, new)
+                strategy = self._strategy(info, event, old, new, matching)
                 if strategy == QueueStrategy.SKIP:
                     continue
                 if info.gating_plugin and event not in (UNSCHEDULABLE_TIMEOUT, FORCE_ACTIVATE):
