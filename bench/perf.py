@@ -26,7 +26,14 @@ Pod counts follow upstream; a size may carry a scale factor (PreemptionBasic at 
 each workload's 500-node pod counts x 20/500 (a smoke run).
 
     python bench/perf.py [--workloads A,B] [--nodes 500,5000] [--scale F] [--quick]
-                         [--extender] [--workers 1] [--threads 4]
+                         [--extender] [--workers 1] [--threads 4] [--base TREE]
+                         [--profile] [--no-kube-scheduler]
+
+``--base TREE`` also runs ``kube-extender run`` from another checkout (e.g. a ``git worktree
+add --detach`` of main) after ours, on the same pods, and prints ours / base;
+``--profile`` also runs ours under cProfile in every thread (``bench/profiled.py``; its
+figures are printed, not compared) and prints the top functions per thread;
+``--no-kube-scheduler`` skips kube-scheduler's run (iterating on ours against ``--base``).
 """
 
 from __future__ import annotations
@@ -57,7 +64,7 @@ from bench.dra import SLICES, DRAWorkload, claim_template, publish_slices
 from bench.dra_objects import allocation, device_class
 from bench.extender_overhead import start_extender, start_null_extender
 from bench.gang import GangWorkload, scenario
-from bench.throughput import Hooks, Run, measure_kube_scheduler, measure_ours
+from bench.throughput import Hooks, Run, measure_kube_scheduler, measure_ours, print_profile
 from extender.controlplane import apiserver_args_for_gates, stop_pid
 from extender.scenario.kube import Kube
 
@@ -319,6 +326,7 @@ class Row:
     size: pw.Size
     ks: Run | None = None
     ours: Run | None = None
+    base: Run | None = None
     null_ext: Run | None = None
     our_ext: Run | None = None
     error: str = ""
@@ -414,14 +422,15 @@ def run_workload(cp, kube: Kube, setup: Setup, args: argparse.Namespace) -> Row:
     fl = w.rate_from_launch
     if fl:
         print("  pods/s and CPU: from launching the scheduler to its last bind", flush=True)
-    row.ks = _rate(
-        w,
-        pods,
-        measure_kube_scheduler(
-            cp, kube, pods, tag, "perf", hooks=setup.hooks(), feature_gates=gates
-        ),
-    )
-    print(f"  {w.name} {setup.nodes}: kube-scheduler      {describe(row.ks)}", flush=True)
+    if not args.no_kube_scheduler:
+        row.ks = _rate(
+            w,
+            pods,
+            measure_kube_scheduler(
+                cp, kube, pods, tag, "perf", hooks=setup.hooks(), feature_gates=gates
+            ),
+        )
+        print(f"  {w.name} {setup.nodes}: kube-scheduler      {describe(row.ks)}", flush=True)
     print(f"  load average before kube-extender run: {load_average()}", flush=True)
     row.ours = _rate(
         w,
@@ -432,6 +441,40 @@ def run_workload(cp, kube: Kube, setup: Setup, args: argparse.Namespace) -> Row:
     )
     print(f"  {w.name} {setup.nodes}: kube-extender run   {describe(row.ours)}", flush=True)
     print(f"  {w.name} {setup.nodes}: ratio {_ratio(row.ours, row.ks)}", flush=True)
+    if args.base is not None:
+        print(f"  load average before base: {load_average()}", flush=True)
+        row.base = _rate(
+            w,
+            pods,
+            measure_ours(
+                cp,
+                kube,
+                pods,
+                f"base-{tag}",
+                "perf",
+                tree=args.base,
+                hooks=setup.hooks(),
+                feature_gates=gates,
+                from_launch=fl,
+            ),
+        )
+        print(f"  {w.name} {setup.nodes}: base                {describe(row.base)}", flush=True)
+        print(f"  {w.name} {setup.nodes}: ours / base {_ratio(row.ours, row.base)}", flush=True)
+    if args.profile:
+        profile_dir = cp.directory / f"profile-{tag}"
+        profiled = measure_ours(
+            cp,
+            kube,
+            pods,
+            f"prof-{tag}",
+            "perf",
+            profile_dir,
+            hooks=setup.hooks(),
+            feature_gates=gates,
+            from_launch=fl,
+        )
+        print(f"  {w.name} {setup.nodes}: under cProfile      {describe(profiled)}", flush=True)
+        print_profile(profile_dir)
     if args.extender and w.extender:
         for label, start in (("null", start_null_extender), ("our", start_extender)):
             proc, url = start(cp, args.workers, args.threads)
@@ -475,6 +518,13 @@ def main() -> int:
     )
     parser.add_argument("--workers", type=int, default=1, help="extenders' gunicorn workers")
     parser.add_argument("--threads", type=int, default=4, help="extenders' gunicorn threads")
+    parser.add_argument(
+        "--base", type=Path, help="also run `kube-extender run` from this tree (ours / base)"
+    )
+    parser.add_argument("--profile", action="store_true", help="also a cProfiled run of ours")
+    parser.add_argument(
+        "--no-kube-scheduler", action="store_true", help="skip kube-scheduler's run"
+    )
     args = parser.parse_args()
     workloads = []
     for name in args.workloads.split(","):
