@@ -110,7 +110,12 @@ DEFAULT_SCORE = [
 def test_default_profile_points_order_and_weights() -> None:
     profile = default_profile()
     assert profile.scheduler_name == "kube-extender"
-    assert names(profile, "preEnqueue") == ["SchedulingGates", "DynamicResources"]
+    # DefaultPreemption holds a preemptor while its async preemption runs (v1.36 default).
+    assert names(profile, "preEnqueue") == [
+        "SchedulingGates",
+        "DynamicResources",
+        "DefaultPreemption",
+    ]
     assert names(profile, "queueSort") == ["PrioritySort"]
     assert names(profile, "preFilter") == DEFAULT_PRE_FILTER
     assert names(profile, "filter") == DEFAULT_FILTER
