@@ -187,6 +187,7 @@ def fits_without_victims(
     ``node_info``."""
     state = state.clone()
     node_info = node_info.clone()
+    node_info.scratch = True
     status = remove_victims(fwk, state, pod, node_info, victims)
     if status is not None:
         return status

@@ -160,6 +160,7 @@ def select_victims_on_node(
     """
     state = state.clone()
     node_info = node_info.clone()
+    node_info.scratch = True  # no filter memo: it would evict the real node's entry
     priority = pod_priority(pod)
 
     def remove(info: PodInfo) -> Status | None:
