@@ -422,7 +422,7 @@ EXPECTED_POINTS: dict[str, frozenset[str]] = {
     "NodeResourcesFit": frozenset({"preFilter", "filter", "preScore", "score"}),
     "PodTopologySpread": frozenset({"preFilter", "filter", "preScore", "score"}),
     "InterPodAffinity": frozenset({"preFilter", "filter", "preScore", "score"}),
-    "DefaultPreemption": frozenset({"postFilter"}),
+    "DefaultPreemption": frozenset({"preEnqueue", "postFilter"}),
     "NodeResourcesBalancedAllocation": frozenset({"preScore", "score"}),
     "ImageLocality": frozenset({"score"}),
     "DefaultBinder": frozenset({"bind"}),
