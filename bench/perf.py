@@ -32,7 +32,8 @@ each workload's 500-node pod counts x 20/500 (a smoke run).
 ``--base TREE`` also runs ``kube-extender run`` from another checkout (e.g. a ``git worktree
 add --detach`` of main) after ours, on the same pods, and prints ours / base;
 ``--profile`` also runs ours under cProfile in every thread (``bench/profiled.py``; its
-figures are printed, not compared) and prints the top functions per thread;
+figures are printed, not compared) and prints the top functions per thread
+(``--profile-clock cpu``: by each thread's CPU time);
 ``--no-kube-scheduler`` skips kube-scheduler's run (iterating on ours against ``--base``).
 """
 
@@ -469,6 +470,7 @@ def run_workload(cp, kube: Kube, setup: Setup, args: argparse.Namespace) -> Row:
             f"prof-{tag}",
             "perf",
             profile_dir,
+            cpu_clock=args.profile_clock == "cpu",
             hooks=setup.hooks(),
             feature_gates=gates,
             from_launch=fl,
@@ -522,6 +524,12 @@ def main() -> int:
         "--base", type=Path, help="also run `kube-extender run` from this tree (ours / base)"
     )
     parser.add_argument("--profile", action="store_true", help="also a cProfiled run of ours")
+    parser.add_argument(
+        "--profile-clock",
+        choices=("wall", "cpu"),
+        default="wall",
+        help="cpu: time each thread by its own CPU time (bench/profiled.py --cpu)",
+    )
     parser.add_argument(
         "--no-kube-scheduler", action="store_true", help="skip kube-scheduler's run"
     )
