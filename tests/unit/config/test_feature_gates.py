@@ -12,7 +12,9 @@ from extender.framework.features import FeatureGateError, Features
 def test_workload_gates_are_off_by_default() -> None:
     # v1.36's defaults: the workload gates alpha and off, SchedulerPopFromBackoffQ and
     # SchedulerAsyncPreemption beta and on.
-    assert Features.parse("").enabled == frozenset({"SchedulerPopFromBackoffQ", "SchedulerAsyncPreemption"})
+    assert Features.parse("").enabled == frozenset(
+        {"SchedulerPopFromBackoffQ", "SchedulerAsyncPreemption"}
+    )
     assert Features() == Features.parse("")
     assert str(Features()) == "(defaults)"
     assert "GangScheduling" not in default_config().profiles[0].plugin_names()
