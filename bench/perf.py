@@ -26,11 +26,15 @@ Pod counts follow upstream; a size may carry a scale factor (PreemptionBasic at 
 each workload's 500-node pod counts x 20/500 (a smoke run).
 
     python bench/perf.py [--workloads A,B] [--nodes 500,5000] [--scale F] [--quick]
-                         [--extender] [--workers 1] [--threads 4] [--base TREE] [--profile]
+                         [--extender] [--workers 1] [--threads 4] [--base TREE]
+                         [--profile] [--no-kube-scheduler]
 
-``--base TREE``: also ``kube-extender run`` from another checkout (a before/after in one run);
-``--profile``: also ours under cProfile in every thread (``bench/profiled.py``), CPU clock then
-wall clock, its top functions printed (its pods/s not compared).
+``--base TREE`` also runs ``kube-extender run`` from another checkout (e.g. a ``git worktree
+add --detach`` of main) after ours, on the same pods, and prints ours / base;
+``--profile`` also runs ours under cProfile in every thread (``bench/profiled.py``; its
+figures are printed, not compared) and prints the top functions per thread
+(``--profile-clock cpu``: by each thread's CPU time);
+``--no-kube-scheduler`` skips kube-scheduler's run (iterating on ours against ``--base``).
 """
 
 from __future__ import annotations
@@ -323,6 +327,7 @@ class Row:
     size: pw.Size
     ks: Run | None = None
     ours: Run | None = None
+    base: Run | None = None
     null_ext: Run | None = None
     our_ext: Run | None = None
     error: str = ""
@@ -418,14 +423,15 @@ def run_workload(cp, kube: Kube, setup: Setup, args: argparse.Namespace) -> Row:
     fl = w.rate_from_launch
     if fl:
         print("  pods/s and CPU: from launching the scheduler to its last bind", flush=True)
-    row.ks = _rate(
-        w,
-        pods,
-        measure_kube_scheduler(
-            cp, kube, pods, tag, "perf", hooks=setup.hooks(), feature_gates=gates
-        ),
-    )
-    print(f"  {w.name} {setup.nodes}: kube-scheduler      {describe(row.ks)}", flush=True)
+    if not args.no_kube_scheduler:
+        row.ks = _rate(
+            w,
+            pods,
+            measure_kube_scheduler(
+                cp, kube, pods, tag, "perf", hooks=setup.hooks(), feature_gates=gates
+            ),
+        )
+        print(f"  {w.name} {setup.nodes}: kube-scheduler      {describe(row.ks)}", flush=True)
     print(f"  load average before kube-extender run: {load_average()}", flush=True)
     row.ours = _rate(
         w,
@@ -436,8 +442,9 @@ def run_workload(cp, kube: Kube, setup: Setup, args: argparse.Namespace) -> Row:
     )
     print(f"  {w.name} {setup.nodes}: kube-extender run   {describe(row.ours)}", flush=True)
     print(f"  {w.name} {setup.nodes}: ratio {_ratio(row.ours, row.ks)}", flush=True)
-    if args.base:
-        base = _rate(
+    if args.base is not None:
+        print(f"  load average before base: {load_average()}", flush=True)
+        row.base = _rate(
             w,
             pods,
             measure_ours(
@@ -452,25 +459,24 @@ def run_workload(cp, kube: Kube, setup: Setup, args: argparse.Namespace) -> Row:
                 from_launch=fl,
             ),
         )
-        print(f"  {w.name} {setup.nodes}: base (--base)      {describe(base)}", flush=True)
-        print(f"  {w.name} {setup.nodes}: ours/base {_ratio(row.ours, base)}", flush=True)
+        print(f"  {w.name} {setup.nodes}: base                {describe(row.base)}", flush=True)
+        print(f"  {w.name} {setup.nodes}: ours / base {_ratio(row.ours, row.base)}", flush=True)
     if args.profile:
-        for clock in ("cpu", "wall"):
-            profile_dir = cp.directory / f"profile-{tag}-{clock}"
-            measure_ours(
-                cp,
-                kube,
-                pods,
-                f"prof{clock}-{tag}",
-                "perf",
-                profile_dir,
-                cpu_clock=clock == "cpu",
-                hooks=setup.hooks(),
-                feature_gates=gates,
-                from_launch=fl,
-            )
-            print(f"  profile of ours, {clock} clock ({profile_dir}):", flush=True)
-            print_profile(profile_dir)
+        profile_dir = cp.directory / f"profile-{tag}"
+        profiled = measure_ours(
+            cp,
+            kube,
+            pods,
+            f"prof-{tag}",
+            "perf",
+            profile_dir,
+            cpu_clock=args.profile_clock == "cpu",
+            hooks=setup.hooks(),
+            feature_gates=gates,
+            from_launch=fl,
+        )
+        print(f"  {w.name} {setup.nodes}: under cProfile      {describe(profiled)}", flush=True)
+        print_profile(profile_dir)
     if args.extender and w.extender:
         for label, start in (("null", start_null_extender), ("our", start_extender)):
             proc, url = start(cp, args.workers, args.threads)
@@ -515,12 +521,17 @@ def main() -> int:
     parser.add_argument("--workers", type=int, default=1, help="extenders' gunicorn workers")
     parser.add_argument("--threads", type=int, default=4, help="extenders' gunicorn threads")
     parser.add_argument(
-        "--base",
-        type=lambda p: Path(p).resolve(),
-        help="also `kube-extender run` from this tree (before/after)",
+        "--base", type=Path, help="also run `kube-extender run` from this tree (ours / base)"
+    )
+    parser.add_argument("--profile", action="store_true", help="also a cProfiled run of ours")
+    parser.add_argument(
+        "--profile-clock",
+        choices=("wall", "cpu"),
+        default="wall",
+        help="cpu: time each thread by its own CPU time (bench/profiled.py --cpu)",
     )
     parser.add_argument(
-        "--profile", action="store_true", help="also ours under cProfile, cpu then wall clock"
+        "--no-kube-scheduler", action="store_true", help="skip kube-scheduler's run"
     )
     args = parser.parse_args()
     workloads = []

@@ -3,11 +3,12 @@
 (kubernetes ``pkg/features/kube_features.go``).
 
 Only the gates that change what kube-extender does are known here: the workload-aware
-scheduling family (alpha, off by default in v1.36) and ``SchedulerPopFromBackoffQ`` (beta, on
-by default since v1.33: the queue pops from backoffQ when activeQ is empty). Every other v1.36
-gate that matters to the scheduler is fixed at its v1.36 default (the DRA gates,
-NodeDeclaredFeatures, ...); naming one that is not listed is an error, as kube-scheduler's is
-for an unknown gate.
+scheduling family (alpha, off by default in v1.36), ``SchedulerPopFromBackoffQ`` (beta, on
+by default since v1.33: the queue pops from backoffQ when activeQ is empty) and
+``SchedulerAsyncPreemption`` (beta, on by default since v1.33: the victims' API calls run off
+the scheduling thread). Every other v1.36 gate that matters to the scheduler is fixed at its
+v1.36 default (the DRA gates, NodeDeclaredFeatures, ...); naming one that is not listed is an
+error, as kube-scheduler's is for an unknown gate.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ GANG_SCHEDULING = "GangScheduling"
 TOPOLOGY_AWARE_WORKLOAD_SCHEDULING = "TopologyAwareWorkloadScheduling"
 WORKLOAD_AWARE_PREEMPTION = "WorkloadAwarePreemption"
 SCHEDULER_POP_FROM_BACKOFF_Q = "SchedulerPopFromBackoffQ"
+SCHEDULER_ASYNC_PREEMPTION = "SchedulerAsyncPreemption"
 
 # Name -> v1.36 default.
 DEFAULTS: dict[str, bool] = {
@@ -27,6 +29,7 @@ DEFAULTS: dict[str, bool] = {
     TOPOLOGY_AWARE_WORKLOAD_SCHEDULING: False,
     WORKLOAD_AWARE_PREEMPTION: False,
     SCHEDULER_POP_FROM_BACKOFF_Q: True,
+    SCHEDULER_ASYNC_PREEMPTION: True,
 }
 
 # Name -> the gates it needs on (upstream ``defaultKubernetesFeatureGateDependencies``).
@@ -71,6 +74,10 @@ class Features:
     @property
     def scheduler_pop_from_backoff_q(self) -> bool:
         return SCHEDULER_POP_FROM_BACKOFF_Q in self.enabled
+
+    @property
+    def scheduler_async_preemption(self) -> bool:
+        return SCHEDULER_ASYNC_PREEMPTION in self.enabled
 
     def __str__(self) -> str:
         """The gates set away from their defaults, in ``--feature-gates`` syntax."""

@@ -53,6 +53,7 @@ class NodeInfo:
         "generation",
         "_label_index",
         "_index_shared",
+        "scratch",
     )
 
     def __init__(self, node: dict | None = None, pods: Iterable[PodInfo | dict] = ()) -> None:
@@ -78,6 +79,9 @@ class NodeInfo:
         # with clones until either side changes its pods (copy on write), so clone stays cheap.
         self._label_index: dict[tuple[str, str], list[PodInfo]] = {}
         self._index_shared = False
+        # A what-if copy (preemption's dry runs, nominated pods added): its filter answers
+        # are not memoized, each of its changes being a generation no later cycle sees.
+        self.scratch = False
         if node is not None:
             self.set_node(node)
         for pod in pods:
@@ -213,6 +217,7 @@ class NodeInfo:
         copy.requested = self.requested.clone()
         copy.non_zero_requested = self.non_zero_requested.clone()
         copy.generation = self.generation
+        copy.scratch = False
         return copy
 
     def __repr__(self) -> str:

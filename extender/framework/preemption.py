@@ -10,8 +10,15 @@ Contract:
   (:func:`fits_without_victims` is also the extender's HTTP ``preempt`` verb's dry run).
 * Only the chosen node is acted on (:meth:`Evaluator.prepare_candidate`): victims get the
   DisruptionTarget condition and are deleted (waiting pods are rejected in memory), each gets
-  a ``Preempted`` event, lower-priority pods nominated there lose their nomination. Deletion
-  is synchronous (upstream's AsyncPreemption makes the same calls in a goroutine).
+  a ``Preempted`` event, lower-priority pods nominated there lose their nomination.
+* With the feature gate SchedulerAsyncPreemption (beta, on by default as in v1.36; upstream
+  ``preemption/executor.go`` ``prepareCandidateAsync``) those API calls run on a background
+  thread, so the scheduling thread goes on with the next pod: the preemptor is marked
+  *preempting* until they are done (:meth:`Evaluator.is_pod_running_preemption`, which
+  DefaultPreemption's PreEnqueue reads to keep it out of activeQ meanwhile). The last victim
+  is deleted after the others, and once its deletion reached the informer the preemptor is
+  no longer held (its deletion event may arrive before the thread returns). Without the gate
+  the calls are made before PostFilter returns.
 * The answer is ``PostFilterResult(NominatingInfo(node, OVERRIDE))`` with Success, or a
   non-success status without the ``preemption:`` prefix (the plugin adds it).
 
@@ -22,6 +29,7 @@ candidate share the Candidate type and the dry-run helpers.
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -31,7 +39,7 @@ from extender.kube import NotFound
 
 from . import budget
 from .cycle_state import CycleState
-from .handle import POD_DISRUPTION_BUDGETS, Extender, Handle
+from .handle import POD_DISRUPTION_BUDGETS, PODS, Extender, Handle
 from .labels import LabelSelector
 from .node_info import NodeInfo
 from .pod_info import PodInfo, pod_priority
@@ -179,6 +187,7 @@ def fits_without_victims(
     ``node_info``."""
     state = state.clone()
     node_info = node_info.clone()
+    node_info.scratch = True
     status = remove_victims(fwk, state, pod, node_info, victims)
     if status is not None:
         return status
@@ -308,6 +317,15 @@ class Evaluator:
         self.plugin_name = plugin_name
         self.handle = handle
         self.plugin = plugin
+        # SchedulerAsyncPreemption (upstream Executor): preemptor UIDs whose API calls are
+        # under way, and for each the last victim (namespace, name) once only it is left.
+        self._lock = threading.Lock()
+        self._preempting: set[str] = set()
+        self._last_victim: dict[str, tuple[str, str]] = {}
+
+    @property
+    def async_preemption(self) -> bool:
+        return self.handle.features.scheduler_async_preemption
 
     def preempt(
         self, state: CycleState, pod: dict, filtered_node_status: Mapping[str, Status]
@@ -422,7 +440,11 @@ class Evaluator:
     # -- acting on the choice -----------------------------------------------------------
 
     def prepare_candidate(self, candidate: Candidate, pod: dict) -> Status | None:
-        """Evict the victims and clear lower-priority nominations on the chosen node."""
+        """Evict the victims and clear lower-priority nominations on the chosen node (on a
+        background thread with SchedulerAsyncPreemption: then always ``None``)."""
+        if self.async_preemption:
+            self.prepare_candidate_async(candidate, pod)
+            return None
         self.handle.metrics.preemption(len(candidate.victims))
         with budget.suspended():
             for victim in candidate.victims:
@@ -435,6 +457,63 @@ class Evaluator:
                     return Status.error(exc)
             self.clear_lower_priority_nominations(pod, candidate.name)
         return None
+
+    def prepare_candidate_async(self, candidate: Candidate, pod: dict) -> None:
+        """Upstream ``prepareCandidateAsync``: the preemptor is marked preempting, then a
+        thread clears the lower-priority nominations, evicts every victim but the last,
+        records the last, evicts it, and unmarks the preemptor. Victims already being
+        deleted get no call; if none is left, nothing happens (nor are nominations cleared,
+        as upstream). A failed eviction skips the last victim and is logged."""
+        victims = [v for v in candidate.victims if not v.deleting]
+        if not victims:
+            return
+        self.handle.metrics.preemption(len(candidate.victims))
+        uid = (pod.get("metadata") or {}).get("uid", "")
+        with self._lock:
+            self._preempting.add(uid)
+        thread = threading.Thread(
+            target=self._run_async,
+            args=(candidate.name, pod, victims, uid),
+            name=f"preemption-{uid[:8]}",
+            daemon=True,
+        )
+        thread.start()
+
+    def _run_async(self, node_name: str, pod: dict, victims: list[PodInfo], uid: str) -> None:
+        try:
+            try:
+                self.clear_lower_priority_nominations(pod, node_name)
+            except Exception:  # not critical, as upstream
+                log.warning("clearing lower-priority nominations failed", exc_info=True)
+            *first, last = victims
+            for victim in first:
+                self.preempt_pod(node_name, pod, victim)
+            with self._lock:
+                self._last_victim[uid] = (last.namespace, last.name)
+            self.preempt_pod(node_name, pod, last)
+        except Exception as exc:
+            key = f"{(pod.get('metadata') or {}).get('namespace')}/"
+            key += str((pod.get("metadata") or {}).get("name"))
+            log.warning("async preemption for %s on %s failed: %s", key, node_name, exc)
+        finally:
+            with self._lock:
+                self._preempting.discard(uid)
+                self._last_victim.pop(uid, None)
+
+    def is_pod_running_preemption(self, uid: str) -> bool:
+        """Upstream ``IsPodRunningPreemption``: the preemptor's API calls are under way, and
+        when only the last victim is left, the informer has not yet seen it deleted or
+        terminating."""
+        with self._lock:
+            if uid not in self._preempting:
+                return False
+            last = self._last_victim.get(uid)
+        if last is None:
+            return True
+        victim = self.handle.lister(PODS).get(*last)
+        if victim is None:
+            return False
+        return (victim.get("metadata") or {}).get("deletionTimestamp") is None
 
     def preempt_pod(self, node_name: str, preemptor: dict, victim: PodInfo) -> None:
         """Reject a waiting victim, or mark it DisruptionTarget and delete it."""

@@ -15,6 +15,11 @@ Contract:
   snapshot.
 * The answer is the evaluator's; a non-success status message gets the ``preemption:``
   prefix (appended by the scheduler to the FitError text).
+* With SchedulerAsyncPreemption (on by default, as v1.36) the victims' API calls run on a
+  background thread; PreEnqueue keeps the preemptor out of activeQ while they are under way
+  (UnschedulableAndUnresolvable, :data:`MSG_WAITING_FOR_PREEMPTION`), and the plugin
+  registers Pod/Delete with a hint that always answers Skip: the event only lets the queue
+  look at the gated preemptor, whose other rejectors (NodeResourcesFit...) decide.
 """
 
 from __future__ import annotations
@@ -22,7 +27,13 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 
 from extender.framework.cycle_state import CycleState
-from extender.framework.events import ClusterEventWithHint
+from extender.framework.events import (
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
+    QueueingHint,
+    Resource,
+)
 from extender.framework.handle import POD_DISRUPTION_BUDGETS, PODS, Handle
 from extender.framework.node_info import NodeInfo
 from extender.framework.pod_info import PodInfo, pod_priority
@@ -49,6 +60,7 @@ DEFAULT_MIN_CANDIDATE_NODES_PERCENTAGE = 10
 DEFAULT_MIN_CANDIDATE_NODES_ABSOLUTE = 100
 
 MSG_PREEMPTION_PREFIX = "preemption: "
+MSG_WAITING_FOR_PREEMPTION = "waiting for the preemption for this pod to be finished"
 # Gate TopologyAwareWorkloadScheduling: a member of a pod group (with topology constraints).
 MSG_POD_GROUP_NOT_FOUND = "preemption: pod group for pod not found"
 MSG_WORKLOAD_AWARE = "preemption: not eligible due to workload aware preemption enabled"
@@ -148,6 +160,7 @@ def select_victims_on_node(
     """
     state = state.clone()
     node_info = node_info.clone()
+    node_info.scratch = True  # no filter memo: it would evict the real node's entry
     priority = pod_priority(pod)
 
     def remove(info: PodInfo) -> Status | None:
@@ -204,6 +217,11 @@ def select_victims_on_node(
     if violating and non_violating:
         victims.sort(key=importance_key)
     return victims, num_violating, None
+
+
+def _skip(pod: dict, old: dict | None, new: dict | None) -> QueueingHint:
+    """Upstream ``isPodSchedulableAfterPodDeletion``: always Skip (see the module doc)."""
+    return QueueingHint.QUEUE_SKIP
 
 
 def num_candidates_to_find(num_nodes: int, percentage: int, absolute: int) -> int:
@@ -278,10 +296,26 @@ class DefaultPreemption:
         self.handle = handle
         self.evaluator = Evaluator(NAME, handle, self)
 
+    def pre_enqueue(self, pod: dict) -> Status | None:
+        """Upstream ``PreEnqueue``: hold a preemptor whose async preemption is under way."""
+        if not self.handle.features.scheduler_async_preemption:
+            return None
+        # (WorkloadAwarePreemption's pod group preemption makes its calls synchronously
+        # here, so only a pod is ever held.)
+        uid = (pod.get("metadata") or {}).get("uid", "")
+        if uid and self.evaluator.is_pod_running_preemption(uid):
+            return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, MSG_WAITING_FOR_PREEMPTION)
+        return None
+
     def events_to_register(self) -> list[ClusterEventWithHint]:
-        # Preemption never rejects a pod by itself (no PreEnqueue here), so no event is
-        # needed to requeue on its behalf; the filters that failed register theirs.
-        return []
+        if not self.handle.features.scheduler_async_preemption:
+            # PreEnqueue never rejects then: no event is needed on the plugin's behalf.
+            return []
+        # Lets a pod deletion reach a preemptor this plugin gated; the pod's other
+        # rejectors' hints decide whether it moves.
+        return [
+            ClusterEventWithHint(ClusterEvent(Resource.POD, ActionType.DELETE), _skip),
+        ]
 
     def post_filter(
         self, state: CycleState, pod: dict, filtered_node_status: dict[str, Status]

@@ -480,15 +480,23 @@ class SchedulingQueue:
         an event over many unschedulable pods matches each plugin's registrations once."""
         if event.resource == Resource.WILDCARD and event in (UNSCHEDULABLE_TIMEOUT, FORCE_ACTIVATE):
             return QueueStrategy.AFTER_BACKOFF
+        events = self._plugin_events(info.pod)
+        relevant = info.unschedulable_plugins | info.pending_plugins
+        pending = info.pending_plugins
         if info.gating_plugin:
-            relevant = {info.gating_plugin}
-            pending: set[str] = set()
-        else:
-            relevant = info.unschedulable_plugins | info.pending_plugins
-            pending = info.pending_plugins
+            # An event the gating plugin did not register never moves a gated pod; one it
+            # did is judged by every rejector of the pod, the gating plugin included (upstream
+            # GatingPluginEvents, then isPodWorthRequeuing over UnschedulablePlugins, which
+            # the gating plugin was added to): DefaultPreemption's Pod/Delete hint is Skip,
+            # and a preemptor it held moves on NodeResourcesFit's hint.
+            gating_events = events.get(info.gating_plugin)
+            if gating_events is not None and not any(
+                reg.event.matches(event) for reg in gating_events
+            ):
+                return QueueStrategy.SKIP
+            relevant = relevant | {info.gating_plugin}
         if not relevant:
             return QueueStrategy.AFTER_BACKOFF
-        events = self._plugin_events(info.pod)
         queue_after_backoff = False
         for plugin in relevant:
             if matching is None:

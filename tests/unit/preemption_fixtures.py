@@ -9,7 +9,8 @@ from __future__ import annotations
 import random
 
 from extender.framework.cycle_state import CycleState
-from extender.framework.handle import POD_DISRUPTION_BUDGETS, Services
+from extender.framework.features import Features
+from extender.framework.handle import POD_DISRUPTION_BUDGETS, PODS, Services
 from extender.framework.pod_info import PodInfo
 from extender.framework.profile import PluginSpec, Profile
 from extender.framework.registry import Registry
@@ -88,7 +89,20 @@ class FakeRecorder:
         self.events.append((pod["metadata"]["name"], event_type, reason, note))
 
 
-def make_framework(*, pdbs=(), client=None, nominator=None, recorder=None, args=None, extenders=()):
+def make_framework(
+    *,
+    pdbs=(),
+    client=None,
+    nominator=None,
+    recorder=None,
+    args=None,
+    extenders=(),
+    async_preemption=False,
+    pods=(),
+):
+    """A profile of FakeCPUFit and DefaultPreemption; the victims' API calls are made before
+    PostFilter returns unless ``async_preemption`` (the gate SchedulerAsyncPreemption, on by
+    default in the shells); ``pods``: what the PODS lister serves."""
     registry = Registry()
     registry.register(FIT, FakeCPUFit)
     registry.register("DefaultPreemption", DefaultPreemption)
@@ -104,9 +118,10 @@ def make_framework(*, pdbs=(), client=None, nominator=None, recorder=None, args=
         client=client or FakeClient(),
         nominator=nominator or Nominator(),
         rng=random.Random(0),
-        listers=make_listers({POD_DISRUPTION_BUDGETS: list(pdbs)}),
+        listers=make_listers({POD_DISRUPTION_BUDGETS: list(pdbs), PODS: list(pods)}),
         event_recorder=recorder or FakeRecorder(),
         extenders=extenders,
+        features=Features.parse(f"SchedulerAsyncPreemption={str(async_preemption).lower()}"),
     )
     return Framework(profile, registry, services)
 

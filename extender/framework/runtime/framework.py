@@ -434,7 +434,7 @@ class Framework(BatchPaths):
             if answered and k < first_reject and k in answered:
                 continue  # its batch form let this node pass
             try:
-                if memo is None:
+                if memo is None or node_info.scratch:
                     status = filter_(state, pod, node_info)
                 else:
                     if signature is None:
@@ -481,6 +481,7 @@ class Framework(BatchPaths):
         if nominated:
             state_with = state.clone()
             info_with = node_info.clone()
+            info_with.scratch = True
             for pod_info in nominated:
                 info_with.add_pod(pod_info)
                 status = self.run_pre_filter_extension_add_pod(state_with, pod, pod_info, info_with)

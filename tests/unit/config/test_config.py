@@ -110,7 +110,12 @@ DEFAULT_SCORE = [
 def test_default_profile_points_order_and_weights() -> None:
     profile = default_profile()
     assert profile.scheduler_name == "kube-extender"
-    assert names(profile, "preEnqueue") == ["SchedulingGates", "DynamicResources"]
+    # DefaultPreemption holds a preemptor while its async preemption runs (v1.36 default).
+    assert names(profile, "preEnqueue") == [
+        "SchedulingGates",
+        "DynamicResources",
+        "DefaultPreemption",
+    ]
     assert names(profile, "queueSort") == ["PrioritySort"]
     assert names(profile, "preFilter") == DEFAULT_PRE_FILTER
     assert names(profile, "filter") == DEFAULT_FILTER
@@ -417,7 +422,7 @@ EXPECTED_POINTS: dict[str, frozenset[str]] = {
     "NodeResourcesFit": frozenset({"preFilter", "filter", "preScore", "score"}),
     "PodTopologySpread": frozenset({"preFilter", "filter", "preScore", "score"}),
     "InterPodAffinity": frozenset({"preFilter", "filter", "preScore", "score"}),
-    "DefaultPreemption": frozenset({"postFilter"}),
+    "DefaultPreemption": frozenset({"preEnqueue", "postFilter"}),
     "NodeResourcesBalancedAllocation": frozenset({"preScore", "score"}),
     "ImageLocality": frozenset({"score"}),
     "DefaultBinder": frozenset({"bind"}),

@@ -10,8 +10,11 @@ from extender.framework.features import FeatureGateError, Features
 
 
 def test_workload_gates_are_off_by_default() -> None:
-    # v1.36's defaults: the workload gates alpha and off, SchedulerPopFromBackoffQ beta and on.
-    assert Features.parse("").enabled == frozenset({"SchedulerPopFromBackoffQ"})
+    # v1.36's defaults: the workload gates alpha and off, SchedulerPopFromBackoffQ and
+    # SchedulerAsyncPreemption beta and on.
+    assert Features.parse("").enabled == frozenset(
+        {"SchedulerPopFromBackoffQ", "SchedulerAsyncPreemption"}
+    )
     assert Features() == Features.parse("")
     assert str(Features()) == "(defaults)"
     assert "GangScheduling" not in default_config().profiles[0].plugin_names()
@@ -22,6 +25,13 @@ def test_pop_from_backoff_gate_is_on_by_default_and_can_be_turned_off() -> None:
     off = Features.parse("SchedulerPopFromBackoffQ=false")
     assert not off.scheduler_pop_from_backoff_q
     assert str(off) == "SchedulerPopFromBackoffQ=false"
+
+
+def test_async_preemption_gate_is_on_by_default_and_can_be_turned_off() -> None:
+    assert Features().scheduler_async_preemption
+    off = Features.parse("SchedulerAsyncPreemption=false")
+    assert not off.scheduler_async_preemption
+    assert str(off) == "SchedulerAsyncPreemption=false"
 
 
 def test_gang_scheduling_joins_the_default_profile_when_its_gate_is_on() -> None:
