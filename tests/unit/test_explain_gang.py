@@ -337,10 +337,10 @@ def test_a_member_that_needs_preemption_and_the_group_that_waits_for_it() -> Non
     ).add(pod_group("g", 2))
     sim = simulation(sim_cluster)
     placements = sim.run([member(f"m{i}", "g", cpu="2", priority=100) for i in range(2)])
-    assert [(p.key, p.node, p.victims) for p in placements] == [
-        ("default/m0", "a", []),
-        ("default/m1", "b", ["default/low"]),
-    ]
+    # Once low is gone a and b tie for each member: which member lands where is a random pick.
+    assert [p.key for p in placements] == ["default/m0", "default/m1"]
+    assert sorted(p.node for p in placements) == ["a", "b"]
+    assert sorted(v for p in placements for v in p.victims) == ["default/low"]
 
 
 def test_topology_aware_placements_reach_the_cycle(monkeypatch, capsys, tmp_path) -> None:
