@@ -89,5 +89,6 @@ def add_feature_gates_flag(parser: argparse.ArgumentParser) -> None:
         help="features, as kube-scheduler's flag: GenericWorkload, GangScheduling "
         "(needs GenericWorkload) turn on workload-aware (gang) scheduling (alpha, off by "
         "default); SchedulerPopFromBackoffQ=false stops the queue popping from backoffQ when "
-        "activeQ is empty (beta, on by default)",
+        "activeQ is empty, SchedulerAsyncPreemption=false makes preemption's API calls before "
+        "PostFilter returns (both beta, on by default)",
     )
