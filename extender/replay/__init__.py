@@ -1,0 +1,9 @@
+"""The policy replay lab (issue 32): replay a recorded or imported workload through the
+scheduling core in virtual time and compare policies on it.
+
+* :mod:`extender.replay.trace`: the trace format v1 (load, validate, save).
+* :mod:`extender.replay.gpus`: how GPUs are mapped (extended resource or DRA devices with
+  consumable capacity), shared by the importers and the metrics.
+* :mod:`extender.replay.importers`: public traces into the format (``openb``: Alibaba's
+  ``cluster-trace-gpu-v2023``).
+"""
