@@ -14,6 +14,7 @@ and namespaces feed the cache, every other kind gets an informer whose store bac
 
 from __future__ import annotations
 
+import random
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,6 +30,7 @@ from extender.framework.handle import (
     NoMetrics,
     Services,
 )
+from extender.framework.handle import EventRecorder as HandleEventRecorder
 from extender.framework.handle import Metrics as HandleMetrics
 from extender.framework.podgroups import PODGROUPS
 from extender.framework.profile import Profile
@@ -39,7 +41,7 @@ from extender.plugins import in_tree_registry
 from extender.scheduler.http_extender import build_extenders
 from extender.scheduler.metrics import PrometheusMetrics
 from extender.scheduler.queue import Nominator
-from extender.scheduler.standalone import StandaloneScheduler
+from extender.scheduler.standalone import LoopParts, StandaloneScheduler
 
 
 @dataclass
@@ -117,14 +119,19 @@ def build_standalone(
     registry: Registry | None = None,
     extenders: list[Extender] | None = None,
     record_decisions: bool = False,
+    events: HandleEventRecorder | None = None,
+    loop: LoopParts | None = None,
 ) -> StandaloneScheduler:
     """One ``kube-extender run`` process for ``config`` (informers unstarted). ``extenders``:
     the HTTP extenders (default: built from ``config``); ``record_decisions``: each
-    unschedulable pod's per-node reasons written to it."""
+    unschedulable pod's per-node reasons written to it; ``events``: the recorder (default:
+    Events written through ``client``); ``loop``: the clock, random source and executor of
+    the loop (default: real time, thread pools; the replay gives virtual ones)."""
     registry = registry or config.registry
     metrics = PrometheusMetrics()
     cache = Cache()
-    events = EventRecorder(client)
+    events = events or EventRecorder(client)
+    loop = loop or LoopParts()
     nominator = Nominator()
     kinds = kinds_read(config.profiles, registry)
     if config.features.generic_workload:
@@ -142,6 +149,7 @@ def build_standalone(
         listers=listers,
         namespace_labels=cache.namespace_labels,
         features=config.features,
+        rng=loop.rng if loop.rng is not None else random.Random(),
     )
     frameworks = {
         profile.scheduler_name: Framework(profile, registry, services)
@@ -159,4 +167,5 @@ def build_standalone(
         kinds=kinds,
         extenders=extenders,
         record_decisions=record_decisions,
+        loop=loop,
     )

@@ -215,6 +215,18 @@ class Informer:
             self._journal_from = max(self._journal_from, self._journal[0][0])
         self._journal.append((self._changes, key))
 
+    # -- a feed that is not a watch ------------------------------------------------------------
+
+    def feed(self, kind: str, obj: dict) -> None:
+        """Apply one event (``ADDED``, ``MODIFIED``, ``DELETED``) as if the watch had delivered
+        it: for an in-process API that feeds unstarted informers in order on the caller's
+        thread (the replay's virtual cluster, ``extender.replay``)."""
+        self._apply(kind, obj)
+
+    def mark_synced(self) -> None:
+        """Declare the first list delivered (a fed informer has no list)."""
+        self._synced.set()
+
     # -- the loop -------------------------------------------------------------------------------
 
     def run(self) -> None:

@@ -667,6 +667,29 @@ class SchedulingQueue:
             UNSCHEDULABLE_TIMEOUT, pre_check=lambda info: info.pod_info.key in keys
         )
 
+    def next_wakeup(self) -> float | None:
+        """The earliest clock time at which a flush moves a pod by time alone: a backoff
+        expiry (with SchedulerPopFromBackoffQ the flush takes it once the ordering window
+        after it begins), or an unschedulable pod's timeout (``max_in_unschedulable``).
+        ``None``: nothing waits on time. For a driver that jumps a virtual clock from event
+        to event (``extender.replay``) and calls the flushes itself."""
+        after = BACKOFF_ORDERING_WINDOW if self.pop_from_backoff else 1e-6
+        with self._cond:
+            # Entries of moved or deleted pods stay in the heaps, marked invalid.
+            times = [
+                entry.expiry + after
+                for heap in (self._backoff, self._error_backoff)
+                for entry in heap
+                if entry.valid
+            ]
+            times += [
+                info.timestamp + self.max_in_unschedulable
+                for info in self._unschedulable.values()
+                if not info.gating_plugin
+            ]
+        soonest = min(times, default=math.inf)
+        return None if soonest == math.inf else soonest
+
     def run_flushers(self, stop: threading.Event) -> None:
         """Run both flush loops until ``stop`` is set (call in a daemon thread). With
         SchedulerPopFromBackoffQ the backoff flush runs at the clock's whole seconds (upstream

@@ -20,7 +20,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -114,7 +114,11 @@ class Scheduler(PodGroupScheduling):
         clock: Callable[[], float] = time.monotonic,
         decisions: Decisions | None = None,
         features: Features = DEFAULT_FEATURES,
+        executor: Executor | None = None,
     ) -> None:
+        """``executor``: runs the binding cycles and the PodGroup status writes (default:
+        thread pools, ``bind_workers`` for binding); the replay passes one that runs them in
+        submission order on its own thread, so that a run is reproducible."""
         self.frameworks = frameworks
         self.features = features
         self.cache = cache
@@ -125,9 +129,11 @@ class Scheduler(PodGroupScheduling):
         self.get_pod = get_pod
         self.metrics = metrics or Metrics()
         self.clock = clock
-        self._binders = ThreadPoolExecutor(bind_workers, thread_name_prefix="bind")
+        self._binders = executor or ThreadPoolExecutor(bind_workers, thread_name_prefix="bind")
         # PodGroup status writes, in order, off the scheduling thread.
-        self._status_writes = ThreadPoolExecutor(1, thread_name_prefix="podgroup-status")
+        self._status_writes = executor or ThreadPoolExecutor(
+            1, thread_name_prefix="podgroup-status"
+        )
         # PodGroup (namespace, name) -> (its UID, the PodGroupScheduled condition this process
         # last queued for it): the writes are asynchronous, the lister may not show it yet.
         self._pod_group_conditions: dict[tuple[str, str], tuple[str, dict]] = {}

@@ -6,7 +6,12 @@ from __future__ import annotations
 
 import gc
 import logging
+import random
 import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import Executor
+from dataclasses import dataclass
 from typing import Any
 
 from extender.cache import Cache
@@ -83,6 +88,17 @@ class NodeDispatcher:
         self.scheduler.on_node_delete(node)
 
 
+@dataclass(frozen=True)
+class LoopParts:
+    """How the loop keeps time, draws ties and runs its binding cycles: real time, a fresh
+    random source and thread pools in ``kube-extender run``; a virtual clock, a seeded source
+    and an in-order executor in the replay (``extender.replay``)."""
+
+    clock: Callable[[], float] = time.monotonic
+    rng: random.Random | None = None
+    executor: Executor | None = None
+
+
 class StandaloneScheduler:
     """Everything one ``kube-extender run`` process holds and runs. Given the parts the
     composition root builds (:func:`extender.wiring.build_standalone`: the cache, the event
@@ -103,7 +119,9 @@ class StandaloneScheduler:
         kinds: set[Kind],
         extenders: list[Extender],
         record_decisions: bool = False,
+        loop: LoopParts | None = None,
     ) -> None:
+        loop = loop or LoopParts()
         self.config = config
         self.client = client
         self.metrics = metrics
@@ -123,6 +141,7 @@ class StandaloneScheduler:
             pod_max_backoff=config.pod_max_backoff_seconds,
             generic_workload=config.features.generic_workload,
             pop_from_backoff=config.features.scheduler_pop_from_backoff_q,
+            clock=loop.clock,
         )
         self.scheduler = Scheduler(
             self.frameworks,
@@ -131,7 +150,9 @@ class StandaloneScheduler:
             self.events,
             client,
             algorithm=SchedulingAlgorithm(
-                extenders, percentage_of_nodes_to_score=config.percentage_of_nodes_to_score
+                extenders,
+                percentage_of_nodes_to_score=config.percentage_of_nodes_to_score,
+                rng=loop.rng,
             ),
             get_pod=self._informer_pod,
             bind_workers=config.parallelism,
@@ -139,6 +160,8 @@ class StandaloneScheduler:
             # --record-decisions: each unschedulable pod's per-node reasons written to it.
             decisions=Decisions(client if record_decisions else None),
             features=config.features,
+            clock=loop.clock,
+            executor=loop.executor,
         )
         self.informers = cache_informers(
             client,
