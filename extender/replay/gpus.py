@@ -26,8 +26,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from extender.dra.structured import Quantity, QuantityError
-
 MAPPINGS = ("dra", "extended")
 
 # The extended mapping.
@@ -169,6 +167,9 @@ def resource_claim(
 def slice_gpus(resource_slice: dict) -> list[tuple[str, str, int]]:
     """``(device id, model, share capacity)`` of each GPU of one of our ResourceSlices, in
     device order (what a replay log's node lists)."""
+    # Imported here: the allocator's package (and its CEL runtime) is not needed to write.
+    from extender.dra.structured import Quantity, QuantityError
+
     spec = resource_slice.get("spec") or {}
     node = spec.get("nodeName") or (spec.get("pool") or {}).get("name") or ""
     gpus = []

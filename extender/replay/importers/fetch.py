@@ -84,7 +84,10 @@ def ensure(
                 )
         elif not fetch:
             raise FetchError(f"{path}: missing (give --fetch to download it from {url})")
-        body = get(url)
+        try:
+            body = get(url)
+        except FetchError as exc:
+            raise FetchError(f"{exc} (or copy the pinned file into {directory})") from None
         actual = hashlib.sha256(body).hexdigest()
         if actual != sha256:
             raise FetchError(f"{url}: downloaded sha256 {actual} is not the pinned {sha256}")
