@@ -73,13 +73,13 @@ def parser() -> argparse.ArgumentParser:
         "--limit-pods", type=_positive, metavar="N", help="only the first N pods by creation"
     )
     o.add_argument("-o", "--output", required=True, metavar="FILE", help="the trace to write")
+    o.set_defaults(subparser=o)
     return p
 
 
 def main(argv: list[str]) -> int:
-    p = parser()
-    args = p.parse_args(argv)
-    return _openb(p, args)
+    args = parser().parse_args(argv)
+    return _openb(args.subparser, args)
 
 
 def _openb(p: argparse.ArgumentParser, args: argparse.Namespace) -> int:
@@ -90,11 +90,11 @@ def _openb(p: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     prog = f"{PROG} openb"
     if bool(args.nodes) != bool(args.pods):
         missing = "--pods" if args.nodes else "--nodes"
-        p.error(f"openb: --nodes and --pods go together ({missing} is missing)")
+        p.error(f"--nodes and --pods go together ({missing} is missing)")
     if args.nodes and args.openb_dir:
-        p.error("openb: give --openb-dir DIR or --nodes CSV --pods CSV, not both")
+        p.error("give --openb-dir DIR or --nodes CSV --pods CSV, not both")
     if args.nodes and args.fetch:
-        p.error("openb: --fetch downloads the pinned files: give it with --openb-dir or alone")
+        p.error("--fetch downloads the pinned files: give it with --openb-dir or alone")
     started = time.perf_counter()
     try:
         if args.nodes:

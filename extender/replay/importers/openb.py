@@ -221,7 +221,7 @@ class _Rows:
             yield {c: v.strip() for c, v in zip(self.columns, values, strict=True)}
 
     def error(self, column: str, value: str, problem: str) -> OpenbError:
-        return OpenbError(f"{self.path.name}, row {self.row}, column {column}: {value!r} {problem}")
+        return OpenbError(f"{self.path}, row {self.row}, column {column}: {value!r} {problem}")
 
     def whole(self, values: dict[str, str], column: str) -> int:
         value = values[column]
