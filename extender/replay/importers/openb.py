@@ -48,6 +48,7 @@ header is row 1) and the column.
 from __future__ import annotations
 
 import csv
+import io
 import math
 import re
 import uuid
@@ -186,7 +187,7 @@ class _Rows:
             raise OpenbError(f"{path}: no such file") from None
         except (OSError, UnicodeDecodeError) as exc:
             raise OpenbError(f"{path}: cannot read: {exc}") from None
-        self.reader = csv.reader(self.text.splitlines())
+        self.reader = csv.reader(io.StringIO(self.text, newline=""))
         try:
             header = next(self.reader)
         except StopIteration:
