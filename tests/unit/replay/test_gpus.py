@@ -92,7 +92,7 @@ def test_the_share_request_policy_is_valid_upstream() -> None:
     value = int(capacity["value"])
     policy = capacity["requestPolicy"]
     default, valid = int(policy["default"]), policy["validRange"]
-    low, high, step = int(valid["min"]), int(valid["max"]), int(valid["step"])
+    low, high, step = int(valid["min"]), int(valid["max"]), int(valid.get("step", 1))
     assert 0 <= low <= default <= high <= value
     assert low + step <= value
     assert (default - low) % step == 0 and (high - low) % step == 0
