@@ -49,6 +49,9 @@ CASES = [
     (["cluster", "scheduler", "--config", "/nonexistent.yaml"], {}, "--config"),
     (["cluster", "scheduler", "--config", "deploy/kind-config.yaml"], {}, "--config"),
     (["cluster", "scheduler", "--config", CONFIG, "--name", "etcd"], {}, "--name"),
+    (["import", "openb", "-o", "t.json", "--limit-pods", "0"], {}, "--limit-pods"),
+    (["import", "openb", "-o", "t.json", "--pods", "/nonexistent.csv"], {}, "--nodes"),
+    (["import", "openb", "-o", "t.json", "--openb-dir", "/nonexistent"], {}, "--openb-dir"),
 ]
 
 
