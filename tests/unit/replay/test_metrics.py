@@ -126,8 +126,10 @@ def test_pods_and_queueing() -> None:
     assert (q["count"], q["mean"], q["p50"], q["max"]) == (3, 10.0, 10.0, 15.0)
     assert q["p90"] == pytest.approx(14.0)
     assert q["p99"] == pytest.approx(14.9)
-    assert len(q["quantiles"]) == 101
-    assert (q["quantiles"][0], q["quantiles"][100]) == (5.0, 15.0)
+    cdf = q["cdf"]
+    assert len(cdf["percent"]) == len(cdf["seconds"]) == 281
+    assert (cdf["percent"][0], cdf["percent"][50], cdf["percent"][-1]) == (0.0, 50.0, 100.0)
+    assert (cdf["seconds"][0], cdf["seconds"][50], cdf["seconds"][-1]) == (5.0, 10.0, 15.0)
 
 
 def test_queueing_percentiles_interpolate_between_ranks() -> None:
