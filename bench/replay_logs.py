@@ -1,9 +1,9 @@
 """Synthetic replay logs (format v1, ``extender/replay/log.py``) of a chosen size, for the
 metrics and report benchmarks and tests: an openb-like cluster (8-GPU nodes of a few models,
 some CPU-only nodes) and workload (CPU-only, shared-GPU, whole-GPU and multi-GPU pods of a
-hundred shapes, Zipf-popular), placed by a toy random-fit scheduler in virtual time. The
-placements mean nothing; the log is consistent (a bind only where the pod fits, every bound pod
-leaves once) and has every event kind.
+hundred shapes by default, Zipf-popular), placed by a toy random-fit scheduler in virtual
+time. The placements mean nothing; the log is consistent (a bind only where the pod fits,
+every bound pod leaves once) and has every event kind.
 
     python bench/replay_logs.py [--nodes 1500] [--pods 8000] [-o log.json]
 """
@@ -16,16 +16,22 @@ import json
 import random
 import sys
 from collections import deque
+from typing import Any
 
 MODELS = ("V100M32", "V100M16", "T4", "P100", "A10")
 GIB = 1 << 30
 
 
 def synthetic_log(
-    nodes: int = 1500, pods: int = 8000, *, seed: int = 0, policy: str = "synthetic"
+    nodes: int = 1500,
+    pods: int = 8000,
+    *,
+    seed: int = 0,
+    policy: str = "synthetic",
+    shapes: int = 100,
 ) -> dict:
     rng = random.Random(seed)
-    node_list = []
+    node_list: list[dict[str, Any]] = []
     for i in range(nodes):
         name = f"n-{i}"
         if i % 6 == 5:
@@ -46,8 +52,8 @@ def synthetic_log(
                 ],
             }
         )
-    shapes = []
-    for s in range(100):
+    shape_list = []
+    for s in range(shapes):
         kind = rng.random()
         cpu = rng.choice((1000, 2000, 4000, 8000, 16000, 32000))
         memory = rng.choice((2, 4, 8, 16, 32, 64)) * GIB
@@ -59,19 +65,25 @@ def synthetic_log(
             gpus, milli = 1, 1000
         else:
             gpus, milli = rng.choice((2, 4, 8)), 1000
-        model = rng.choice(MODELS) if gpus and rng.random() < 0.2 else None
-        shapes.append((cpu, memory, gpus, milli, model, f"ReplicaSet/shape-{s}"))
-    weights = [1 / (rank + 1) for rank in range(len(shapes))]
+        wants = rng.choice(MODELS) if gpus and rng.random() < 0.2 else None
+        shape_list.append((cpu, memory, gpus, milli, wants, f"ReplicaSet/shape-{s}"))
+    weights = [1 / (rank + 1) for rank in range(len(shape_list))]
     end = 200000.0
     duration = 400000.0 * pods / nodes / 5.3
-    pod_table: dict[str, dict] = {}
+    pod_table: dict[str, dict[str, Any]] = {}
     arrivals = sorted(rng.uniform(0, end * 0.9) for _ in range(pods))
     for i, t in enumerate(arrivals):
-        cpu, memory, gpus, milli, model, owner = rng.choices(shapes, weights)[0]
-        pod = {"cpu": cpu, "memory": memory, "gpus": gpus, "gpuMilli": milli, "owner": owner}
+        cpu, memory, gpus, milli, wants, owner = rng.choices(shape_list, weights)[0]
+        pod: dict[str, Any] = {
+            "cpu": cpu,
+            "memory": memory,
+            "gpus": gpus,
+            "gpuMilli": milli,
+            "owner": owner,
+        }
         pod["arrival"] = round(t, 3)
-        if model:
-            pod["gpuModel"] = model
+        if wants:
+            pod["gpuModel"] = wants
         pod_table[f"default/p-{i}"] = pod
 
     cpu_free = [n["cpu"] for n in node_list]

@@ -309,9 +309,9 @@ def compute(
     zone_of = [zone_names.index(z) if zoned and z else i for i, z in enumerate(zones)]
     n_domains = len(zone_names) if zoned else n_nodes
 
-    for i, shares in enumerate(node_gpus):
+    for i, own_gpus in enumerate(node_gpus):
         node_frag[i] = fragmentation.node(
-            cpu_cap[i], mem_cap[i], [(gpu_model[g], gpu_cap[g]) for g in shares]
+            cpu_cap[i], mem_cap[i], [(gpu_model[g], gpu_cap[g]) for g in own_gpus]
         )
     totals = {"cpu": 0, "memory": 0, "gpu": 0, "in_use": 0, "pending": 0, "running": 0}
     frag_total = sum(node_frag)
