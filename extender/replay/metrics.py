@@ -40,13 +40,13 @@ What is computed
   included, as its ``isInvolvedCpuPods``), with two differences stated here: every shape counts
   (the simulator may keep only the most popular ones, 95% of pods by default), and memory is
   checked as well as CPU (the simulator checks CPU only).
-- **Spread balance per workload** (a pod's ``owner``): at every grid time, for each owner with
-  at least two running pods, the skew as PodTopologySpread defines it: the most of its pods in
-  one domain minus the fewest, over all domains (zones when every node has a
-  ``topology.kubernetes.io/zone`` label, else nodes; a domain without its pods counts 0). A
-  workload spread one pod per node has skew 1 (or 0); one packed on a single node has skew =
-  its pod count. Reported per owner (mean and max over the grid times it had >= 2 pods) and
-  overall (mean over all such owner-times, max).
+- **Spread balance per workload** (a pod's ``owner``; pods without one are left out): at
+  every grid time, for each owner with at least two running pods, the skew as
+  PodTopologySpread defines it: the most of its pods in one domain minus the fewest, over all
+  domains (zones when every node has a ``topology.kubernetes.io/zone`` label, else nodes; a
+  domain without its pods counts 0). A workload spread one pod per node has skew 1 (or 0);
+  one packed on a single node has skew = its pod count. Reported per owner (mean and max over
+  the grid times it had >= 2 pods) and overall (mean over all such owner-times, max).
 - **Preemptions**: ``preempt`` events, distinct victims and preemptors.
 - **Heat map**: per-node allocation (GPU for GPU nodes when the cluster has GPUs, else CPU of
   all nodes) at ``heat_columns`` of the grid times: nodes x time.
@@ -349,11 +349,12 @@ def compute(
         pods_on[n] += sign
         totals["in_use"] += (pods_on[n] > 0) - (before > 0)
         totals["running"] += sign
-        counts = owner_domains.setdefault(pod_owner[key], {})
-        domain = zone_of[n]
-        counts[domain] = counts.get(domain, 0) + sign
-        if not counts[domain]:
-            del counts[domain]
+        if pod_owner[key]:  # a pod without an owner belongs to no workload
+            counts = owner_domains.setdefault(pod_owner[key], {})
+            domain = zone_of[n]
+            counts[domain] = counts.get(domain, 0) + sign
+            if not counts[domain]:
+                del counts[domain]
         if shares or node_gpus[n]:
             refrag(n)
 
@@ -459,7 +460,7 @@ def compute(
         elif kind == "preempt":
             preemptions += 1
             victims.add(key)
-            if len(event) >= 5 and isinstance(event[4], str):
+            if len(event) >= 5 and isinstance(event[4], str) and event[4]:
                 preemptors.add(event[4])
             release(key)
         elif kind == "leave":

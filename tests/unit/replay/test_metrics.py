@@ -18,6 +18,8 @@ GPU (p = 1/4), ``s3`` 1 CPU, no GPU (p = 1/4). Fragmentation in milli-GPU, by ha
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from bench.replay_logs import synthetic_log
@@ -290,3 +292,25 @@ def test_a_synthetic_log_is_consistent() -> None:
     assert all(0.0 <= v <= 1.0 for k in ("cpu", "memory", "gpu") for v in m["series"][k])
     assert all(0.0 <= v <= 1.0 for v in m["series"]["frag_fraction"])
     assert len(m["heatmap"]["values"]) == len(m["heatmap"]["nodes"]) == 50
+
+
+def test_the_engines_logs_tell_packing_from_spreading(tmp_path: Path) -> None:
+    """Logs written by the virtual-time engine (extender/replay/engine.py): the default profile
+    (LeastAllocated) spreads the 60 pods, MostAllocated packs them onto fewer nodes."""
+    from extender.replay.engine import replay
+
+    from .test_engine import MOST_ALLOCATED, PROFILE, many_pods_trace
+
+    (tmp_path / "default.yaml").write_text(PROFILE)
+    (tmp_path / "most-allocated.yaml").write_text(MOST_ALLOCATED)
+    trace = many_pods_trace()
+    spread, packed = (
+        compute(replay(trace, tmp_path / name)) for name in ("default.yaml", "most-allocated.yaml")
+    )
+    for m in (spread, packed):
+        assert m["pods"]["scheduled"] == m["pods"]["arrived"] == 60
+        assert m["queueing"]["p99"] == 0.0
+        assert m["series"]["running"][-1] == 0  # every pod ran 100 s and left
+    assert packed["means"]["nodes_in_use"] < spread["means"]["nodes_in_use"]
+    # The same work: the same CPU allocated over time.
+    assert packed["means"]["cpu"] == pytest.approx(spread["means"]["cpu"])
