@@ -15,8 +15,10 @@ from pathlib import Path
 import pytest
 
 from bench.replay_logs import synthetic_log
+from extender.replay.engine import replay
 from extender.replay.metrics import compute
 from extender.replay.report import write
+from tests.unit.replay.test_engine import MOST_ALLOCATED, PROFILE, many_pods_trace
 
 CHROMIUM = os.environ.get("KUBE_EXTENDER_CHROMIUM", "/usr/bin/chromium")
 ARGS = [
@@ -115,6 +117,20 @@ def test_the_report_renders_with_data_in_every_plot(browser, report: Path) -> No
     assert [len(lines[fid]) for fid in ids[:8]] == [2] * 8  # a line a policy
     assert lines["heatmap-0"] == [["heatmap", 67]]  # the GPU nodes (5 of 6)
     assert columns == 3  # the figure's name and a column a policy
+
+
+def test_a_cpu_only_replay_by_the_engine_renders_too(browser, tmp_path: Path) -> None:
+    """Logs written by the virtual-time engine over CPU-only nodes: the GPU plots are flat
+    zeros, the heat map is CPU, every pod is bound at once (the queueing axis is linear)."""
+    results = []
+    for name, text in (("default", PROFILE), ("most-allocated", MOST_ALLOCATED)):
+        (tmp_path / f"{name}.yaml").write_text(text)
+        results.append(compute(replay(many_pods_trace(), tmp_path / f"{name}.yaml")))
+    write(results, tmp_path / "out")
+    found, (plots, columns) = problems(browser, tmp_path / "out" / "report.html")
+    assert found == []
+    assert dict((fid, traces) for fid, traces, _ in plots)["heatmap-1"] == [["heatmap", 6]]
+    assert columns == 3
 
 
 def _empty_figure(fid: str):
