@@ -48,11 +48,13 @@ controlplane:
 	bash hack/build-controlplane.sh kube-apiserver kube-scheduler
 
 ## All that `make test` runs: the control plane and kube-controller-manager (the volume tests'
-## PV binder) in one go build, the volume tests' dynamic provisioner, helm for the chart tests.
+## PV binder) in one go build, the volume tests' dynamic provisioner, helm for the chart tests,
+## Debian's chromium for the replay report's browser test (installed only when missing).
 test-binaries:
 	bash hack/build-controlplane.sh kube-apiserver kube-scheduler kube-controller-manager
 	bash hack/build-provisioner.sh
 	bash hack/build-helm.sh
+	bash hack/install-chromium.sh
 
 ## Benchmarks: figures and ratios against a peer measured in the same run (never timed tests).
 bench: setup

@@ -6,4 +6,8 @@ scheduling core in virtual time and compare policies on it.
   consumable capacity), shared by the importers and the metrics.
 * :mod:`extender.replay.importers`: public traces into the format (``openb``: Alibaba's
   ``cluster-trace-gpu-v2023``).
+* :mod:`extender.replay.metrics`: a replay log's metrics (queueing, allocation over time, FGD
+  GPU fragmentation, spread, preemptions, a per-node heat map).
+* :mod:`extender.replay.report`: the policies' metrics side by side: JSON, an HTML page with
+  plots, a terminal table.
 """

@@ -156,3 +156,64 @@ def test_gobuild_prints_plain_periodic_lines_when_not_a_terminal(tmp_path: Path)
     assert any("compiling" in line and "/4 packages" in line for line in lines), lines
     assert any(line.startswith("[x] linking (") for line in lines), lines
     assert lines[-1].startswith("[x] go build: 4 packages compiled")
+
+
+# hack/install-chromium.sh against fake ``apt-get`` and ``id`` on PATH: the browser is
+# installed only when missing, through apt-get (with an update when the first install fails),
+# never through Playwright's download.
+FAKE_APT = r"""#!/usr/bin/env bash
+echo "$*" >> "$FAKE_APT_LOG"
+if [[ "$*" == *install* ]]; then
+  if [[ -n "${FAKE_APT_STALE:-}" && ! -e "$FAKE_APT_LOG.updated" ]]; then exit 100; fi
+  printf '#!/bin/sh\necho "Chromium 140.0 built on Debian"\n' > "$KUBE_EXTENDER_CHROMIUM"
+  chmod +x "$KUBE_EXTENDER_CHROMIUM"
+fi
+[[ "$1" == update ]] && : > "$FAKE_APT_LOG.updated"
+exit 0
+"""
+
+
+def _install_chromium(tmp_path: Path, uid: int = 0, **extra: str):
+    fake = tmp_path / "fakeapt"
+    fake.mkdir(exist_ok=True)
+    for name, text in (("apt-get", FAKE_APT), ("id", f"#!/bin/sh\necho {uid}\n")):
+        (fake / name).write_text(text)
+        (fake / name).chmod(0o755)
+    env = {
+        **os.environ,
+        "PATH": f"{fake}:{os.environ['PATH']}",
+        "KUBE_EXTENDER_CHROMIUM": str(tmp_path / "chromium"),
+        "FAKE_APT_LOG": str(tmp_path / "apt.log"),
+        **extra,
+    }
+    done = subprocess.run(
+        ["bash", str(HACK / "install-chromium.sh")],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    log = tmp_path / "apt.log"
+    return done, log.read_text().splitlines() if log.exists() else []
+
+
+def test_chromium_is_installed_from_debian_only_when_missing(tmp_path: Path) -> None:
+    done, calls = _install_chromium(tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert calls == ["install -y -q chromium"]
+    assert "Chromium 140.0" in done.stderr
+    again, calls = _install_chromium(tmp_path)
+    assert again.returncode == 0 and calls == ["install -y -q chromium"]
+    assert "up to date" in again.stderr
+
+
+def test_a_stale_package_index_is_updated_once(tmp_path: Path) -> None:
+    done, calls = _install_chromium(tmp_path, FAKE_APT_STALE="1")
+    assert done.returncode == 0, done.stderr
+    assert calls == ["install -y -q chromium", "update -q", "install -y -q chromium"]
+
+
+def test_without_root_it_says_what_to_install(tmp_path: Path) -> None:
+    done, calls = _install_chromium(tmp_path, uid=1000)
+    assert done.returncode == 0 and calls == []
+    assert "apt-get install chromium" in done.stderr

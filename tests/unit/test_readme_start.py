@@ -70,10 +70,16 @@ def test_make_test_builds_all_its_tests_run() -> None:
         in lines
     )
     assert "bash hack/build-provisioner.sh" in lines and "bash hack/build-helm.sh" in lines
+    assert "bash hack/install-chromium.sh" in lines
     assert any(
         line.startswith(".venv/bin/python -m pytest") and " tests " in f"{line} " for line in lines
     )
-    for named in ("kube-controller-manager", "hack/build-provisioner.sh", "hack/build-helm.sh"):
+    for named in (
+        "kube-controller-manager",
+        "hack/build-provisioner.sh",
+        "hack/build-helm.sh",
+        "hack/install-chromium.sh",
+    ):
         assert named in FIRST_SCREEN, f"the first screen does not say make test builds {named}"
     assert (REPO / ".ci" / "run").read_text().strip().endswith("make test")
 
