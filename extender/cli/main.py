@@ -10,6 +10,7 @@ Each subcommand is a module of this package, imported only when used:
 * ``new-plugin`` write an out-of-tree plugin package    (``extender.cli.new_plugin``)
 * ``explain``  why a pod is Pending / landed there      (``extender.cli.explain``)
 * ``simulate`` offline what-if over a cluster dump      (``extender.cli.simulate``)
+* ``record``   a trace of a live cluster or of a dump   (``extender.cli.record``)
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "explain": ("extender.cli.explain", "why a pod is Pending, or why it landed where it did"),
     "simulate": ("extender.cli.simulate", "offline what-if: schedule pods into a dump"),
+    "record": ("extender.cli.record", "write a replay trace of a live cluster or a dump"),
 }
 
 
