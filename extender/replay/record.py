@@ -48,6 +48,7 @@ CREATED_BY = "kube-extender record"
 DEFAULT_MAX_PODS = 100_000
 DEFAULT_MAX_OBJECTS = 200_000
 TERMINATED = ("Succeeded", "Failed")
+PROGRESS_EVERY = 10  # seconds
 
 # kind -> (collection path, namespaced, apiVersion), listed at the start and kept in
 # ``objects`` (ResourceClaims owned by a recorded pod go to that pod's ``claims`` instead).
@@ -686,9 +687,9 @@ def record_live(
         if progress is not None:
             progress(now - start, len(timeline.entries))
         try:
-            stream = client.watch(
-                pods_path, resource_version, timeout_seconds=max(1, math.ceil(end - now))
-            )
+            # Watches of at most PROGRESS_EVERY seconds, so that progress is told meanwhile.
+            seconds = max(1, min(math.ceil(end - now), PROGRESS_EVERY))
+            stream = client.watch(pods_path, resource_version, timeout_seconds=seconds)
             with stream:
                 for kind, obj in stream:
                     seen = clock()
