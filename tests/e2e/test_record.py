@@ -1,0 +1,137 @@
+"""``kube-extender record --window`` against the real control plane: the real kube-scheduler
+binds pods while the recorder watches; some pods are deleted during the window. The trace has
+the initial state (bound and pending pods at 0), the arrivals, bindings and ends at the times
+they happened (within the timestamps' second), and the nodes as they were."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+from .harness import Process, scheduler_config, wait_until
+
+WINDOW = 14.0
+# Times the recorder writes come from the watch (sub-second) or from the objects' timestamps
+# (whole seconds): allow the second plus scheduling on a loaded machine.
+SLACK = 1.5
+
+
+def test_record_a_window_of_the_live_cluster(
+    kube, control_plane, kube_scheduler, processes, tmp_path: Path
+) -> None:
+    ns = kube.namespace
+    kube.scheduler_name = "default-scheduler"
+    kube_scheduler(scheduler_config(None))
+    a, b = f"{ns}-a", f"{ns}-b"
+    kube.create_node(a, cpu="4", labels={"e2e.io/record": ns})
+    kube.create_node(b, cpu="4", labels={"e2e.io/record": ns})
+    kube.create_pod("old", cpu="1")
+    old_node = kube.wait_bound("old")
+    kube.create_pod("stuck", cpu="64")  # fits nowhere: pending all along
+    out = tmp_path / "trace.json"
+
+    launched = time.time()
+    recorder = Process(
+        "record",
+        [
+            "record",
+            "--kubeconfig",
+            str(control_plane.kubeconfig),
+            "--window",
+            f"{WINDOW:g}s",
+            "-n",
+            ns,
+            "-o",
+            str(out),
+        ],  # fmt: skip
+        tmp_path,
+    )
+    processes.append(recorder)
+    wait_until(lambda: "pods" in recorder.log(), 30, "the recorder's first progress line")
+    listed = time.time()  # the recorder's start is between launched and listed
+
+    times: dict[str, float] = {}
+
+    def now(what: str) -> None:
+        times[what] = time.time()
+
+    time.sleep(1.0)
+    now("first created")
+    kube.create_pod("first", cpu="1")
+    kube.wait_bound("first")
+    now("first bound")
+    time.sleep(1.0)
+    now("never created")
+    kube.create_pod("never", cpu="64")
+    kube.create_pod("second", cpu="2")
+    second_node = kube.wait_bound("second")
+    time.sleep(2.0)
+    now("first deleted")
+    kube.delete_pod("first")
+    now("old deleted")
+    kube.delete_pod("old")
+    time.sleep(1.0)
+    now("never deleted")
+    kube.delete_pod("never")
+
+    wait_until(lambda: not recorder.alive(), WINDOW + 30, "the recorder to exit")
+    assert recorder.proc.returncode == 0, recorder.log()
+    trace = json.loads(out.read_text())
+    assert (trace["apiVersion"], trace["kind"], trace["version"]) == (
+        "kube-extender.dev/v1", "Trace", 1
+    )  # fmt: skip
+    assert trace["duration"] == WINDOW
+    assert trace["metadata"]["createdBy"] == "kube-extender record"
+
+    nodes = {n["metadata"]["name"]: n for n in trace["nodes"]}
+    assert {a, b} <= set(nodes)
+    assert nodes[a]["status"]["allocatable"]["cpu"] == "4"
+    assert nodes[a]["metadata"]["labels"]["e2e.io/record"] == ns
+    assert [o["metadata"]["name"] for o in trace["objects"] if o["kind"] == "Namespace"] == [ns]
+
+    pods = {r["pod"]["metadata"]["name"]: r for r in trace["pods"]}
+    assert set(pods) == {"old", "stuck", "first", "never", "second"}, list(pods)
+    assert [r["arrival"] for r in trace["pods"]] == sorted(r["arrival"] for r in trace["pods"])
+    for record in trace["pods"]:
+        assert "nodeName" not in record["pod"]["spec"]
+        assert "status" not in record["pod"]
+        assert "uid" not in record["pod"]["metadata"]
+
+    def between(value: float, low: float, high: float) -> None:
+        assert low - SLACK <= value <= high + SLACK, (value, low, high)
+
+    def since_start(what: str) -> tuple[float, float]:
+        """When ``what`` happened in the trace's time: the start is not known closer."""
+        return times[what] - listed, times[what] - launched
+
+    # The initial state: old bound where the scheduler put it, stuck pending.
+    old = pods["old"]
+    assert old["arrival"] == 0 and old["node"] == old_node
+    assert old["recorded"] == {"node": old_node, "scheduled": 0.0}
+    assert old["abandon"] is None
+    between(old["duration"], *since_start("old deleted"))
+    stuck = pods["stuck"]
+    assert stuck["arrival"] == 0 and stuck["node"] is None
+    assert stuck["recorded"] == {"node": None, "scheduled": None}
+    assert stuck["duration"] is None and stuck["abandon"] is None
+
+    # Arrivals, bindings and ends during the window.
+    first = pods["first"]
+    assert first["node"] is None and first["recorded"]["node"] in (a, b)
+    between(first["arrival"], *since_start("first created"))
+    scheduled = first["recorded"]["scheduled"]
+    assert first["arrival"] <= scheduled
+    between(scheduled, since_start("first created")[0], since_start("first bound")[1])
+    lived = times["first deleted"] - times["first bound"]
+    between(first["duration"], lived, lived + times["first bound"] - times["first created"])
+    second = pods["second"]
+    assert second["recorded"]["node"] == second_node
+    assert second["duration"] is None and second["abandon"] is None
+    never = pods["never"]
+    assert never["recorded"] == {"node": None, "scheduled": None}
+    assert never["duration"] is None
+    between(never["arrival"], *since_start("never created"))
+    between(never["abandon"], *since_start("never deleted"))
+    assert pods["first"]["arrival"] < pods["never"]["arrival"] <= pods["second"]["arrival"]
+    assert pods["second"]["pod"]["spec"]["containers"][0]["resources"] == {"requests": {"cpu": "2"}}
