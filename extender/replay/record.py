@@ -225,13 +225,6 @@ def created_bound(pod: dict) -> bool:
     return scheduled_at(pod) is None
 
 
-def _owned_by(claim: dict, uid: str) -> bool:
-    return any(
-        ref.get("kind") == "Pod" and ref.get("uid") == uid
-        for ref in _meta(claim).get("ownerReferences") or ()
-    )
-
-
 # -- the timeline ------------------------------------------------------------------------------
 
 
@@ -269,6 +262,7 @@ class Timeline:
         self.nodes: list[dict] = []
         self.objects: list[dict] = []
         self.claims: dict[tuple[str, str], dict] = {}  # listed at the start
+        self.owned_claims: dict[str, list[tuple[str, str]]] = {}  # pod uid -> claims' keys
         self.entries: dict[str, _Entry] = {}  # uid (or namespace/name) -> entry
         self.notes: list[str] = []
         self.last = 0.0  # the latest time seen
@@ -281,7 +275,11 @@ class Timeline:
     def add_object(self, obj: dict) -> None:
         if obj.get("kind") == "ResourceClaim":
             meta = _meta(obj)
-            self.claims[(meta.get("namespace") or "", meta.get("name") or "")] = obj
+            key = (meta.get("namespace") or "", meta.get("name") or "")
+            self.claims[key] = obj
+            for ref in meta.get("ownerReferences") or ():
+                if ref.get("kind") == "Pod" and ref.get("uid"):
+                    self.owned_claims.setdefault(ref["uid"], []).append(key)
         else:
             self.objects.append(clean_object(obj))
 
@@ -388,11 +386,9 @@ class Timeline:
                 claim = self.get_claim(namespace, claim_name)
             if claim is not None:
                 entry.claims[claim_name] = claim
-        uid = meta.get("uid")
-        if uid:
-            for (ns, name), claim in self.claims.items():
-                if ns == namespace and name not in entry.claims and _owned_by(claim, uid):
-                    entry.claims[name] = claim
+        for key in self.owned_claims.get(meta.get("uid") or "", ()):
+            if key[0] == namespace and key[1] not in entry.claims:
+                entry.claims[key[1]] = self.claims[key]
 
     # -- the trace --------------------------------------------------------------------------
 
