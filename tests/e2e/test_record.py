@@ -10,11 +10,45 @@ import time
 from pathlib import Path
 
 from .harness import Process, scheduler_config, wait_until
+from .test_dra import (  # noqa: F401 (fixtures)
+    claim_controller,
+    claim_template,
+    device_class,
+    dra,
+    gpu_pod,
+    publish_slice,
+)
 
 WINDOW = 14.0
 # Times the recorder writes come from the watch (sub-second) or from the objects' timestamps
 # (whole seconds): allow the second plus scheduling on a loaded machine.
 SLACK = 1.5
+
+
+def start_recorder(control_plane, ns: str, window: float, out: Path, log_dir: Path) -> Process:
+    recorder = Process(
+        "record",
+        [
+            "record",
+            "--kubeconfig",
+            str(control_plane.kubeconfig),
+            "--window",
+            f"{window:g}s",
+            "-n",
+            ns,
+            "-o",
+            str(out),
+        ],  # fmt: skip
+        log_dir,
+    )
+    wait_until(lambda: "pods" in recorder.log(), 30, "the recorder's first progress line")
+    return recorder
+
+
+def finish(recorder: Process, window: float, out: Path) -> dict:
+    wait_until(lambda: not recorder.alive(), window + 30, "the recorder to exit")
+    assert recorder.proc.returncode == 0, recorder.log()
+    return json.loads(out.read_text())
 
 
 def test_record_a_window_of_the_live_cluster(
@@ -75,9 +109,7 @@ def test_record_a_window_of_the_live_cluster(
     now("never deleted")
     kube.delete_pod("never")
 
-    wait_until(lambda: not recorder.alive(), WINDOW + 30, "the recorder to exit")
-    assert recorder.proc.returncode == 0, recorder.log()
-    trace = json.loads(out.read_text())
+    trace = finish(recorder, WINDOW, out)
     assert (trace["apiVersion"], trace["kind"], trace["version"]) == (
         "kube-extender.dev/v1", "Trace", 1
     )  # fmt: skip
@@ -135,3 +167,58 @@ def test_record_a_window_of_the_live_cluster(
     between(never["abandon"], *since_start("never deleted"))
     assert pods["first"]["arrival"] < pods["never"]["arrival"] <= pods["second"]["arrival"]
     assert pods["second"]["pod"]["spec"]["containers"][0]["resources"] == {"requests": {"cpu": "2"}}
+
+
+def test_record_claims_with_their_pods(
+    dra,  # noqa: F811
+    control_plane,
+    kube_scheduler,
+    processes,
+    tmp_path: Path,
+) -> None:
+    """The resource-claim controller generates each pod's claim from its template: the trace
+    records it with its pod (allocated for the pod bound at the start, to be allocated for the
+    arrivals), the pod names it directly, and the DRA objects are there from the start."""
+    kube = dra
+    ns = kube.namespace
+    kube.scheduler_name = "default-scheduler"
+    kube_scheduler(scheduler_config(None))
+    gpu_node = f"{ns}-gpu"
+    kube.create_node(gpu_node)
+    publish_slice(kube, gpu_node, devices=2)
+    class_name = device_class(kube)
+    template = claim_template(kube, class_name)
+    gpu_pod(kube, "before", template)
+    assert kube.wait_bound("before", timeout=60) == gpu_node
+    out = tmp_path / "trace.json"
+    window = 8.0
+    recorder = start_recorder(control_plane, ns, window, out, tmp_path)
+    processes.append(recorder)
+    gpu_pod(kube, "during", template)
+    assert kube.wait_bound("during", timeout=60) == gpu_node
+    gpu_pod(kube, "waiting", template)  # both devices taken: pending with its claim
+    wait_until(lambda: kube.why_pending("waiting"), 30, "waiting to be tried")
+    trace = finish(recorder, window, out)
+
+    kinds = {(o["kind"], o["metadata"]["name"]) for o in trace["objects"]}
+    assert ("DeviceClass", class_name) in kinds
+    assert any(k == "ResourceSlice" and n.startswith(gpu_node) for k, n in kinds), kinds
+    assert not any(k == "ResourceClaim" for k, _ in kinds), kinds  # all with their pods
+    assert trace["metadata"]["gpuMapping"] == "dra"
+    pods = {r["pod"]["metadata"]["name"]: r for r in trace["pods"]}
+    assert set(pods) == {"before", "during", "waiting"}
+    for name, record in pods.items():
+        (claim,) = record["claims"]
+        claim_name = claim["metadata"]["name"]
+        assert claim_name.startswith(f"{name}-gpu"), claim_name
+        assert record["pod"]["spec"]["resourceClaims"] == [
+            {"name": "gpu", "resourceClaimName": claim_name}
+        ]
+        assert claim["spec"]["devices"]["requests"][0]["exactly"]["deviceClassName"] == class_name
+        assert "uid" not in claim["metadata"] and "resourceVersion" not in claim["metadata"]
+    before = pods["before"]
+    assert before["node"] == gpu_node and before["arrival"] == 0
+    assert before["claims"][0]["status"]["allocation"]["devices"]["results"]
+    assert pods["during"]["node"] is None and "status" not in pods["during"]["claims"][0]
+    assert pods["during"]["recorded"]["node"] == gpu_node
+    assert pods["waiting"]["recorded"] == {"node": None, "scheduled": None}
