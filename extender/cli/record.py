@@ -4,7 +4,7 @@ Live (``--window``): everything is listed at the start (read-only), then pods ar
 the window: their creations, bindings and deletions. A dump (``--from-dump``, a ``kubectl get
 -o json`` List or what ``explain``/``simulate`` read): times come from the pods' timestamps.
 ``--anonymise`` hashes names and labels under a salt (consistently, so selectors and owners
-still match); docs/replay.md says what is kept.
+still match); docs/record.md says what is recorded and what is kept.
 """
 
 from __future__ import annotations
