@@ -110,6 +110,9 @@ def main(argv: list[str]) -> int:
             f"{len(pods)} pods ({bound} bound) over {trace['duration']:.1f} s -> {output}",
             file=sys.stderr,
         )
+        notes = trace["metadata"].get("notes") or ""
+        if notes:
+            print(f"{PROG}: notes: {notes}", file=sys.stderr)
     return 0
 
 
@@ -123,10 +126,12 @@ def _live(args: argparse.Namespace, window: float) -> dict[str, Any] | None:
     if client is None:
         return None
     quiet = args.quiet
+    told: list[float] = []
 
     def progress(elapsed: float, pods: int) -> None:
         if not quiet:
             print(f"\r{PROG}: {elapsed:.0f}/{window:.0f} s, {pods} pods", end="", file=sys.stderr)
+            told.append(elapsed)
 
     source = f"live (window {args.window})"
     try:
@@ -145,8 +150,8 @@ def _live(args: argparse.Namespace, window: float) -> dict[str, Any] | None:
     except Exception as exc:  # the API refused or went away: one line
         raise RecordError(f"recording the cluster failed: {exc}") from None
     finally:
-        if not quiet:
-            print(file=sys.stderr)
+        if told:
+            print(file=sys.stderr)  # end the progress line
     return trace
 
 

@@ -619,7 +619,8 @@ def record_live(
 ) -> dict:
     """Record ``client``'s cluster for ``window`` seconds (read-only: LIST, WATCH, GET).
 
-    A kind the apiserver does not serve (no DRA API) is left out and said in the notes. The
+    A kind the apiserver does not serve (no DRA API) or that the user may not list is left
+    out and said in the notes. The
     watch restarts from its last resourceVersion when the server ends it, and from a new list
     when that is too old (410): pods gone meanwhile end at the relist.
     """
@@ -647,6 +648,11 @@ def record_live(
             items, _ = _listed(client, _collection(kind, namespace), api_version, kind)
         except NotFound:
             timeline.notes.append(f"{kind}: not served, not recorded")
+            continue
+        except ApiError as exc:
+            if exc.status != 403:
+                raise
+            timeline.notes.append(f"{kind}: not allowed to list, not recorded")
             continue
         items = [o for o in items if _in_namespace(o, kind, namespace)]
         count += len(items)
