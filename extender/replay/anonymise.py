@@ -14,8 +14,8 @@ resource quantities and names, scheduler names, ``system-`` PriorityClasses, Dev
 storage provisioners and CSI drivers, DRA device names, attributes and CEL selectors, taint
 effects, operators, weights. Dropped: annotations (except a static pod's mirror marker),
 container commands, arguments and environment, mount paths, StorageClass parameters, a
-node's addresses, IDs, CIDRs and provider ID. Container images are hashed (ImageLocality
-still matches a node's images).
+node's addresses, IDs, CIDRs and provider ID. Container images are hashed, a pod's with the
+``:latest`` ImageLocality adds, so that it still matches a node's images.
 """
 
 from __future__ import annotations
@@ -24,6 +24,8 @@ import copy
 import hashlib
 import hmac
 from typing import Any
+
+from extender.plugins.image_locality import normalized_image_name
 
 __all__ = ["KEPT_VALUES", "Anonymiser", "anonymise", "kept_key"]
 
@@ -245,7 +247,8 @@ class Anonymiser:
         }
         out["name"] = self.name(str(container.get("name", "")))
         if container.get("image"):
-            out["image"] = self.name(str(container["image"]))
+            # As ImageLocality compares it with a node's image names: with its ``:latest``.
+            out["image"] = self.name(normalized_image_name(str(container["image"])))
         out["volumeMounts"] = [
             {"name": self.name(str(m.get("name", ""))), "mountPath": "/" + self.name(str(i))}
             for i, m in enumerate(container.get("volumeMounts") or ())

@@ -18,9 +18,9 @@ def cluster() -> list[dict]:
                                "kubernetes.io/arch": "amd64"})  # fmt: skip
     n1["spec"] = {"taints": [{"key": "dedicated", "value": "ml", "effect": "NoSchedule"}]}
     n1["status"]["addresses"] = [{"type": "InternalIP", "address": "10.0.0.7"}]
-    n1["status"]["images"] = [{"names": ["registry.example.com/secret/app:1"], "sizeBytes": 9}]
+    n1["status"]["images"] = [{"names": ["registry.example.com/secret/app:latest"], "sizeBytes": 9}]
     web = pod("web-abc", 0, node_name="gpu-box-1", scheduled=1, namespace="payments")
-    web["spec"]["containers"][0]["image"] = "registry.example.com/secret/app:1"
+    web["spec"]["containers"][0]["image"] = "registry.example.com/secret/app"  # :latest
     web["spec"]["containers"][0]["env"] = [{"name": "PASSWORD", "value": "hunter2"}]
     web["spec"]["nodeSelector"] = {"team": "ml", "kubernetes.io/arch": "amd64"}
     web["spec"]["tolerations"] = [{"key": "dedicated", "value": "ml", "effect": "NoSchedule"}]
