@@ -10,8 +10,6 @@ still match); docs/record.md says what is recorded and what is kept.
 from __future__ import annotations
 
 import argparse
-import gzip
-import json
 import os
 import sys
 from pathlib import Path
@@ -27,6 +25,7 @@ from extender.replay.record import (
     parse_time,
     record_live,
 )
+from extender.replay.trace import TraceError, parse, save
 
 PROG = "kube-extender record"
 
@@ -101,7 +100,11 @@ def main(argv: list[str]) -> int:
         from extender.replay.anonymise import anonymise
 
         trace = anonymise(trace, salt)
-    save(trace, output)
+    try:
+        save(parse(trace), output)
+    except TraceError as exc:  # a recorder's bug: say which field, write nothing
+        print(f"{PROG}: the trace is not valid, not written: {exc}", file=sys.stderr)
+        return 1
     if not args.quiet:
         pods = trace["pods"]
         bound = sum(1 for r in pods if r["recorded"]["node"])
@@ -173,11 +176,3 @@ def _dump(args: argparse.Namespace) -> dict[str, Any]:
         name=args.name,
         source=source,
     )
-
-
-def save(trace: dict[str, Any], path: Path) -> None:
-    """Write the trace (gzip-compressed when the name ends in ``.gz``)."""
-    raw = json.dumps(trace, separators=(",", ":")).encode()
-    if path.name.endswith(".gz"):
-        raw = gzip.compress(raw, mtime=0)
-    path.write_bytes(raw)

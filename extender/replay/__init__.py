@@ -6,4 +6,6 @@ scheduling core in virtual time and compare policies on it.
   consumable capacity), shared by the importers and the metrics.
 * :mod:`extender.replay.importers`: public traces into the format (``openb``: Alibaba's
   ``cluster-trace-gpu-v2023``).
+* :mod:`extender.replay.record`: a trace of a live cluster or of a dump
+  (``kube-extender record``), :mod:`extender.replay.anonymise` its names and labels hashed.
 """

@@ -29,6 +29,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from .trace import API_VERSION, KIND, VERSION
+
 __all__ = [
     "API_VERSION",
     "DEFAULT_MAX_OBJECTS",
@@ -43,7 +45,6 @@ __all__ = [
     "record_live",
 ]
 
-API_VERSION = "kube-extender.dev/v1"
 CREATED_BY = "kube-extender record"
 DEFAULT_MAX_PODS = 100_000
 DEFAULT_MAX_OBJECTS = 200_000
@@ -458,8 +459,8 @@ class Timeline:
             all_notes.append(notes)
         return {
             "apiVersion": API_VERSION,
-            "kind": "Trace",
-            "version": 1,
+            "kind": KIND,
+            "version": VERSION,
             "metadata": {
                 "name": name,
                 "source": source,
