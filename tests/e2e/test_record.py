@@ -9,6 +9,8 @@ import json
 import time
 from pathlib import Path
 
+from extender.replay.trace import load
+
 from .harness import Process, scheduler_config, wait_until
 from .test_dra import (  # noqa: F401 (fixtures)
     claim_controller,
@@ -48,6 +50,7 @@ def start_recorder(control_plane, ns: str, window: float, out: Path, log_dir: Pa
 def finish(recorder: Process, window: float, out: Path) -> dict:
     wait_until(lambda: not recorder.alive(), window + 30, "the recorder to exit")
     assert recorder.proc.returncode == 0, recorder.log()
+    load(out)  # a valid trace (format v1)
     return json.loads(out.read_text())
 
 

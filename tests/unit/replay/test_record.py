@@ -10,7 +10,9 @@ from pathlib import Path
 import pytest
 
 from extender.cli import record as cli
+from extender.replay.anonymise import anonymise
 from extender.replay.record import RecordError, from_dump
+from extender.replay.trace import load, parse
 
 T0 = "2026-12-07T10:00:00Z"
 
@@ -270,15 +272,16 @@ def test_bounds_and_bad_input_name_the_flag_or_field() -> None:
 
 
 def test_the_trace_is_valid_format_v1() -> None:
-    trace_module = pytest.importorskip("extender.replay.trace")
     objects = [
         node("n-1"),
         with_claims(pod("a", 0, node_name="n-1", scheduled=1)),
         with_claims(pod("b", 5, node_name="n-1", scheduled=6, deleted=9)),
         pod("c", 7, deleted=8),
     ]
-    parsed = trace_module.parse(from_dump(objects))
+    parsed = parse(from_dump(objects))
     assert [p.key for p in parsed.pods] == ["default/a", "default/b", "default/c"]
+    anonymised = parse(anonymise(from_dump(objects), b"salt"))
+    assert len(anonymised.pods) == 3 and anonymised.metadata["anonymised"] is True
 
 
 # -- the command -------------------------------------------------------------------------------
@@ -299,6 +302,15 @@ def test_command_writes_the_trace(tmp_path: Path, capsys: pytest.CaptureFixture)
     assert trace["metadata"]["source"] == "dump:dump.json"
     assert [r["pod"]["metadata"]["name"] for r in trace["pods"]] == ["a", "b"]
     assert "1 nodes, 0 objects, 2 pods (1 bound)" in capsys.readouterr().err
+    assert [p.key for p in load(out).pods] == ["default/a", "default/b"]
+    salted = tmp_path / "anonymised.json"
+    argv = ["--from-dump", str(dump), "-o", str(salted), "--anonymise", "--salt", "s", "-q"]
+    assert cli.main(argv) == 0
+    anonymised = load(salted)
+    assert anonymised.metadata["anonymised"] is True and anonymised.metadata["source"] == "dump"
+    assert "default/a" not in {p.key for p in anonymised.pods}
+    assert salted.read_bytes() != out.read_bytes()
+    assert cli.main(argv) == 0 and load(salted).pods[0].key == anonymised.pods[0].key  # salted
 
 
 def test_command_errors_name_the_flag(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
