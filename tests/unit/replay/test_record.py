@@ -332,3 +332,50 @@ def test_command_errors_name_the_flag(tmp_path: Path, capsys: pytest.CaptureFixt
         assert said in capsys.readouterr().err, argv
     assert cli.main(["--from-dump", str(dump), "-o", out, "--start", "noon"]) == 2
     assert "record: --start: 'noon' is not an RFC 3339 time" in capsys.readouterr().err
+
+
+def test_a_recorded_trace_replays_the_same_anonymised(tmp_path: Path) -> None:
+    """The replay engine takes a recorded trace; anonymised, it makes the same decisions
+    (selectors, owners and node names still match)."""
+    from extender.replay.engine import replay
+
+    config = tmp_path / "default.yaml"
+    config.write_text(
+        "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
+        "profiles:\n  - schedulerName: default-scheduler\n"
+    )
+    big = pod("big", 30, deleted=50)
+    big["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "64"
+    pinned = pod("pinned", 35)
+    pinned["spec"]["nodeSelector"] = {"kubernetes.io/hostname": "n-2"}
+    objects = [
+        node("n-1"),
+        node("n-2"),
+        pod("old", 0, node_name="n-1", scheduled=1),
+        pod("a", 20, node_name="n-2", scheduled=21, deleted=60),
+        big,
+        pinned,
+    ]
+    plain = from_dump(objects, start=from_rfc3339(at(10)))
+    hashed = anonymise(plain, b"salt")
+    names = {r["pod"]["metadata"]["name"]: r["pod"]["metadata"]["name"] for r in plain["pods"]}
+    for before, after in zip(plain["pods"], hashed["pods"], strict=True):
+        names[after["pod"]["metadata"]["name"]] = before["pod"]["metadata"]["name"]
+    nodes = {"n-1": "n-1", "n-2": "n-2"}
+    for before, after in zip(plain["nodes"], hashed["nodes"], strict=True):
+        nodes[after["metadata"]["name"]] = before["metadata"]["name"]
+
+    def decisions(trace: dict) -> list[tuple]:
+        log = replay(parse(trace), config)
+        return [
+            (e[0], e[1], names[e[2].split("/")[1]], *(nodes[e[3]] for e in [e] if len(e) > 3))
+            for e in log["events"]
+            if e[1] in ("bind", "fail", "abandon", "leave")
+        ]
+
+    ours = decisions(plain)
+    assert (10.0, "bind", "a", "n-2") in ours
+    assert (40.0, "abandon", "big") in ours
+    assert (25.0, "bind", "pinned", "n-2") in ours
+    assert (49.0, "leave", "a", "n-2") in ours
+    assert decisions(hashed) == ours
