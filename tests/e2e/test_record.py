@@ -6,9 +6,12 @@ they happened (within the timestamps' second), and the nodes as they were."""
 from __future__ import annotations
 
 import json
+import subprocess
 import time
 from pathlib import Path
 
+from extender.controlplane import kube_extender
+from extender.replay.record import parse_time
 from extender.replay.trace import load
 
 from .harness import Process, scheduler_config, wait_until
@@ -170,6 +173,33 @@ def test_record_a_window_of_the_live_cluster(
     between(never["abandon"], *since_start("never deleted"))
     assert pods["first"]["arrival"] < pods["never"]["arrival"] <= pods["second"]["arrival"]
     assert pods["second"]["pod"]["spec"]["containers"][0]["resources"] == {"requests": {"cpu": "2"}}
+
+    # A dump of what is left, as kubectl get -o json writes it: the same from the timestamps.
+    items = []
+    for path in ("/api/v1/nodes", f"/api/v1/namespaces/{ns}/pods", "/api/v1/namespaces"):
+        listed = kube.get(path)
+        kind = listed["kind"].removesuffix("List")
+        items += [{"apiVersion": "v1", "kind": kind, **item} for item in listed["items"]]
+    dump = tmp_path / "dump.json"
+    dump.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": items}))
+    out = tmp_path / "from-dump.json"
+    done = subprocess.run(
+        kube_extender("record", "--from-dump", str(dump), "-n", ns, "-o", str(out), "-q"),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    dumped = {r["pod"]["metadata"]["name"]: r for r in load(out).to_json()["pods"]}
+    assert set(dumped) == {"stuck", "second"}
+    assert dumped["stuck"]["arrival"] == 0 and dumped["stuck"]["recorded"]["node"] is None
+    assert dumped["second"]["recorded"]["node"] == second_node
+    # The dump starts at the first creation; times are the timestamps' whole seconds.
+    created = {n: parse_time(kube.pod(n)["metadata"]["creationTimestamp"]) for n in dumped}
+    assert dumped["second"]["arrival"] == created["second"] - created["stuck"]
+    waited = pods["second"]["recorded"]["scheduled"] - pods["second"]["arrival"]
+    dumped_wait = dumped["second"]["recorded"]["scheduled"] - dumped["second"]["arrival"]
+    assert abs(dumped_wait - waited) <= 1.0, (dumped_wait, waited)
 
 
 def test_record_claims_with_their_pods(
