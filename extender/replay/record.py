@@ -1,4 +1,5 @@
-"""``kube-extender record``: a trace (format v1, ``docs/replay.md``) of what a cluster did.
+"""``kube-extender record``: a trace (format v1, :mod:`extender.replay.trace`) of what a cluster
+did; ``docs/record.md`` is the user's account.
 
 Two sources, one :class:`Timeline`:
 
@@ -158,6 +159,13 @@ def clean_object(obj: dict, api_version: str = "", kind: str = "") -> dict:
     out["apiVersion"] = obj.get("apiVersion") or api_version
     out["kind"] = obj.get("kind") or kind
     out["metadata"] = _clean_metadata(_meta(obj))
+    claim_ref = (out.get("spec") or {}).get("claimRef")
+    if out["kind"] == "PersistentVolume" and isinstance(claim_ref, dict):
+        # The claim is created anew (a new uid): a PV that names it by name and namespace
+        # only is pre-bound to it (kubernetes pkg/controller/volume/persistentvolume/
+        # pv_controller.go, syncVolume), not released.
+        for key in ("uid", "resourceVersion"):
+            claim_ref.pop(key, None)
     return out
 
 

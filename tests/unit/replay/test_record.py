@@ -11,7 +11,7 @@ import pytest
 
 from extender.cli import record as cli
 from extender.replay.anonymise import anonymise
-from extender.replay.record import RecordError, from_dump
+from extender.replay.record import RecordError, clean_object, from_dump
 from extender.replay.trace import load, parse
 
 T0 = "2026-12-07T10:00:00Z"
@@ -168,6 +168,17 @@ def test_recorded_pods_can_be_created_again() -> None:
     assert meta["labels"] == {"app": "web"}
     assert "nodeName" not in spec and "serviceAccount" not in spec
     assert spec["volumes"] == [] and spec["containers"][0]["volumeMounts"] == []
+    pv = clean_object(
+        {
+            "apiVersion": "v1",
+            "kind": "PersistentVolume",
+            "metadata": {"name": "pv-1", "uid": "u", "resourceVersion": "3"},
+            "spec": {"claimRef": {"name": "data", "namespace": "a", "uid": "c", "kind": "x"}},
+            "status": {"phase": "Bound"},
+        }
+    )
+    assert pv["spec"]["claimRef"] == {"name": "data", "namespace": "a", "kind": "x"}
+    assert pv["status"] == {"phase": "Bound"} and pv["metadata"] == {"name": "pv-1"}
     n = trace["nodes"][0]
     assert n["status"]["allocatable"]["cpu"] == "4"
     assert not {"uid", "resourceVersion", "managedFields"} & set(n["metadata"])
