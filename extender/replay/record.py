@@ -624,6 +624,7 @@ def record_live(
     name: str = "recorded",
     source: str = "live",
     clock: Callable[[], float] = time.time,
+    sleep: Callable[[float], None] = time.sleep,
     progress: Callable[[float, int], None] | None = None,
 ) -> dict:
     """Record ``client``'s cluster for ``window`` seconds (read-only: LIST, WATCH, GET).
@@ -671,6 +672,7 @@ def record_live(
     pods_path = f"/api/v1/namespaces/{namespace}/pods" if namespace else "/api/v1/pods"
     pods, resource_version = _listed(client, pods_path, "v1", "Pod")
     live: set[str] = set()
+    reconnects = 0
     for pod in pods:
         if (pod.get("status") or {}).get("phase") in TERMINATED:
             continue
@@ -722,7 +724,10 @@ def record_live(
         except ApiError as exc:
             if exc.status != 0:
                 raise RecordError(f"watching {pods_path}: {exc}") from None
-            time.sleep(min(1.0, max(0.0, end - clock())))  # the connection dropped: again
+            reconnects += 1  # the connection dropped: again, from the last resourceVersion
+            sleep(min(1.0, max(0.0, end - clock())))
+    if reconnects:
+        timeline.notes.append(f"the pod watch lost its connection {reconnects} time(s)")
     if progress is not None:
         progress(window, len(timeline.entries))
     return timeline.trace(name=name, source=source, end=window)

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from extender.kube import Gone, NotFound
+from extender.kube import ApiError, Gone, NotFound
 from extender.replay.record import RecordError, record_live
 
 from .test_record import claim, from_rfc3339, node, pod, with_claims
@@ -122,3 +122,27 @@ def test_too_many_pods_name_the_flag() -> None:
     client = Client({"nodes": [node("n-1")], "pods-1": pods}, [], clock)
     with pytest.raises(RecordError, match=r"^--max-pods: more than 2 pods"):
         record_live(client, 5.0, clock=clock, max_pods=2)
+
+
+def test_a_dropped_connection_resumes_and_is_noted() -> None:
+    clock = Clock()
+    fresh = pod("new", 3)
+    fresh["metadata"]["creationTimestamp"] = "2026-12-07T10:00:03Z"
+    dropped = ApiError(0, "ConnectionError", "watch stream: reset")
+    client = Client(
+        {"nodes": [node("n-1")], "pods-1": []},
+        [[1.0, dropped], [2.2, ev("ADDED", fresh, "11")]],
+        clock,
+    )
+    slept: list[float] = []
+    trace = record_live(client, 10.0, clock=clock, sleep=slept.append)
+    assert client.watched_from[:2] == ["10", "10"] and slept == [1.0]
+    assert [r["arrival"] for r in trace["pods"]] == [pytest.approx(3.2)]
+    assert "lost its connection 1 time(s)" in trace["metadata"]["notes"]
+
+
+def test_a_refused_watch_names_the_path() -> None:
+    clock = Clock()
+    client = Client({"nodes": [node("n-1")]}, [[ApiError(403, "Forbidden", "no watch")]], clock)
+    with pytest.raises(RecordError, match=r"^watching /api/v1/namespaces/a/pods: no watch"):
+        record_live(client, 10.0, clock=clock, namespace="a")
