@@ -223,6 +223,10 @@ def generated_claims(pod: dict) -> dict[str, str]:
 MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
 
 
+def _gated(pod: dict) -> bool:
+    return bool((pod.get("spec") or {}).get("schedulingGates"))
+
+
 def created_bound(pod: dict) -> bool:
     """A pod that names its node and that no scheduler bound: a static pod's mirror, or one
     without a ``PodScheduled=True`` condition (the binding subresource sets it; a pod created
@@ -274,6 +278,7 @@ class Timeline:
         self.owned_claims: dict[str, list[tuple[str, str]]] = {}  # pod uid -> claims' keys
         self.entries: dict[str, _Entry] = {}  # uid (or namespace/name) -> entry
         self.notes: list[str] = []
+        self.ungated = 0  # pods that arrive when their scheduling gates were lifted
         self.last = 0.0  # the latest time seen
 
     # -- the start --------------------------------------------------------------------------
@@ -361,10 +366,17 @@ class Timeline:
         return entry
 
     def update(self, pod: dict, seen: float) -> None:
-        """A new version of a known pod, seen at ``seen``: bound? terminated?"""
+        """A new version of a known pod, seen at ``seen``: ungated? bound? terminated?
+
+        A pod whose scheduling gates are lifted arrives then: the trace's pod, as last seen,
+        has none, and a replay has no controller to lift them (a pod still gated at the end
+        keeps them and is never scheduled, as it was not)."""
         entry = self.entries.get(self.uid(pod))
         if entry is None:
             return
+        if _gated(entry.pod) and not _gated(pod) and entry.node is None:
+            entry.arrival = max(entry.arrival, self._at(seen))
+            self.ungated += 1
         entry.pod = pod
         node = (pod.get("spec") or {}).get("nodeName") or None
         if node and entry.node is None:
@@ -443,6 +455,8 @@ class Timeline:
                     },
                 }
             )
+        if self.ungated:
+            self.notes.append(f"{self.ungated} pod(s) arrive when their scheduling gates lifted")
         if renamed:
             self.notes.append(f"{renamed} pod(s) reusing an earlier pod's name renamed NAME-N")
         if unbound:

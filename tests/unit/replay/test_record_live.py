@@ -146,3 +146,24 @@ def test_a_refused_watch_names_the_path() -> None:
     client = Client({"nodes": [node("n-1")]}, [[ApiError(403, "Forbidden", "no watch")]], clock)
     with pytest.raises(RecordError, match=r"^watching /api/v1/namespaces/a/pods: no watch"):
         record_live(client, 10.0, clock=clock, namespace="a")
+
+
+def test_a_pod_arrives_when_its_gates_are_lifted() -> None:
+    clock = Clock()
+    gated = pod("gated", 0)
+    gated["spec"]["schedulingGates"] = [{"name": "example.com/quota"}]
+    still = pod("still", 0)
+    still["spec"]["schedulingGates"] = [{"name": "example.com/quota"}]
+    lifted = pod("gated", 0)
+    client = Client(
+        {"nodes": [node("n-1")], "pods-1": [gated, still]},
+        [[4.5, ev("MODIFIED", lifted, "11")]],
+        clock,
+    )
+    trace = record_live(client, 10.0, clock=clock)
+    pods = {r["pod"]["metadata"]["name"]: r for r in trace["pods"]}
+    assert pods["gated"]["arrival"] == pytest.approx(4.5)
+    assert "schedulingGates" not in pods["gated"]["pod"]["spec"]
+    assert pods["still"]["arrival"] == 0
+    assert pods["still"]["pod"]["spec"]["schedulingGates"] == [{"name": "example.com/quota"}]
+    assert "1 pod(s) arrive when their scheduling gates lifted" in trace["metadata"]["notes"]
