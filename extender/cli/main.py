@@ -11,6 +11,7 @@ Each subcommand is a module of this package, imported only when used:
 * ``explain``  why a pod is Pending / landed there      (``extender.cli.explain``)
 * ``simulate`` offline what-if over a cluster dump      (``extender.cli.simulate``)
 * ``import``   a public cluster trace into a replay trace (``extender.cli.import_trace``)
+* ``record``   a trace of a live cluster or of a dump   (``extender.cli.record``)
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "explain": ("extender.cli.explain", "why a pod is Pending, or why it landed where it did"),
     "simulate": ("extender.cli.simulate", "offline what-if: schedule pods into a dump"),
     "import": ("extender.cli.import_trace", "a public cluster trace (openb) as a replay trace"),
+    "record": ("extender.cli.record", "write a replay trace of a live cluster or a dump"),
 }
 
 

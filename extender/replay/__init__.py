@@ -10,4 +10,6 @@ scheduling core in virtual time and compare policies on it.
   GPU fragmentation, spread, preemptions, a per-node heat map).
 * :mod:`extender.replay.report`: the policies' metrics side by side: JSON, an HTML page with
   plots, a terminal table.
+* :mod:`extender.replay.record`: a trace of a live cluster or of a dump
+  (``kube-extender record``), :mod:`extender.replay.anonymise` its names and labels hashed.
 """
