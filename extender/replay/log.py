@@ -21,28 +21,27 @@ them out, each 1000.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
 from extender.framework.quantity import milli_value
 from extender.framework.resources import Resource, pod_requests
 
+from .gpus import GPU_MILLI as FULL
+from .gpus import GPU_MODEL_LABEL, GPU_RESOURCE, MODEL_ATTRIBUTE, SHARE
 from .trace import Trace
 
 LOG_VERSION = 1
-GPU_RESOURCE = "nvidia.com/gpu"
-GPU_MODEL_LABEL = "kube-extender.dev/gpu-model"
-SHARE = "share"
-FULL = 1000
 
 
 def pod_shape(pod: dict, claims: list[dict]) -> dict[str, Any]:
-    """A pod's requests for the log: CPU (milli), memory (bytes), GPUs and the per-GPU share."""
+    """A pod's requests for the log: CPU (milli), memory (bytes), GPUs, the per-GPU share and
+    the GPU models it accepts (``gpuModel``: ``"A|B"``; ``None``: any)."""
     requests = pod_requests(pod)
-    gpus, milli = (
-        requests.scalar.get(GPU_RESOURCE, 0),
-        FULL if requests.scalar.get(GPU_RESOURCE) else 0,
-    )
+    gpus = requests.scalar.get(GPU_RESOURCE, 0)
+    milli = FULL if gpus else 0
+    models = _affinity_models(pod)
     for claim in claims:
         for request in ((claim.get("spec") or {}).get("devices") or {}).get("requests") or ():
             exactly = request.get("exactly") or request
@@ -50,7 +49,35 @@ def pod_shape(pod: dict, claims: list[dict]) -> dict[str, Any]:
             share = ((exactly.get("capacity") or {}).get("requests") or {}).get(SHARE)
             gpus += count
             milli = max(milli, milli_value(share) // 1000 if share is not None else FULL)
-    return {"cpu": requests.milli_cpu, "memory": requests.memory, "gpus": gpus, "gpuMilli": milli}
+            for selector in exactly.get("selectors") or ():
+                models += _selector_models((selector.get("cel") or {}).get("expression", ""))
+    return {
+        "cpu": requests.milli_cpu,
+        "memory": requests.memory,
+        "gpus": gpus,
+        "gpuMilli": milli,
+        "gpuModel": "|".join(models) or None,
+    }
+
+
+def _affinity_models(pod: dict) -> list[str]:
+    """The models a required node affinity on the model label admits (the extended mapping)."""
+    affinity = ((pod.get("spec") or {}).get("affinity") or {}).get("nodeAffinity") or {}
+    required = affinity.get("requiredDuringSchedulingIgnoredDuringExecution") or {}
+    return [
+        value
+        for term in required.get("nodeSelectorTerms") or ()
+        for expression in term.get("matchExpressions") or ()
+        if expression.get("key") == GPU_MODEL_LABEL and expression.get("operator") == "In"
+        for value in expression.get("values") or ()
+    ]
+
+
+def _selector_models(expression: str) -> list[str]:
+    """The models named by a model selector as :func:`extender.replay.gpus.model_selector`
+    writes it (``...model == "A"`` or ``...model in ["A", "B"]``)."""
+    _, found, rest = expression.partition(f".{MODEL_ATTRIBUTE}")
+    return re.findall(r'"([^"]+)"', rest) if found else []
 
 
 def _owner(pod: dict) -> str | None:

@@ -195,3 +195,64 @@ def test_the_policy_decides_the_placements(config: Path, tmp_path: Path) -> None
     packed = Counter(e[3] for e in events(replay(trace, packing), "bind"))
     assert len(packed) < len(spread)
     assert replay(trace, packing)["policy"] == "most-allocated"
+
+
+def test_shared_gpus_through_dra_are_logged_with_their_share(config: Path) -> None:
+    """The DRA mapping: claims are created with their pods, allocated by DynamicResources
+    (consumable capacity), logged per GPU with the share consumed, and deleted with the pod."""
+    from extender.replay import gpus
+
+    gpu_node = node("g1")
+    trace = Trace(
+        metadata={"name": "t", "gpuMapping": "dra"},
+        duration=100.0,
+        nodes=[gpu_node],
+        objects=[gpus.device_class(), gpus.resource_slice("g1", 2, "V100M32")],
+        pods=[],
+    )
+    for i, (share, end) in enumerate([(460, 50.0), (460, None), (460, None), (460, None)]):
+        p = pod(f"s{i}")
+        claim = gpus.resource_claim(gpus.claim_name(f"s{i}"), "default", 1, share, ["V100M32"])
+        p["spec"]["resourceClaims"] = [
+            {"name": gpus.POD_CLAIM, "resourceClaimName": claim["metadata"]["name"]}
+        ]
+        p["spec"]["containers"][0]["resources"]["claims"] = [{"name": gpus.POD_CLAIM}]
+        trace.pods.append(TracePod(arrival=float(i), pod=p, claims=[claim], duration=end))
+    # A pod wanting a whole GPU never fits: after s0 leaves, each GPU still holds a share.
+    whole = pod("w")
+    claim = gpus.resource_claim(gpus.claim_name("w"), "default", 1, 1000)
+    whole["spec"]["resourceClaims"] = [
+        {"name": gpus.POD_CLAIM, "resourceClaimName": claim["metadata"]["name"]}
+    ]
+    trace.pods.append(TracePod(arrival=10.0, pod=whole, claims=[claim]))
+    log = replay(trace, config)
+    shares = {e[2]: e[4] for e in events(log, "bind")}
+    assert sorted(shares) == ["default/s0", "default/s1", "default/s2", "default/s3"]
+    per_gpu: Counter = Counter()
+    for taken in shares.values():
+        assert len(taken) == 1 and taken[0][1] == 460
+        per_gpu[taken[0][0]] += 1
+    assert per_gpu == Counter({"g1/gpu-0": 2, "g1/gpu-1": 2})
+    assert log["pods"]["default/s0"]["gpuModel"] == "V100M32"
+    assert log["pods"]["default/w"]["gpuModel"] is None
+    assert log["pods"]["default/w"]["gpuMilli"] == 1000
+    assert [n["gpus"] for n in log["nodes"]] == [
+        [
+            {"id": "g1/gpu-0", "model": "V100M32", "milli": 1000},
+            {"id": "g1/gpu-1", "model": "V100M32", "milli": 1000},
+        ]
+    ]
+    assert events(log, "leave") == [[50.0, "leave", "default/s0", "g1", "completed"]]
+
+
+def test_the_model_a_pod_accepts_is_logged_from_its_node_affinity(config: Path) -> None:
+    from extender.replay import gpus
+
+    gpu_node = node("g1", gpus=1)
+    gpu_node["metadata"]["labels"][gpus.GPU_MODEL_LABEL] = "T4"
+    p = pod("a", gpus=1)
+    p["spec"]["affinity"] = gpus.model_affinity(["T4", "P100"])
+    trace = Trace(metadata={"name": "t"}, duration=10.0, nodes=[gpu_node], pods=[TracePod(0.0, p)])
+    log = replay(trace, config)
+    assert log["pods"]["default/a"]["gpuModel"] == "T4|P100"
+    assert log["nodes"][0]["gpus"][0]["model"] == "T4"
