@@ -12,6 +12,7 @@ Each subcommand is a module of this package, imported only when used:
 * ``simulate`` offline what-if over a cluster dump      (``extender.cli.simulate``)
 * ``import``   a public cluster trace into a replay trace (``extender.cli.import_trace``)
 * ``record``   a trace of a live cluster or of a dump   (``extender.cli.record``)
+* ``replay``   replay a trace under policies, compare them (``extender.cli.replay``)
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "simulate": ("extender.cli.simulate", "offline what-if: schedule pods into a dump"),
     "import": ("extender.cli.import_trace", "a public cluster trace (openb) as a replay trace"),
     "record": ("extender.cli.record", "write a replay trace of a live cluster or a dump"),
+    "replay": ("extender.cli.replay", "replay a trace under scheduling policies and compare"),
 }
 
 
