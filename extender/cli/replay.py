@@ -76,7 +76,13 @@ def parser() -> argparse.ArgumentParser:
         default=0.0,
         help="virtual time one scheduling attempt takes (default 0)",
     )
-    p.add_argument("--no-html", action="store_true", help="write report.json only")
+    p.add_argument(
+        "--measure-from",
+        type=float,
+        default=0.0,
+        metavar="SECONDS",
+        help="the report's time series and means start here (trace seconds; default 0)",
+    )
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     add_feature_gates_flag(p)
     return p
@@ -134,7 +140,11 @@ def main(argv: list[str] | None = None) -> int:
     for log in logs:
         path = out / "logs" / f"{log['policy']}-seed{log['seed']}.json.gz"
         path.write_bytes(gzip.compress(orjson.dumps(log)))
-    results = [metrics.compute(log) for log in logs]
+    try:
+        results = [metrics.compute(log, start=args.measure_from) for log in logs]
+    except metrics.MetricsError as exc:
+        print(f"{PROG}: --measure-from: {exc}", file=sys.stderr)
+        return 2
     print(report.write(results, out))
     for log in logs:
         print(

@@ -195,20 +195,29 @@ def _percentiles(values: Sequence[float]) -> dict[str, Any]:
     }
 
 
-def _grid(end: float, points: int) -> np.ndarray:
-    return np.linspace(0.0, end, max(points, 2))
+def _grid(start: float, end: float, points: int) -> np.ndarray:
+    return np.linspace(start, end, max(points, 2))
 
 
 def compute(
-    log: dict, *, points: int = DEFAULT_POINTS, heat_columns: int = DEFAULT_HEAT_COLUMNS
+    log: dict,
+    *,
+    points: int = DEFAULT_POINTS,
+    heat_columns: int = DEFAULT_HEAT_COLUMNS,
+    start: float = 0.0,
 ) -> dict:
     """The metrics of one replay log (see the module docstring); raises ``MetricsError``
-    naming the field on a log it cannot read."""
+    naming the field on a log it cannot read. ``start``: the time series, the heat map and the
+    time-weighted means cover ``[start, end]`` only (a trace whose first weeks are nearly
+    idle, as openb's, would dilute every mean); the pod counts and queueing times cover every
+    pod."""
     if not isinstance(log, dict):
         raise MetricsError("log: must be an object")
     end = _number(log.get("end"), "end")
     if end < 0:
         raise MetricsError("end: must be a number >= 0")
+    if not 0 <= start <= end:
+        raise MetricsError(f"start: must be between 0 and the log's end ({end:g}), not {start:g}")
 
     # Nodes.
     raw_nodes = log.get("nodes")
@@ -364,7 +373,7 @@ def compute(
             place(key, n, shares, -1)
 
     # Sampling.
-    grid = _grid(end, points)
+    grid = _grid(start, end, points)
     columns = max(min(heat_columns, len(grid)), 1)
     heat_at = {int(k) for k in np.linspace(0, len(grid) - 1, columns).round()}
     heat_gpu = total_gpu > 0
@@ -412,7 +421,7 @@ def compute(
             heat_values.append(used / heat_den)
 
     integral = [0.0] * (len(names) + 1)
-    last_t = 0.0
+    last_t = start  # nothing before start is integrated
 
     def advance(t: float) -> None:
         nonlocal last_t
@@ -487,7 +496,7 @@ def compute(
     ]
     never = len(arrived) - len(first_bind)
     means = {
-        name: (integral[j] / end if end > 0 else values[-1])
+        name: (integral[j] / (end - start) if end > start else values[-1])
         for j, (name, values) in enumerate(series.items())
     }
     per_owner = {
@@ -502,6 +511,7 @@ def compute(
         "config": log.get("config"),
         "seed": log.get("seed"),
         "trace": log.get("trace"),
+        "start": start,
         "end": end,
         "wall_seconds": log.get("wall_seconds"),
         "cycles": log.get("cycles"),

@@ -266,8 +266,8 @@ def _reachable(address: str) -> None:
     """Refuse an address where no Dask scheduler answers before a client is made for it (a
     client that never connected spends its timeout again closing, at exit): a connection
     and Dask's handshake, as the client's first step."""
-    from distributed.comm.core import connect
     from distributed.comm.addressing import parse_address, parse_host_port
+    from distributed.comm.core import connect
 
     try:
         scheme, location = parse_address(address)

@@ -314,3 +314,20 @@ def test_the_engines_logs_tell_packing_from_spreading(tmp_path: Path) -> None:
     assert packed["means"]["nodes_in_use"] < spread["means"]["nodes_in_use"]
     # The same work: the same CPU allocated over time.
     assert packed["means"]["cpu"] == pytest.approx(spread["means"]["cpu"])
+
+
+def test_the_window_start_leaves_the_idle_beginning_out_of_the_means() -> None:
+    """One pod holding all CPU from 50 to 100: over [0, 100] the mean is 0.5, from 50 it is 1."""
+    log = {
+        "end": 100.0,
+        "nodes": [{"name": "n", "cpu": 1000, "memory": 1, "labels": {}, "gpus": []}],
+        "pods": {"d/a": {"cpu": 1000, "memory": 1, "gpus": 0, "gpuMilli": 0, "arrival": 50.0}},
+        "events": [[50.0, "arrive", "d/a"], [50.0, "bind", "d/a", "n", []]],
+    }
+    assert compute(log)["means"]["cpu"] == pytest.approx(0.5)
+    later = compute(log, start=50.0)
+    assert later["means"]["cpu"] == pytest.approx(1.0)
+    assert later["series"]["t"][0] == 50.0
+    assert later["pods"]["scheduled"] == 1
+    with pytest.raises(MetricsError, match="start: must be between 0"):
+        compute(log, start=200.0)
