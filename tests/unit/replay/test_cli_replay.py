@@ -106,3 +106,16 @@ def test_a_bad_trace_or_config_is_one_line(
     assert code == 2
     err = capsys.readouterr().err
     assert "NoSuchPlugin" in err and "Traceback" not in err
+
+
+def test_compressed_arrivals_are_replayed_and_written(
+    inputs: dict[str, Path], tmp_path: Path
+) -> None:
+    out = tmp_path / "report"
+    args = ["replay", "--trace", str(inputs["trace"]), "--config", str(inputs["default"])]
+    assert main([*args, "--compress-arrivals", "2", "--out", str(out), "--quiet"]) == 0
+    from extender.replay.trace import load
+
+    replayed, original = load(out / "trace.json.gz"), load(inputs["trace"])
+    assert replayed.pods[-1].arrival == original.pods[-1].arrival / 2
+    assert main([*args, "--compress-arrivals", "-1", "--out", str(out)]) == 2

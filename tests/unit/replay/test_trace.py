@@ -165,3 +165,26 @@ def test_load_of_an_unreadable_file_is_one_error(
         path.write_bytes(content)
     with pytest.raises(TraceError, match=message):
         load(path)
+
+
+def test_compressed_arrivals_keep_durations_and_the_prefix() -> None:
+    from extender.replay.trace import compress_arrivals
+
+    trace = Trace(
+        metadata={"name": "t"},
+        duration=1000.0,
+        pods=[
+            TracePod(arrival=50.0, pod={"metadata": {"name": "a"}}, duration=30.0),
+            TracePod(arrival=300.0, pod={"metadata": {"name": "b"}}, abandon=500.0),
+        ],
+    )
+    fast = compress_arrivals(trace, 4.0, after=100.0)
+    assert [(p.arrival, p.duration, p.abandon) for p in fast.pods] == [
+        (50.0, 30.0, None),
+        (150.0, None, 200.0),
+    ]
+    assert fast.duration == 325.0
+    assert fast.metadata["arrivalsCompressed"] == {"factor": 4.0, "after": 100.0}
+    assert trace.pods[1].arrival == 300.0  # the original is left as it was
+    with pytest.raises(TraceError, match="factor: must be a number > 0"):
+        compress_arrivals(trace, 0.0)
