@@ -26,7 +26,14 @@ from extender.framework.features import DEFAULT_FEATURES
 from extender.replay import metrics, report
 from extender.replay.engine import replay
 from extender.replay.sweep import Job, SweepError, run_jobs
-from extender.replay.trace import Trace, TraceError, compress_arrivals, load, save
+from extender.replay.trace import (
+    Trace,
+    TraceError,
+    compress_arrivals,
+    load,
+    save,
+    without_departures,
+)
 
 PROG = "kube-extender replay"
 
@@ -78,6 +85,12 @@ def parser() -> argparse.ArgumentParser:
         "(about FACTOR times the load; the replayed trace is written to the report)",
     )
     p.add_argument(
+        "--no-departures",
+        action="store_true",
+        help="pods run to the end and are never abandoned: the cluster fills up in the "
+        "trace's order (the FGD paper's experiment)",
+    )
+    p.add_argument(
         "--cycle-seconds",
         type=float,
         default=0.0,
@@ -117,6 +130,9 @@ def main(argv: list[str] | None = None) -> int:
         except TraceError as exc:
             print(f"{PROG}: --compress-arrivals: {exc}", file=sys.stderr)
             return 2
+    if args.no_departures:
+        trace = without_departures(trace)
+    if args.compress_arrivals is not None or args.no_departures:
         out.mkdir(parents=True, exist_ok=True)
         trace_path = out / "trace.json.gz"  # what the replays (maybe elsewhere) read
         save(trace, trace_path)

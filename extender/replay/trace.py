@@ -177,6 +177,27 @@ def compress_arrivals(trace: Trace, factor: float, *, after: float = 0.0) -> Tra
     )
 
 
+def without_departures(trace: Trace) -> Trace:
+    """The trace with every pod running to the end and none abandoned: the cluster fills up
+    in the trace's order, as in the FGD paper's experiments (its pods are submitted until
+    the cluster is full, never leaving), which ask how much of the cluster a policy can
+    allocate before pods no longer fit."""
+    pods = [
+        TracePod(
+            arrival=entry.arrival,
+            pod=entry.pod,
+            claims=entry.claims,
+            duration=None,
+            abandon=None,
+            node=entry.node,
+            recorded=entry.recorded,
+        )
+        for entry in trace.pods
+    ]
+    metadata = {**trace.metadata, "departures": False}
+    return Trace(metadata, trace.duration, trace.nodes, trace.objects, pods)
+
+
 def parse(doc: Any) -> Trace:
     """A decoded trace document as a :class:`Trace`; :class:`TraceError` naming the first
     invalid field."""

@@ -119,3 +119,15 @@ def test_compressed_arrivals_are_replayed_and_written(
     replayed, original = load(out / "trace.json.gz"), load(inputs["trace"])
     assert replayed.pods[-1].arrival == original.pods[-1].arrival / 2
     assert main([*args, "--compress-arrivals", "-1", "--out", str(out)]) == 2
+
+
+def test_without_departures_nothing_leaves(inputs: dict[str, Path], tmp_path: Path) -> None:
+    import gzip
+
+    import orjson
+
+    out = tmp_path / "report"
+    args = ["replay", "--trace", str(inputs["trace"]), "--config", str(inputs["default"])]
+    assert main([*args, "--no-departures", "--out", str(out), "--quiet"]) == 0
+    log = orjson.loads(gzip.decompress((out / "logs" / "default-seed0.json.gz").read_bytes()))
+    assert not [e for e in log["events"] if e[1] in ("leave", "abandon") and e[-1] != "end"]

@@ -188,3 +188,16 @@ def test_compressed_arrivals_keep_durations_and_the_prefix() -> None:
     assert trace.pods[1].arrival == 300.0  # the original is left as it was
     with pytest.raises(TraceError, match="factor: must be a number > 0"):
         compress_arrivals(trace, 0.0)
+
+
+def test_without_departures_every_pod_stays() -> None:
+    from extender.replay.trace import without_departures
+
+    trace = Trace(
+        metadata={"name": "t"},
+        duration=100.0,
+        pods=[TracePod(arrival=1.0, pod={"metadata": {"name": "a"}}, duration=5.0, abandon=9.0)],
+    )
+    full = without_departures(trace)
+    assert (full.pods[0].duration, full.pods[0].abandon) == (None, None)
+    assert full.metadata["departures"] is False and trace.pods[0].duration == 5.0
