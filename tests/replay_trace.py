@@ -58,6 +58,7 @@ def pod(namespace: str, name: str, cpu: int, memory_gib: int, gpus: int) -> dict
             ],
         },
         "spec": {
+            "schedulerName": "default-scheduler",
             "terminationGracePeriodSeconds": 0,
             "containers": [
                 {"name": "main", "image": "registry.k8s.io/pause:3.10", "resources": resources}

@@ -2,72 +2,74 @@
 there (kube-scheduler, or ours), and write the same replay log as the virtual-time engine.
 
 This is the other half of the fidelity check (issue 32, point 4; ``docs/replay.md``,
-"Fidelity"): the same trace and the same KubeSchedulerConfiguration, once through
-:mod:`extender.replay.engine` in virtual time and once through the real scheduler here, must
-give the same figures within a stated tolerance.
+"Fidelity"): the same trace under the same KubeSchedulerConfiguration, once through
+:func:`extender.replay.engine.replay` in virtual time and once through the real scheduler here,
+must give the same figures within a stated tolerance (:mod:`extender.replay.fidelity`).
 
-What it does, with ``scale`` the time scale (``--time-scale``, e.g. 100: a trace second lasts
-10 ms):
+With ``scale`` the time scale (``--time-scale``; 100: a trace second lasts 10 ms):
 
-1. creates the trace's ``nodes`` (Node objects only: no kubelet, as the end-to-end tests do;
-   the trace's ``status`` is written through the status subresource, with a ``Ready``
-   condition when the trace gives none) and its ``objects``;
-2. creates each pod (its claims just before it) at ``arrival / scale`` seconds of wall time,
-   labelled with this run's id, ``spec.schedulerName`` set when asked;
-3. watches the run's pods: a pod seen with ``spec.nodeName`` is bound at that moment;
-4. deletes a bound pod ``duration / scale`` after its binding and a still pending one at
-   ``abandon / scale`` (grace period 0, as nothing runs on these nodes);
-5. stops at the trace's ``duration`` (or earlier once nothing can change any more: every pod
-   created, no deletion due, no binding for ``settle`` seconds) and deletes what it created.
+1. the trace's ``nodes`` are created (Node objects only: no kubelet, as the end-to-end tests
+   do; the trace's ``status`` is written through the status subresource, with a ``Ready``
+   condition when it gives none), then its ``objects`` (and the pods' namespaces if missing);
+2. each pod is created (its claims just before it) at ``arrival / scale`` seconds of wall
+   time, labelled with the run's id, ``spec.schedulerName`` set when asked;
+3. the run's pods are watched: a pod seen with ``spec.nodeName`` was bound at that moment;
+4. a bound pod is deleted ``duration / scale`` after its binding, a still pending one at
+   ``abandon / scale`` (grace period 0: nothing runs on these nodes);
+5. the run stops at the trace's ``duration``, or earlier once nothing can change any more
+   (every pod created, no deletion due, no binding for ``settle`` wall seconds), and deletes
+   what it created.
 
-The log (issue 32, section 2) has its times scaled back to trace seconds from the moment the
-first pod could be created, so :mod:`extender.replay.metrics` computes the same figures from
-both logs. Its ``live`` entry says how the run went (time scale, scheduler, the worst
-lateness of an action against its due time, in trace seconds).
+The log is written by :class:`extender.replay.log.ReplayLog`, as the engine's is, with times
+scaled back to trace seconds from the moment the first pod could be created; each event is
+stamped when it happened (a binding when the watch delivered it, a deletion when it was sent),
+so apiserver and scheduler latency show, multiplied by the scale. The log's ``live`` entry says
+how the run went: time scale, scheduler name, the run's id and the worst lateness of an action
+against its due time (trace seconds).
 
-GPUs: in the extended mapping (``nvidia.com/gpu``) a bind lists the whole GPUs it took, the
-first free ones of the node in id order, as a device plugin would; in the DRA mapping the
-devices (and shares) come from the pod's claims' ``status.allocation`` once it is bound.
+GPUs: whole GPUs (``nvidia.com/gpu``) are the lowest-numbered free ones of the node, as a
+device plugin hands them out; DRA devices and shares are read from the pod's claims'
+``status.allocation`` once it is bound.
 
 Bounded on purpose: a trace with more nodes or pods than ``max_nodes`` / ``max_pods`` is
-refused before anything is created. Requests go through the project's raw-JSON client
+refused before anything is created, and so is a cluster that has nodes of its own (pods would
+land there) unless ``allow_other_nodes``. Requests go through the project's raw-JSON client
 (:class:`extender.kube.KubeClient`).
 
-Run it as ``python -m extender.replay.live --trace T --kubeconfig K --time-scale 100 -o log.json``.
+``python -m extender.replay.live --trace T --kubeconfig K --time-scale 100 -o log.json``.
 """
 
 from __future__ import annotations
 
 import argparse
-import gzip
 import heapq
-import json
+import itertools
 import logging
 import queue
 import sys
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from extender.framework.resources import pod_requests
+import orjson
+
 from extender.kube import ApiError, Gone, KubeClient, api_client
+
+from .log import ReplayLog
+from .trace import Trace, TraceError, TracePod, load
 
 log = logging.getLogger(__name__)
 
-GPU_RESOURCE = "nvidia.com/gpu"
-GPU_MODEL_LABEL = "kube-extender.dev/gpu-model"
-GPU_DRIVER = "gpu.kube-extender.dev"
 RUN_LABEL = "kube-extender.dev/replay-run"
-FULL_SHARE = 1000
-
 DEFAULT_MAX_NODES = 200
 DEFAULT_MAX_PODS = 2000
-DEFAULT_SETTLE = 2.0  # wall seconds without change before jumping to the end
+DEFAULT_SETTLE = 2.0  # wall seconds without a change before jumping to the end
+WATCH_SECONDS = 60
 
-# Collection of each kind a trace's ``objects`` may hold: (resource, namespaced).
+# The collection of each kind a trace's ``objects`` may hold: (resource, namespaced).
 KINDS: dict[str, tuple[str, bool]] = {
     "Namespace": ("namespaces", False),
     "PriorityClass": ("priorityclasses", False),
@@ -90,221 +92,78 @@ class LiveReplayError(ValueError):
     names the field or the object."""
 
 
-# -- the trace as the log describes it ---------------------------------------------------------
-
-
-def _key(obj: dict) -> str:
-    meta = obj.get("metadata") or {}
-    return f"{meta.get('namespace') or 'default'}/{meta.get('name')}"
-
-
-def _slice_gpus(objects: Iterable[dict]) -> dict[str, list[dict]]:
-    """Per node, the GPUs the DRA mapping's ResourceSlices publish."""
-    found: dict[str, list[dict]] = {}
-    for obj in objects:
-        spec = obj.get("spec") or {}
-        if obj.get("kind") != "ResourceSlice" or spec.get("driver") != GPU_DRIVER:
-            continue
-        node = spec.get("nodeName") or (spec.get("pool") or {}).get("name")
-        for device in spec.get("devices") or ():
-            model = ((device.get("attributes") or {}).get("model") or {}).get("string", "")
-            found.setdefault(node, []).append(
-                {"id": f"{node}/{device['name']}", "model": model, "milli": FULL_SHARE}
-            )
-    return found
-
-
-def describe_nodes(trace: dict) -> list[dict]:
-    """The log's ``nodes``: allocatable CPU (milli) and memory (bytes), labels and GPUs."""
-    sliced = _slice_gpus(trace.get("objects") or ())
-    nodes = []
-    for node in trace.get("nodes") or ():
-        meta = node.get("metadata") or {}
-        name = meta["name"]
-        status = node.get("status") or {}
-        allocatable = pod_requests(
-            {"spec": {"containers": [{"resources": {"requests": status.get("allocatable")}}]}}
-        )
-        labels = dict(meta.get("labels") or {})
-        gpus = sliced.get(name, [])
-        whole = allocatable.scalar.get(GPU_RESOURCE, 0)
-        if whole and not gpus:
-            model = labels.get(GPU_MODEL_LABEL, "")
-            gpus = [
-                {"id": f"{name}/gpu-{i}", "model": model, "milli": FULL_SHARE} for i in range(whole)
-            ]
-        nodes.append(
-            {
-                "name": name,
-                "cpu": allocatable.milli_cpu,
-                "memory": allocatable.memory,
-                "labels": labels,
-                "gpus": gpus,
-            }
-        )
-    return nodes
-
-
-def _claim_gpus(claims: Iterable[dict]) -> tuple[int, int]:
-    """GPUs and share per GPU the DRA mapping's claims ask for."""
-    count, share = 0, FULL_SHARE
-    for claim in claims:
-        for request in ((claim.get("spec") or {}).get("devices") or {}).get("requests") or ():
-            exactly = request.get("exactly") or request
-            count += int(exactly.get("count") or 1)
-            asked = ((exactly.get("capacity") or {}).get("requests") or {}).get("share")
-            if asked is not None:
-                share = int(str(asked))
-    return count, share
-
-
-def describe_pods(trace: dict) -> dict[str, dict]:
-    """The log's ``pods``: requests, GPUs asked, owner and arrival of each pod."""
-    described = {}
-    for entry in trace.get("pods") or ():
-        pod = entry["pod"]
-        requests = pod_requests(pod)
-        gpus = requests.scalar.get(GPU_RESOURCE, 0)
-        milli = FULL_SHARE
-        if not gpus and entry.get("claims"):
-            gpus, milli = _claim_gpus(entry["claims"])
-        owners = (pod.get("metadata") or {}).get("ownerReferences") or ()
-        owner = next((f"{o.get('kind')}/{o.get('name')}" for o in owners), None)
-        described[_key(pod)] = {
-            "cpu": requests.milli_cpu,
-            "memory": requests.memory,
-            "gpus": gpus,
-            "gpuMilli": milli if gpus else 0,
-            "owner": owner,
-            "arrival": float(entry["arrival"]),
-        }
-    return described
-
-
-def check_bounds(trace: dict, max_nodes: int, max_pods: int) -> None:
-    """Refuse a trace bigger than the live replay is allowed to put on a cluster, or one
-    whose entries it cannot replay."""
-    nodes, pods = trace.get("nodes"), trace.get("pods")
-    if not isinstance(nodes, list):
-        raise LiveReplayError("nodes: must be a list")
-    if not isinstance(pods, list):
-        raise LiveReplayError("pods: must be a list")
-    if len(nodes) > max_nodes:
+def check_bounds(trace: Trace, max_nodes: int, max_pods: int) -> None:
+    """Refuse a trace bigger than the live replay may put on a cluster, or holding objects
+    it does not know how to create."""
+    if len(trace.nodes) > max_nodes:
         raise LiveReplayError(
-            f"nodes: {len(nodes)} nodes, more than the {max_nodes} allowed (--max-nodes)"
+            f"nodes: {len(trace.nodes)} nodes, more than the {max_nodes} allowed (--max-nodes)"
         )
-    if len(pods) > max_pods:
+    if len(trace.pods) > max_pods:
         raise LiveReplayError(
-            f"pods: {len(pods)} pods, more than the {max_pods} allowed (--max-pods)"
+            f"pods: {len(trace.pods)} pods, more than the {max_pods} allowed (--max-pods)"
         )
-    for i, obj in enumerate(trace.get("objects") or ()):
+    for i, obj in enumerate(trace.objects):
         if obj.get("kind") not in KINDS:
-            raise LiveReplayError(f"objects[{i}].kind: {obj.get('kind')!r} is not replayed")
-    end = trace.get("duration")
-    if not isinstance(end, int | float) or end < 0:
-        raise LiveReplayError("duration: must be a number >= 0")
-    for i, entry in enumerate(pods):
-        for field in ("arrival", "duration", "abandon"):
-            value = entry.get(field)
-            if field == "arrival" and value is None:
-                raise LiveReplayError(f"pods[{i}].arrival: must be a number >= 0")
-            if value is not None and (not isinstance(value, int | float) or value < 0):
-                raise LiveReplayError(f"pods[{i}].{field}: must be a number >= 0")
-        if not isinstance(entry.get("pod"), dict):
-            raise LiveReplayError(f"pods[{i}].pod: must be a Pod object")
+            raise LiveReplayError(f"objects[{i}].kind: {obj.get('kind')!r} is not replayed live")
 
 
-# -- talking to the cluster --------------------------------------------------------------------
+def _namespace(obj: dict) -> str:
+    return (obj.get("metadata") or {}).get("namespace") or "default"
 
 
-def _collection(obj: dict) -> str:
-    kind = obj.get("kind", "")
-    resource, namespaced = KINDS[kind]
+def _collection(obj: dict, kind: str | None = None) -> str:
+    resource, namespaced = KINDS[kind or obj.get("kind", "")]
     api_version = obj.get("apiVersion") or "v1"
     base = "/api/v1" if api_version == "v1" else f"/apis/{api_version}"
-    if namespaced:
-        namespace = (obj.get("metadata") or {}).get("namespace") or "default"
-        return f"{base}/namespaces/{namespace}/{resource}"
-    return f"{base}/{resource}"
+    return f"{base}/namespaces/{_namespace(obj)}/{resource}" if namespaced else f"{base}/{resource}"
+
+
+def _claim_path(claim: dict) -> str:
+    claim = {**claim, "apiVersion": claim.get("apiVersion") or "resource.k8s.io/v1"}
+    return f"{_collection(claim, 'ResourceClaim')}/{claim['metadata']['name']}"
 
 
 def _fresh(obj: dict) -> dict:
     """``obj`` without what the apiserver sets (uid, resourceVersion, status...)."""
-    meta = {
-        k: v
-        for k, v in (obj.get("metadata") or {}).items()
-        if k not in ("uid", "resourceVersion", "creationTimestamp", "managedFields", "generation")
-    }
+    dropped = ("uid", "resourceVersion", "creationTimestamp", "managedFields", "generation")
+    meta = {k: v for k, v in (obj.get("metadata") or {}).items() if k not in dropped}
     return {**{k: v for k, v in obj.items() if k != "status"}, "metadata": meta}
 
 
-def _ready_status(status: dict) -> dict:
-    status = dict(status)
-    if not status.get("conditions"):
-        status["conditions"] = [
-            {"type": "Ready", "status": "True", "reason": "KubeletReady", "message": "replay"}
-        ]
-    return status
-
-
-def _bound_gpus(extended: dict[str, list[str]], node: str, count: int) -> list[list]:
-    """Take the first ``count`` free whole GPUs of ``node`` (id order), as a device plugin."""
-    free = extended.get(node, [])
-    taken, extended[node] = free[:count], free[count:]
-    return [[gpu, FULL_SHARE] for gpu in taken]
-
-
-def _release_gpus(extended: dict[str, list[str]], node: str, gpus: list[list]) -> None:
-    if node in extended:
-        extended[node] = sorted(
-            extended[node] + [gpu for gpu, _ in gpus], key=lambda g: int(g.rsplit("-", 1)[1])
-        )
-
-
-def _claim_devices(claims: Iterable[dict]) -> list[list]:
-    devices = []
-    for claim in claims:
-        allocation = (claim.get("status") or {}).get("allocation") or {}
-        for result in (allocation.get("devices") or {}).get("results") or ():
-            if result.get("driver") != GPU_DRIVER:
-                continue
-            share = (result.get("consumedCapacity") or {}).get("share")
-            devices.append(
-                [
-                    f"{result.get('pool')}/{result.get('device')}",
-                    int(str(share)) if share is not None else FULL_SHARE,
-                ]
-            )
-    return devices
+def _ready(status: dict) -> dict:
+    if status.get("conditions"):
+        return status
+    ready = {"type": "Ready", "status": "True", "reason": "KubeletReady", "message": "replay"}
+    return {**status, "conditions": [ready]}
 
 
 class _Pod:
     """One trace pod's life in the run."""
 
-    __slots__ = ("entry", "key", "state", "node", "gpus", "failure", "uid")
+    __slots__ = ("entry", "key", "state", "node", "uid", "failure")
 
-    def __init__(self, entry: dict) -> None:
+    def __init__(self, entry: TracePod) -> None:
         self.entry = entry
-        self.key = _key(entry["pod"])
+        self.key = entry.key
         self.state = "future"  # future | pending | bound | gone
-        self.node: str | None = None
-        self.gpus: list[list] = []
-        self.failure: tuple | None = None
+        self.node = ""
         self.uid: str | None = None
+        self.failure: tuple | None = None
 
 
 class LiveReplay:
-    """One live replay of ``trace`` through ``client``'s cluster; :meth:`run` returns the log."""
+    """One live replay of ``trace`` on ``client``'s cluster; :meth:`run` returns the log."""
 
     def __init__(
         self,
-        trace: dict,
+        trace: Trace,
         client: KubeClient,
         *,
         time_scale: float,
         scheduler_name: str | None = None,
-        policy: str | None = None,
-        config: str | None = None,
+        policy: str = "live",
+        config: str = "",
         max_nodes: int = DEFAULT_MAX_NODES,
         max_pods: int = DEFAULT_MAX_PODS,
         settle: float = DEFAULT_SETTLE,
@@ -313,43 +172,35 @@ class LiveReplay:
         progress: Callable[[float, float], None] | None = None,
     ) -> None:
         if not time_scale > 0:
-            raise LiveReplayError("time scale: must be > 0")
+            raise LiveReplayError(f"time scale: must be > 0, not {time_scale}")
         check_bounds(trace, max_nodes, max_pods)
         self.trace = trace
         self.client = client
         self.scale = float(time_scale)
         self.scheduler_name = scheduler_name
-        self.policy = policy
-        self.config = config
         self.settle = settle
         self.allow_other_nodes = allow_other_nodes
         self.strip_owners = strip_owners
         self.progress = progress
         self.run_id = uuid.uuid4().hex[:12]
-        self.end = float(trace["duration"])
-        self.pods = {p.key: p for p in map(_Pod, trace["pods"])}
-        if len(self.pods) != len(trace["pods"]):
-            raise LiveReplayError("pods: two pods have the same namespace/name")
-        self.nodes = describe_nodes(trace)
-        self.extended = {
-            n["name"]: [g["id"] for g in n["gpus"]]
-            for n in self.nodes
-            if n["gpus"] and not _slice_gpus(trace.get("objects") or ()).get(n["name"])
-        }
-        self.events: list[list] = []
+        self.end = float(trace.duration)
+        self.pods = {p.key: _Pod(p) for p in trace.pods}
+        self.log = ReplayLog.start(trace, policy=policy, config=config, seed=0)
         self.created: list[str] = []  # API paths, deleted in reverse at the end
-        self.watched: queue.Queue[tuple[float, str, dict] | None] = queue.Queue()
-        self.stop = threading.Event()
+        self.watched: queue.Queue[tuple[float, str, dict]] = queue.Queue()
+        self.stopping = threading.Event()
+        self.agenda: list[tuple[float, int, str, str]] = []  # (wall time, seq, action, key)
+        self.order = itertools.count()
         self.t0 = 0.0
         self.lateness = 0.0
         self.last_change = 0.0
-        self.cycles = 0
+        self.actions = 0
 
     # -- clock -------------------------------------------------------------------------------
 
-    def now(self) -> float:
-        """Trace seconds since the start."""
-        return (time.monotonic() - self.t0) * self.scale
+    def at(self, stamp: float) -> float:
+        """The trace time of a ``time.monotonic()`` stamp, within ``[0, end]``."""
+        return min(max((stamp - self.t0) * self.scale, 0.0), self.end)
 
     def wall(self, trace_time: float) -> float:
         return self.t0 + trace_time / self.scale
@@ -357,16 +208,16 @@ class LiveReplay:
     # -- setup and teardown ------------------------------------------------------------------
 
     def _check_cluster(self) -> None:
-        names = {(n.get("metadata") or {}).get("name") for n in self.trace["nodes"]}
-        existing, _ = self.client.list("/api/v1/nodes")
-        clash = sorted(names & {n["metadata"]["name"] for n in existing})
+        names = {(n.get("metadata") or {}).get("name") for n in self.trace.nodes}
+        existing = [n["metadata"]["name"] for n in self.client.list("/api/v1/nodes")[0]]
+        clash = sorted(names.intersection(existing))
         if clash:
             raise LiveReplayError(f"nodes: {clash[0]!r} already exists in the cluster")
         if existing and not self.allow_other_nodes:
             raise LiveReplayError(
-                f"the cluster has {len(existing)} nodes of its own (e.g. "
-                f"{existing[0]['metadata']['name']!r}): pods would land there too; "
-                "replay on an empty cluster or pass --allow-other-nodes"
+                f"the cluster has {len(existing)} nodes of its own (e.g. {existing[0]!r}): "
+                "the trace's pods could land there; replay on an empty cluster or allow it "
+                "(--allow-other-nodes)"
             )
 
     def _create(self, collection: str, obj: dict) -> dict:
@@ -375,36 +226,30 @@ class LiveReplay:
         return created
 
     def _setup(self) -> None:
-        namespaces = {
-            (entry["pod"].get("metadata") or {}).get("namespace") or "default"
-            for entry in self.trace["pods"]
-        }
         declared = {
             (o.get("metadata") or {}).get("name")
-            for o in self.trace.get("objects") or ()
+            for o in self.trace.objects
             if o.get("kind") == "Namespace"
         }
-        for namespace in sorted(namespaces - declared):
+        for namespace in sorted({_namespace(p.pod) for p in self.trace.pods} - declared):
             if self.client.get(f"/api/v1/namespaces/{namespace}") is None:
                 self._create("/api/v1/namespaces", {"metadata": {"name": namespace}})
-        objects = sorted(
-            self.trace.get("objects") or (), key=lambda o: o.get("kind") != "Namespace"
-        )
-        for obj in objects:
+        for obj in sorted(self.trace.objects, key=lambda o: o.get("kind") != "Namespace"):
             self._create(_collection(obj), obj)
-        for node in self.trace["nodes"]:
+        for node in self.trace.nodes:
             created = self._create("/api/v1/nodes", {**node, "apiVersion": "v1", "kind": "Node"})
             self.client.request(
                 "PATCH",
                 f"/api/v1/nodes/{created['metadata']['name']}/status",
-                {"status": _ready_status(node.get("status") or {})},
+                {"status": _ready(node.get("status") or {})},
                 content_type="application/merge-patch+json",
             )
+        self.log.nodes_from(self.trace.nodes, self.trace.objects)
 
     def _teardown(self) -> None:
         for pod in self.pods.values():
             if pod.state in ("pending", "bound"):
-                self._delete_pod(pod)
+                self._delete(pod)
         for path in reversed(self.created):
             try:
                 self.client.request("DELETE", path, {"gracePeriodSeconds": 0})
@@ -412,20 +257,23 @@ class LiveReplay:
                 if exc.status != 404:
                     log.warning("could not delete %s: %s", path, exc)
 
-    # -- the watch ---------------------------------------------------------------------------
+    # -- the watch (its own thread) ----------------------------------------------------------
 
     def _watch(self, resource_version: str) -> None:
         selector = f"{RUN_LABEL}={self.run_id}"
-        while not self.stop.is_set():
+        while not self.stopping.is_set():
             try:
                 with self.client.watch(
-                    "/api/v1/pods", resource_version, timeout_seconds=60, label_selector=selector
+                    "/api/v1/pods",
+                    resource_version,
+                    timeout_seconds=WATCH_SECONDS,
+                    label_selector=selector,
                 ) as stream:
                     for kind, obj in stream:
                         resource_version = obj["metadata"].get("resourceVersion", resource_version)
                         if kind != "BOOKMARK":
                             self.watched.put((time.monotonic(), kind, obj))
-                        if self.stop.is_set():
+                        if self.stopping.is_set():
                             return
             except Gone:
                 items, resource_version = self.client.list(
@@ -435,142 +283,109 @@ class LiveReplay:
                 for obj in items:
                     self.watched.put((stamp, "MODIFIED", obj))
             except ApiError as exc:
-                if self.stop.is_set():
+                if self.stopping.is_set():
                     return
                 log.warning("pod watch: %s; watching again", exc)
                 time.sleep(0.2)
 
+    # -- what the cluster did ----------------------------------------------------------------
+
     def _seen(self, stamp: float, kind: str, obj: dict) -> None:
-        pod = self.pods.get(_key(obj))
-        if (
-            pod is None
-            or pod.state == "gone"
-            or (pod.uid and obj["metadata"].get("uid") != pod.uid)
-        ):
+        meta = obj["metadata"]
+        pod = self.pods.get(f"{meta.get('namespace')}/{meta.get('name')}")
+        if pod is None or pod.state in ("future", "gone") or meta.get("uid") != pod.uid:
             return
-        at = (stamp - self.t0) * self.scale
-        node = (obj.get("spec") or {}).get("nodeName")
+        at = self.at(stamp)
         if kind == "DELETED":
-            # Deleted by someone else: preempted (kube-scheduler's victims carry the
-            # DisruptionTarget condition) if it was bound, else given up.
+            # Not by this run (its own deletions mark the pod gone first): the scheduler
+            # preempted it (its victims carry the DisruptionTarget condition) if it was bound.
             if pod.state == "bound":
-                self._record(at, "preempt", pod.key, pod.node, "")
-                _release_gpus(self.extended, pod.node or "", pod.gpus)
+                self.log.preempted(at, pod.key, pod.node)
             else:
-                self._record(at, "abandon", pod.key)
+                self.log.abandoned(at, pod.key)
             pod.state = "gone"
             self.last_change = stamp
             return
+        node = (obj.get("spec") or {}).get("nodeName")
         if node and pod.state == "pending":
-            self._bind(pod, node, at, stamp)
-            return
-        if pod.state == "pending":
+            self._bound(pod, node, stamp)
+        elif pod.state == "pending":
             for condition in (obj.get("status") or {}).get("conditions") or ():
                 if condition.get("type") == "PodScheduled" and condition.get("status") == "False":
                     mark = (condition.get("lastTransitionTime"), condition.get("message"))
                     if mark != pod.failure:
                         pod.failure = mark
-                        self._record(at, "fail", pod.key)
+                        self.log.failed(at, pod.key)
 
-    def _bind(self, pod: _Pod, node: str, at: float, stamp: float) -> None:
+    def _bound(self, pod: _Pod, node: str, stamp: float) -> None:
         pod.state, pod.node = "bound", node
-        if node in self.extended:
-            count = pod_requests(pod.entry["pod"]).scalar.get(GPU_RESOURCE, 0)
-            pod.gpus = _bound_gpus(self.extended, node, count)
-        elif pod.entry.get("claims"):
-            pod.gpus = _claim_devices(self._claims(pod))
-        self._record(at, "bind", pod.key, node, pod.gpus)
+        claims = [c for c in map(self.client.get, map(_claim_path, pod.entry.claims)) if c]
+        self.log.bound(self.at(stamp), pod.key, node, pod.entry.pod, claims)
         self.last_change = stamp
-        duration = pod.entry.get("duration")
-        if duration is not None:
-            self._due(stamp + duration / self.scale, "leave", pod.key)
+        if pod.entry.duration is not None:
+            self._due(stamp + pod.entry.duration / self.scale, "leave", pod.key)
 
-    def _claims(self, pod: _Pod) -> list[dict]:
-        found = []
-        for claim in pod.entry.get("claims") or ():
-            path = f"{_collection({**claim, 'kind': 'ResourceClaim'})}/{claim['metadata']['name']}"
-            current = self.client.get(path)
-            if current is not None:
-                found.append(current)
-        return found
-
-    # -- actions -----------------------------------------------------------------------------
-
-    def _record(self, at: float, *event: Any) -> None:
-        self.events.append([round(min(max(at, 0.0), self.end), 6), *event])
+    # -- what the trace does -----------------------------------------------------------------
 
     def _due(self, wall: float, action: str, key: str) -> None:
         heapq.heappush(self.agenda, (wall, next(self.order), action, key))
 
-    def _create_pod(self, pod: _Pod, at: float) -> None:
+    def _create_pod(self, pod: _Pod, stamp: float) -> None:
         entry = pod.entry
-        body = _fresh(entry["pod"])
+        body = _fresh(entry.pod)
         meta = body["metadata"]
         meta["labels"] = {**(meta.get("labels") or {}), RUN_LABEL: self.run_id}
         if self.strip_owners:
             meta.pop("ownerReferences", None)
-        spec = dict(body.get("spec") or {})
-        spec.pop("nodeName", None)
-        if entry.get("node"):
-            spec["nodeName"] = entry["node"]
+        spec = {k: v for k, v in (body.get("spec") or {}).items() if k != "nodeName"}
+        if entry.node:
+            spec["nodeName"] = entry.node
         if self.scheduler_name:
             spec["schedulerName"] = self.scheduler_name
         body["spec"] = spec
-        namespace = meta.get("namespace") or "default"
-        for claim in entry.get("claims") or ():
-            claim = {**claim, "apiVersion": claim.get("apiVersion") or "resource.k8s.io/v1"}
-            self.client.request(
-                "POST", _collection({**claim, "kind": "ResourceClaim"}), _fresh(claim)
-            )
-        created = self.client.request("POST", f"/api/v1/namespaces/{namespace}/pods", body)
+        for claim in entry.claims:
+            path = _claim_path(claim).rsplit("/", 1)[0]
+            self.client.request("POST", path, _fresh(claim))
+        created = self.client.request("POST", f"/api/v1/namespaces/{_namespace(body)}/pods", body)
         pod.uid = created["metadata"].get("uid")
         pod.state = "pending"
-        self._record(at, "arrive", pod.key)
-        if entry.get("node"):
-            self._bind(pod, entry["node"], at, time.monotonic())
+        self.log.arrived(self.at(stamp), pod.key, entry.pod, entry.claims)
+        if entry.node:
+            self._bound(pod, entry.node, stamp)
 
-    def _delete_pod(self, pod: _Pod) -> None:
+    def _delete(self, pod: _Pod) -> None:
+        pod.state = "gone"
         namespace, name = pod.key.split("/", 1)
         try:
             self.client.delete_pod(namespace, name, uid=pod.uid, grace_period_seconds=0)
         except ApiError as exc:
             if exc.status not in (404, 409):
                 raise
-        for claim in pod.entry.get("claims") or ():
-            path = f"{_collection({**claim, 'kind': 'ResourceClaim'})}/{claim['metadata']['name']}"
+        for claim in pod.entry.claims:
             try:
-                self.client.request("DELETE", path)
+                self.client.request("DELETE", _claim_path(claim))
             except ApiError as exc:
                 if exc.status != 404:
                     raise
-        pod.state = "gone"
 
-    def _act(self, action: str, key: str, at: float) -> None:
+    def _act(self, action: str, key: str, stamp: float) -> None:
         pod = self.pods[key]
         if action == "create":
-            self._create_pod(pod, at)
+            self._create_pod(pod, stamp)
         elif action == "leave" and pod.state == "bound":
-            self._record(at, "leave", key, pod.node, "completed")
-            _release_gpus(self.extended, pod.node or "", pod.gpus)
-            self._delete_pod(pod)
-            self.last_change = time.monotonic()
+            self._delete(pod)
+            self.log.left(self.at(stamp), key, pod.node, "completed")
+            self.last_change = stamp
         elif action == "abandon" and pod.state == "pending":
-            self._record(at, "abandon", key)
-            self._delete_pod(pod)
-            self.last_change = time.monotonic()
-
-    def _quiet(self) -> bool:
-        """Nothing left to do but wait for the end: every pod created, no deletion due, and
-        no binding or departure for ``settle`` seconds."""
-        return not self.agenda and time.monotonic() - self.last_change >= self.settle
+            self._delete(pod)
+            self.log.abandoned(self.at(stamp), key)
+            self.last_change = stamp
 
     # -- the run -----------------------------------------------------------------------------
 
     def run(self) -> dict:
         self._check_cluster()
         started = time.monotonic()
-        self.agenda: list[tuple[float, int, str, str]] = []
-        self.order = iter(range(sys.maxsize))
         watcher: threading.Thread | None = None
         try:
             self._setup()
@@ -578,96 +393,67 @@ class LiveReplay:
                 "/api/v1/pods", {"labelSelector": f"{RUN_LABEL}={self.run_id}"}
             )
             watcher = threading.Thread(
-                target=self._watch, args=(resource_version,), name="replay-watch", daemon=True
+                target=self._watch, args=(resource_version,), name="live-replay-watch", daemon=True
             )
             watcher.start()
             self.t0 = self.last_change = time.monotonic()
             for pod in self.pods.values():
-                self._due(self.wall(float(pod.entry["arrival"])), "create", pod.key)
-                if pod.entry.get("abandon") is not None:
-                    self._due(self.wall(float(pod.entry["abandon"])), "abandon", pod.key)
+                self._due(self.wall(pod.entry.arrival), "create", pod.key)
+                if pod.entry.abandon is not None and not pod.entry.node:
+                    self._due(self.wall(pod.entry.abandon), "abandon", pod.key)
             self._loop()
             for pod in self.pods.values():
                 if pod.state == "bound":
-                    self._record(self.end, "leave", pod.key, pod.node, "end")
+                    self.log.left(self.end, pod.key, pod.node, "end")
         finally:
-            self.stop.set()
+            self.stopping.set()
             self._teardown()
             if watcher is not None:
                 watcher.join(timeout=2)
-        self.events.sort(key=lambda e: e[0])
-        return self._log(time.monotonic() - started)
+        result = self.log.finish(
+            end=self.end, wall_seconds=time.monotonic() - started, cycles=self.actions
+        )
+        result["events"].sort(key=lambda event: event[0])
+        result["live"] = {
+            "timeScale": self.scale,
+            "schedulerName": self.scheduler_name,
+            "maxLateness": round(self.lateness, 3),
+            "runId": self.run_id,
+        }
+        return result
 
     def _loop(self) -> None:
         end_wall = self.wall(self.end)
+        last_progress = 0.0
         while True:
+            # What the watch delivered first, then whatever is due.
             wait = (self.agenda[0][0] if self.agenda else end_wall) - time.monotonic()
             try:
-                item = self.watched.get(timeout=max(0.0, min(wait, 0.05)))
-            except queue.Empty:
-                item = None
-            if item is not None:
-                self._seen(*item)
+                self._seen(*self.watched.get(timeout=min(max(wait, 0.0), 0.05)))
                 continue
+            except queue.Empty:
+                pass
             now = time.monotonic()
-            while self.agenda and self.agenda[0][0] <= now:
+            while self.agenda and self.agenda[0][0] <= now and self.agenda[0][0] <= end_wall:
                 wall, _, action, key = heapq.heappop(self.agenda)
-                if wall > end_wall:
-                    self.agenda.clear()
-                    break
                 self.lateness = max(self.lateness, (now - wall) * self.scale)
-                self._act(action, key, (wall - self.t0) * self.scale)
-                self.cycles += 1
-            if self.progress is not None:
-                self.progress(min(self.now(), self.end), self.end)
-            if now >= end_wall or self._quiet():
+                self._act(action, key, max(now, wall))
+                self.actions += 1
+                now = time.monotonic()
+            if self.progress is not None and now - last_progress >= 1.0:
+                last_progress = now
+                self.progress(self.at(now), self.end)
+            pending_work = any(wall <= end_wall for wall, *_ in self.agenda)
+            if now >= end_wall or (not pending_work and now - self.last_change >= self.settle):
                 return
 
-    def _log(self, wall_seconds: float) -> dict:
-        metadata = self.trace.get("metadata") or {}
-        return {
-            "version": 1,
-            "policy": self.policy,
-            "config": self.config,
-            "seed": None,
-            "trace": {
-                "name": metadata.get("name"),
-                "source": metadata.get("source"),
-                "gpuMapping": metadata.get("gpuMapping"),
-            },
-            "nodes": self.nodes,
-            "pods": describe_pods(self.trace),
-            "events": self.events,
-            "end": self.end,
-            "wall_seconds": round(wall_seconds, 3),
-            "cycles": self.cycles,
-            "live": {
-                "timeScale": self.scale,
-                "schedulerName": self.scheduler_name,
-                "maxLateness": round(self.lateness, 3),
-                "runId": self.run_id,
-            },
-        }
 
-
-def replay_live(trace: dict, client: KubeClient, **options: Any) -> dict:
+def replay_live(trace: Trace, client: KubeClient, **options: Any) -> dict:
     """Replay ``trace`` on ``client``'s cluster; the replay log (see :class:`LiveReplay`)."""
     return LiveReplay(trace, client, **options).run()
 
 
 # -- command line ------------------------------------------------------------------------------
-
-
-def _load(path: Path) -> dict:
-    opener = gzip.open if path.name.endswith(".gz") else open
-    try:
-        with opener(path, "rt") as f:
-            trace = json.load(f)
-    except (OSError, ValueError) as exc:
-        raise LiveReplayError(f"{path}: {exc}") from exc
-    if not isinstance(trace, dict):
-        raise LiveReplayError(f"{path}: not a trace document")
-    return trace
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -679,8 +465,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--kubeconfig", required=True)
     parser.add_argument("--time-scale", type=float, default=100.0, help="trace s per wall s")
     parser.add_argument("--scheduler-name", help="spec.schedulerName of every pod")
-    parser.add_argument("--policy", help="the policy's name in the log")
-    parser.add_argument("--config", help="the scheduler's config file, named in the log")
+    parser.add_argument("--policy", default="live", help="the policy's name in the log")
+    parser.add_argument("--config", default="", help="the scheduler's config, named in the log")
     parser.add_argument("--max-nodes", type=int, default=DEFAULT_MAX_NODES)
     parser.add_argument("--max-pods", type=int, default=DEFAULT_MAX_PODS)
     parser.add_argument("--settle", type=float, default=DEFAULT_SETTLE)
@@ -688,16 +474,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--strip-owners",
         action="store_true",
-        help="drop ownerReferences (a cluster's garbage collector deletes pods whose owner "
-        "does not exist)",
+        help="drop the pods' ownerReferences (a cluster's garbage collector deletes pods "
+        "whose owner does not exist)",
     )
     parser.add_argument("-o", "--output", type=Path, required=True)
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     try:
-        trace = _load(args.trace)
         result = replay_live(
-            trace,
+            load(args.trace),
             KubeClient(api_client(args.kubeconfig)),
             time_scale=args.time_scale,
             scheduler_name=args.scheduler_name,
@@ -709,10 +494,10 @@ def main(argv: list[str] | None = None) -> int:
             allow_other_nodes=args.allow_other_nodes,
             strip_owners=args.strip_owners,
         )
-    except (LiveReplayError, ApiError) as exc:
+    except (LiveReplayError, TraceError, ApiError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    args.output.write_text(json.dumps(result))
+    args.output.write_bytes(orjson.dumps(result))
     print(f"{args.output}: {len(result['events'])} events in {result['wall_seconds']:.1f}s")
     return 0
 
