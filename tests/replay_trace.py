@@ -1,7 +1,8 @@
 """A small synthetic trace (format v1 of ``docs/replay.md``) for the fidelity tests: ten nodes
 of three shapes (CPU only, 4 GPUs, 8 GPUs as the extended resource ``nvidia.com/gpu``) and
-sixty pods arriving over half an hour of trace time, with durations, a few that give up, and one
-that never fits. Generated from a seed, no external data."""
+eighty pods arriving over about a quarter of an hour of trace time, running 400-1600 s, the
+4-GPU ones giving up after 10 minutes pending, and one that never fits. Generated from a seed,
+no external data."""
 
 from __future__ import annotations
 
@@ -67,7 +68,12 @@ def pod(namespace: str, name: str, cpu: int, memory_gib: int, gpus: int) -> dict
     }
 
 
-def small_trace(namespace: str = "replay", seed: int = 7, pods: int = 60) -> dict:
+def small_trace(
+    namespace: str = "replay", seed: int = 3, pods: int = 80, gap: float = 12.0, gpu: float = 0.4
+) -> dict:
+    """``pods`` pods (and one that fits nowhere) arriving ``gap`` seconds apart on average,
+    a fraction ``gpu`` of them asking 1, 2 or 4 whole GPUs; the defaults load the cluster
+    enough that pods queue for departures (about a tenth wait minutes)."""
     rng = random.Random(seed)
     nodes = [
         node(f"{prefix}-{i}", cpu, memory, gpus, model)
@@ -77,8 +83,8 @@ def small_trace(namespace: str = "replay", seed: int = 7, pods: int = 60) -> dic
     entries = []
     t = 0.0
     for i in range(pods):
-        t += rng.expovariate(1 / 30)
-        if rng.random() < 0.35:
+        t += rng.expovariate(1 / gap)
+        if rng.random() < gpu:
             gpus = rng.choice((1, 1, 1, 2, 2, 4))
             cpu, memory = 4 * gpus, 16 * gpus
         else:

@@ -17,6 +17,7 @@ wall time live. So they are compared on what a policy decides, within stated tol
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from dataclasses import dataclass
 
@@ -30,7 +31,8 @@ class Tolerance:
 
     Counts allow ``max(absolute, relative * total)``; the series' bounds are mean absolute
     differences over the sampling grid (nodes in use: nodes; allocation: fraction of the
-    cluster's capacity)."""
+    cluster's capacity); ``queueing``: trace seconds between the queueing times' p50s and
+    p90s."""
 
     pods: int = 2
     pods_relative: float = 0.05
@@ -40,29 +42,46 @@ class Tolerance:
     cpu: float = 0.05
     memory: float = 0.05
     gpu: float = 0.05
+    queueing: float = 60.0
 
 
 def shape_of(node: dict) -> str:
     """A node's shape: allocatable CPU and memory, GPU count and models."""
     models = sorted({gpu.get("model") or "" for gpu in node.get("gpus") or ()})
-    gpus = f"{len(node.get('gpus') or ())}x{'+'.join(models)}" if node.get("gpus") else "0"
-    return f"cpu={node['cpu']}m,memory={node['memory']},gpus={gpus}"
+    gpus = f"{len(node['gpus'])}x{'+'.join(models)}" if node.get("gpus") else "0"
+    return f"cpu {node['cpu'] / 1000:g}, mem {node['memory'] / 2**30:g}Gi, gpu {gpus}"
+
+
+def _percentile(values: list[float], q: float) -> float:
+    """The nearest-rank percentile (0 for no values)."""
+    if not values:
+        return 0.0
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, math.ceil(q / 100 * len(ordered)) - 1))]
 
 
 def outcome(log: dict) -> dict:
-    """Pods scheduled (bound at least once), never scheduled, and bindings per node shape."""
+    """Pods scheduled (bound at least once), never scheduled, bindings per node shape, and
+    the queueing time (first binding - arrival) at p50 and p90."""
     shapes = {node["name"]: shape_of(node) for node in log["nodes"]}
-    bound: set[str] = set()
+    arrivals: dict[str, float] = {}
+    waits: dict[str, float] = {}
     per_shape: Counter[str] = Counter()
     for event in log["events"]:
-        if event[1] == "bind":
-            bound.add(event[2])
+        if event[1] == "arrive":
+            arrivals.setdefault(event[2], event[0])
+        elif event[1] == "bind":
+            key = event[2]
+            if key not in waits:
+                waits[key] = event[0] - arrivals.get(key, log["pods"][key]["arrival"])
             per_shape[shapes.get(event[3], "?")] += 1
     return {
         "pods": len(log["pods"]),
-        "scheduled": len(bound),
-        "never_scheduled": len(log["pods"]) - len(bound),
+        "scheduled": len(waits),
+        "never_scheduled": len(log["pods"]) - len(waits),
         "per_shape": dict(sorted(per_shape.items())),
+        "queueing_p50": _percentile(list(waits.values()), 50),
+        "queueing_p90": _percentile(list(waits.values()), 90),
     }
 
 
@@ -109,11 +128,13 @@ def series(log: dict, samples: int = DEFAULT_SAMPLES) -> dict[str, list[float]]:
 
 @dataclass
 class Agreement:
-    """Both logs' figures, their differences, and which exceed the tolerance."""
+    """The figures of the reference runs (``a``: one log, or several such as the engine under
+    a few seeds, as the range they span) and of the compared run (``b``), the distance of
+    each of ``b``'s figures to ``a``'s range, and the figures beyond the tolerance."""
 
-    a: dict
+    a: list[dict]
     b: dict
-    differences: dict
+    differences: dict[str, tuple[float, float, float, float]]  # a's min, max, b, distance
     failures: list[str]
 
     @property
@@ -121,9 +142,11 @@ class Agreement:
         return not self.failures
 
     def summary(self) -> str:
-        lines = [f"{'figure':<42} {'a':>10} {'b':>10} {'diff':>8}"]
-        for name, (a, b, diff) in self.differences.items():
-            lines.append(f"{name:<42} {a:>10.3f} {b:>10.3f} {diff:>8.3f}")
+        width = max(len(name) for name in self.differences)
+        lines = [f"{'figure':<{width}} {'a':>17} {'b':>8} {'diff':>7}"]
+        for name, (low, high, value, distance) in self.differences.items():
+            span = f"{low:.3f}" if low == high else f"{low:.3f}..{high:.3f}"
+            lines.append(f"{name:<{width}} {span:>17} {value:>8.3f} {distance:>7.3f}")
         lines += [f"FAIL {failure}" for failure in self.failures] or ["agree within tolerance"]
         return "\n".join(lines)
 
@@ -132,42 +155,69 @@ def _mean(values: list[float]) -> float:
     return sum(values) / len(values) if values else 0.0
 
 
+def _distance(value: float, low: float, high: float) -> float:
+    return max(low - value, value - high, 0.0)
+
+
 def compare(
-    a: dict, b: dict, tolerance: Tolerance | None = None, samples: int = DEFAULT_SAMPLES
+    a: dict | list[dict],
+    b: dict,
+    tolerance: Tolerance | None = None,
+    samples: int = DEFAULT_SAMPLES,
 ) -> Agreement:
-    """Compare two replay logs of one trace (e.g. engine and live) within ``tolerance``."""
+    """Compare the replay log ``b`` (e.g. live) with the reference ``a`` (e.g. the engine's
+    log, or its logs under several seeds) of the same trace, within ``tolerance``.
+
+    With several reference logs a figure of ``b`` is compared with the range the references
+    span (a series point by point): how far random tie-breaking moves the references
+    themselves is not held against ``b``. With one, it is a plain difference."""
     tolerance = tolerance or Tolerance()
-    if set(a["pods"]) != set(b["pods"]):
-        raise ValueError("pods: the two logs are not of the same trace")
-    out_a, out_b = outcome(a), outcome(b)
-    series_a, series_b = series(a, samples), series(b, samples)
-    differences: dict[str, tuple[float, float, float]] = {}
+    references = [a] if isinstance(a, dict) else list(a)
+    if not references:
+        raise ValueError("compare: no reference log")
+    for log in references:
+        if set(log["pods"]) != set(b["pods"]):
+            raise ValueError("pods: the logs are not of the same trace")
+    outs = [outcome(log) for log in references]
+    out_b = outcome(b)
+    all_series = [series(log, samples) for log in references]
+    series_b = series(b, samples)
+    differences: dict[str, tuple[float, float, float, float]] = {}
     failures: list[str] = []
-    total = out_a["pods"]
-    count_bound = max(tolerance.pods, tolerance.pods_relative * total)
+
+    def check(name: str, values: list[float], value: float, allowed: float) -> None:
+        low, high = min(values), max(values)
+        distance = _distance(value, low, high)
+        differences[name] = (low, high, value, distance)
+        if distance > allowed:
+            failures.append(f"{name}: {value:g} vs {low:g}..{high:g} (allowed {allowed:g})")
+
+    count_bound = max(tolerance.pods, tolerance.pods_relative * out_b["pods"])
     for name in ("scheduled", "never_scheduled"):
-        diff = abs(out_a[name] - out_b[name])
-        differences[name] = (out_a[name], out_b[name], diff)
-        if diff > count_bound:
-            failures.append(f"{name}: {out_a[name]} vs {out_b[name]} (allowed {count_bound:g})")
-    for shape in sorted(set(out_a["per_shape"]) | set(out_b["per_shape"])):
-        x, y = out_a["per_shape"].get(shape, 0), out_b["per_shape"].get(shape, 0)
-        allowed = max(tolerance.shape, tolerance.shape_relative * max(x, y))
-        differences[f"bindings on {shape}"] = (x, y, abs(x - y))
-        if abs(x - y) > allowed:
-            failures.append(f"bindings on {shape}: {x} vs {y} (allowed {allowed:g})")
+        check(name, [out[name] for out in outs], out_b[name], count_bound)
+    for name in ("queueing_p50", "queueing_p90"):
+        check(f"{name} (s)", [out[name] for out in outs], out_b[name], tolerance.queueing)
+    shapes = sorted({s for out in [*outs, out_b] for s in out["per_shape"]})
+    for shape in shapes:
+        values = [out["per_shape"].get(shape, 0) for out in outs]
+        value = out_b["per_shape"].get(shape, 0)
+        allowed = max(tolerance.shape, tolerance.shape_relative * max(*values, value))
+        check(f"bindings on {shape}", values, value, allowed)
     for name in FIGURES:
-        gap = _mean([abs(x - y) for x, y in zip(series_a[name], series_b[name], strict=True)])
-        differences[f"{name} over time (mean |diff|)"] = (
-            _mean(series_a[name]),
-            _mean(series_b[name]),
-            gap,
-        )
+        points = list(zip(*(s[name] for s in all_series), strict=True))
+        gaps = [
+            _distance(value, min(point), max(point))
+            for point, value in zip(points, series_b[name], strict=True)
+        ]
+        gap = _mean(gaps)
+        means = [_mean(s[name]) for s in all_series]
+        label = f"{name} over time (mean |diff|)"
+        differences[label] = (min(means), max(means), _mean(series_b[name]), gap)
         allowed = getattr(tolerance, name)
         if gap > allowed:
             failures.append(f"{name} over time: mean |diff| {gap:.3f} (allowed {allowed:g})")
     return Agreement(
-        a={**out_a, "series": series_a},
+        a=[{**out, "series": s} for out, s in zip(outs, all_series, strict=True)],
         b={**out_b, "series": series_b},
         differences=differences,
         failures=failures,

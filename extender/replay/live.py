@@ -232,8 +232,13 @@ class LiveReplay:
             if o.get("kind") == "Namespace"
         }
         for namespace in sorted({_namespace(p.pod) for p in self.trace.pods} - declared):
-            if self.client.get(f"/api/v1/namespaces/{namespace}") is None:
+            present = self.client.get(f"/api/v1/namespaces/{namespace}")
+            if present is None:
                 self._create("/api/v1/namespaces", {"metadata": {"name": namespace}})
+            elif (present.get("status") or {}).get("phase") == "Terminating":
+                raise LiveReplayError(
+                    f"pods: namespace {namespace!r} is being deleted; wait, or rename it"
+                )
         for obj in sorted(self.trace.objects, key=lambda o: o.get("kind") != "Namespace"):
             self._create(_collection(obj), obj)
         for node in self.trace.nodes:
