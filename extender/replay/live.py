@@ -208,7 +208,7 @@ class LiveReplay:
     # -- setup and teardown ------------------------------------------------------------------
 
     def _check_cluster(self) -> None:
-        names = {(n.get("metadata") or {}).get("name") for n in self.trace.nodes}
+        names = {str((n.get("metadata") or {}).get("name")) for n in self.trace.nodes}
         existing = [n["metadata"]["name"] for n in self.client.list("/api/v1/nodes")[0]]
         clash = sorted(names.intersection(existing))
         if clash:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import orjson
 import pytest
 
 from extender.kube import KubeClient
@@ -85,6 +86,7 @@ def test_engine_and_kube_scheduler_agree_and_another_policy_is_told_apart(
 ) -> None:
     live, config = live_log
     trace = parse(small_trace(namespace="fidelity"))
+    (tmp_path / "live-log.json").write_bytes(orjson.dumps(live))  # for a post-mortem
     print(f"\nlive: {live['wall_seconds']:.1f}s wall, lateness {live['live']['maxLateness']}s")
 
     engine = [replay(trace, config, seed=seed) for seed in SEEDS]
