@@ -9,44 +9,57 @@ wall time live. So they are compared on what a policy decides, within stated tol
 (:class:`Tolerance`; the figures and the reasons are in ``docs/replay.md``, "Fidelity"):
 
 * pods scheduled and never scheduled (abandoned, or still pending at the end);
+* queueing time (first binding - arrival): mean, p50 and p90;
 * placements up to ties: how many bindings each node *shape* (allocatable CPU, memory, GPU
   count and model) received, since which of two identical nodes takes a pod is a coin toss;
-* nodes in use (at least one pod) and CPU, memory and GPU allocation (fraction of the
-  cluster) over time, sampled on a fixed grid: the mean absolute difference over the grid.
+* over time, on a fixed grid: nodes in use, CPU, memory and GPU allocation (fractions of the
+  cluster), pending pods and GPU fragmentation (FGD, in GPUs): the mean absolute difference
+  over the grid.
+
+Every figure but the bindings per shape is the metrics module's
+(:func:`extender.replay.metrics.compute`), computed the same way from both logs.
 """
 
 from __future__ import annotations
 
-import math
 from collections import Counter
 from dataclasses import dataclass
 
-DEFAULT_SAMPLES = 200
-FIGURES = ("nodes", "cpu", "memory", "gpu")
+from .metrics import compute
+
+DEFAULT_POINTS = 200
+# Series compared: (the metrics' series name, this module's name for it).
+SERIES = (
+    ("nodes_in_use", "nodes"),
+    ("cpu", "cpu"),
+    ("memory", "memory"),
+    ("gpu", "gpu"),
+    ("pending", "pending"),
+    ("frag_gpus", "fragmentation"),
+)
 
 
 @dataclass(frozen=True)
 class Tolerance:
     """The largest differences still called agreement.
 
-    Counts allow ``max(absolute, relative * total)``; the series' bounds are mean absolute
-    differences over the sampling grid (nodes in use: nodes; allocation: fraction of the
-    cluster's capacity); queueing times (mean, p50) allow ``max(queueing seconds,
-    queueing_relative * the larger value)``, their p90 ``queueing_p90`` seconds at least:
-    it rests on the few longest waits, and which pods wait longest is where two
-    trajectories differ most."""
+    Counts allow ``max(absolute, relative * count)``, queueing times (mean, p50, p90)
+    ``max(queueing seconds, queueing_relative * the larger value)``. The series' bounds are
+    mean absolute differences over the grid: nodes in use in nodes, allocation in fractions
+    of the cluster, pending in pods, fragmentation in GPUs."""
 
     pods: int = 2
     pods_relative: float = 0.05
     shape: int = 3
     shape_relative: float = 0.10
-    nodes: float = 1.0
+    queueing: float = 60.0
+    queueing_relative: float = 0.30
+    nodes: float = 0.5
     cpu: float = 0.05
     memory: float = 0.05
     gpu: float = 0.05
-    queueing: float = 60.0
-    queueing_relative: float = 0.30
-    queueing_p90: float = 150.0
+    pending: float = 1.0
+    fragmentation: float = 1.0
 
 
 def shape_of(node: dict) -> str:
@@ -56,79 +69,27 @@ def shape_of(node: dict) -> str:
     return f"cpu {node['cpu'] / 1000:g}, mem {node['memory'] / 2**30:g}Gi, gpu {gpus}"
 
 
-def _percentile(values: list[float], q: float) -> float:
-    """The nearest-rank percentile (0 for no values)."""
-    if not values:
-        return 0.0
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, max(0, math.ceil(q / 100 * len(ordered)) - 1))]
-
-
-def outcome(log: dict) -> dict:
-    """Pods scheduled (bound at least once), never scheduled, bindings per node shape, and
-    the queueing time (first binding - arrival): mean, p50 and p90."""
+def bindings_per_shape(log: dict) -> dict[str, int]:
+    """How many bindings each node shape received (a pod bound twice counts twice)."""
     shapes = {node["name"]: shape_of(node) for node in log["nodes"]}
-    arrivals: dict[str, float] = {}
-    waits: dict[str, float] = {}
-    per_shape: Counter[str] = Counter()
-    for event in log["events"]:
-        if event[1] == "arrive":
-            arrivals.setdefault(event[2], event[0])
-        elif event[1] == "bind":
-            key = event[2]
-            if key not in waits:
-                waits[key] = event[0] - arrivals.get(key, log["pods"][key]["arrival"])
-            per_shape[shapes.get(event[3], "?")] += 1
+    counts = Counter(shapes.get(e[3], "?") for e in log["events"] if e[1] == "bind")
+    return dict(sorted(counts.items()))
+
+
+def figures(log: dict, points: int = DEFAULT_POINTS) -> dict:
+    """The figures of one log that :func:`compare` compares."""
+    metrics = compute(log, points=points, heat_columns=1)
+    queueing = metrics["queueing"]
     return {
-        "pods": len(log["pods"]),
-        "scheduled": len(waits),
-        "never_scheduled": len(log["pods"]) - len(waits),
-        "per_shape": dict(sorted(per_shape.items())),
-        "queueing_mean": sum(waits.values()) / len(waits) if waits else 0.0,
-        "queueing_p50": _percentile(list(waits.values()), 50),
-        "queueing_p90": _percentile(list(waits.values()), 90),
+        "pods": metrics["pods"]["total"],
+        "scheduled": metrics["pods"]["scheduled"],
+        "never_scheduled": metrics["pods"]["never_scheduled"],
+        "queueing_mean": queueing["mean"] or 0.0,
+        "queueing_p50": queueing["p50"] or 0.0,
+        "queueing_p90": queueing["p90"] or 0.0,
+        "per_shape": bindings_per_shape(log),
+        "series": {name: metrics["series"][key] for key, name in SERIES},
     }
-
-
-def series(log: dict, samples: int = DEFAULT_SAMPLES) -> dict[str, list[float]]:
-    """Nodes in use and CPU/memory/GPU allocation (fractions of the cluster) at ``samples``
-    evenly spaced times over ``[0, end]`` (the state after every event at that time)."""
-    pods = log["pods"]
-    nodes = {node["name"]: node for node in log["nodes"]}
-    total_cpu = sum(n["cpu"] for n in nodes.values()) or 1
-    total_memory = sum(n["memory"] for n in nodes.values()) or 1
-    total_gpu = sum(g.get("milli", 1000) for n in nodes.values() for g in n["gpus"]) or 1
-    end = float(log["end"])
-    grid = [end * i / (samples - 1) for i in range(samples)] if samples > 1 else [end]
-    running: dict[str, tuple[str, int]] = {}  # pod -> node, GPU milli it holds
-    per_node: Counter[str] = Counter()
-    cpu = memory = gpu = 0
-    out: dict[str, list[float]] = {name: [] for name in FIGURES}
-    events = sorted(log["events"], key=lambda e: e[0])
-    i = 0
-    for t in grid:
-        while i < len(events) and events[i][0] <= t:
-            event = events[i]
-            i += 1
-            kind, key = event[1], event[2]
-            if kind == "bind" and key not in running:
-                held = sum(share for _, share in event[4]) if len(event) > 4 else 0
-                running[key] = (event[3], held)
-                per_node[event[3]] += 1
-                cpu += pods[key]["cpu"]
-                memory += pods[key]["memory"]
-                gpu += held
-            elif kind in ("leave", "preempt") and key in running:
-                node, held = running.pop(key)
-                per_node[node] -= 1
-                cpu -= pods[key]["cpu"]
-                memory -= pods[key]["memory"]
-                gpu -= held
-        out["nodes"].append(float(sum(1 for count in per_node.values() if count > 0)))
-        out["cpu"].append(cpu / total_cpu)
-        out["memory"].append(memory / total_memory)
-        out["gpu"].append(gpu / total_gpu)
-    return out
 
 
 @dataclass
@@ -168,7 +129,7 @@ def compare(
     a: dict | list[dict],
     b: dict,
     tolerance: Tolerance | None = None,
-    samples: int = DEFAULT_SAMPLES,
+    points: int = DEFAULT_POINTS,
 ) -> Agreement:
     """Compare the replay log ``b`` (e.g. live) with the reference ``a`` (e.g. the engine's
     log, or its logs under several seeds) of the same trace, within ``tolerance``.
@@ -183,10 +144,10 @@ def compare(
     for log in references:
         if set(log["pods"]) != set(b["pods"]):
             raise ValueError("pods: the logs are not of the same trace")
-    outs = [outcome(log) for log in references]
-    out_b = outcome(b)
-    all_series = [series(log, samples) for log in references]
-    series_b = series(b, samples)
+        if float(log["end"]) != float(b["end"]):
+            raise ValueError("end: the logs do not end at the same time")
+    outs = [figures(log, points) for log in references]
+    out_b = figures(b, points)
     differences: dict[str, tuple[float, float, float, float]] = {}
     failures: list[str] = []
 
@@ -202,8 +163,7 @@ def compare(
         check(name, [out[name] for out in outs], out_b[name], count_bound)
     for name in ("queueing_mean", "queueing_p50", "queueing_p90"):
         values = [out[name] for out in outs]
-        least = tolerance.queueing_p90 if name == "queueing_p90" else tolerance.queueing
-        allowed = max(least, tolerance.queueing_relative * max(*values, out_b[name]))
+        allowed = max(tolerance.queueing, tolerance.queueing_relative * max(*values, out_b[name]))
         check(f"{name} (s)", values, out_b[name], allowed)
     shapes = sorted({s for out in [*outs, out_b] for s in out["per_shape"]})
     for shape in shapes:
@@ -211,22 +171,22 @@ def compare(
         value = out_b["per_shape"].get(shape, 0)
         allowed = max(tolerance.shape, tolerance.shape_relative * max(*values, value))
         check(f"bindings on {shape}", values, value, allowed)
-    for name in FIGURES:
-        points = list(zip(*(s[name] for s in all_series), strict=True))
-        gaps = [
-            _distance(value, min(point), max(point))
-            for point, value in zip(points, series_b[name], strict=True)
-        ]
-        gap = _mean(gaps)
-        means = [_mean(s[name]) for s in all_series]
-        label = f"{name} over time (mean |diff|)"
-        differences[label] = (min(means), max(means), _mean(series_b[name]), gap)
+    for _, name in SERIES:
+        points_a = list(zip(*(out["series"][name] for out in outs), strict=True))
+        gap = _mean(
+            [
+                _distance(value, min(point), max(point))
+                for point, value in zip(points_a, out_b["series"][name], strict=True)
+            ]
+        )
+        means = [_mean(out["series"][name]) for out in outs]
+        differences[f"{name} over time (mean |diff|)"] = (
+            min(means),
+            max(means),
+            _mean(out_b["series"][name]),
+            gap,
+        )
         allowed = getattr(tolerance, name)
         if gap > allowed:
             failures.append(f"{name} over time: mean |diff| {gap:.3f} (allowed {allowed:g})")
-    return Agreement(
-        a=[{**out, "series": s} for out, s in zip(outs, all_series, strict=True)],
-        b={**out_b, "series": series_b},
-        differences=differences,
-        failures=failures,
-    )
+    return Agreement(a=outs, b=out_b, differences=differences, failures=failures)

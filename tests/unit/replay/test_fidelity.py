@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from extender.replay.engine import replay
-from extender.replay.fidelity import Tolerance, compare, outcome, series, shape_of
+from extender.replay.fidelity import Tolerance, bindings_per_shape, compare, figures, shape_of
 from extender.replay.trace import parse
 from tests.replay_trace import small_trace
 
@@ -38,11 +38,11 @@ def test_a_log_agrees_with_itself_and_its_figures_are_counted(most: list[dict]) 
     agreement = compare(most[0], most[0])
     assert agreement.agrees, agreement.summary()
     assert all(distance == 0 for *_, distance in agreement.differences.values())
-    figures = outcome(most[0])
-    assert figures["pods"] == 81
-    assert figures["scheduled"] + figures["never_scheduled"] == 81
-    assert figures["never_scheduled"] >= 1  # p-huge fits nowhere
-    assert sum(figures["per_shape"].values()) == figures["scheduled"]
+    counted = figures(most[0])
+    assert counted["pods"] == 81
+    assert counted["scheduled"] + counted["never_scheduled"] == 81
+    assert counted["never_scheduled"] >= 1  # p-huge fits nowhere
+    assert sum(counted["per_shape"].values()) == counted["scheduled"]
 
 
 def test_another_policy_is_told_apart(trace, configs, most: list[dict]) -> None:
@@ -77,13 +77,22 @@ def test_several_references_are_a_range(most: list[dict]) -> None:
         assert distance == 0 and low <= value <= high
 
 
-def test_series_follow_bindings_and_departures() -> None:
+def test_figures_follow_bindings_and_departures() -> None:
     log = {
         "nodes": [
             {"name": "a", "cpu": 4000, "memory": 4 * 2**30, "labels": {}, "gpus": []},
             {"name": "b", "cpu": 4000, "memory": 4 * 2**30, "labels": {}, "gpus": []},
         ],
-        "pods": {"ns/p": {"cpu": 2000, "memory": 2, "arrival": 0.0}},
+        "pods": {
+            "ns/p": {
+                "cpu": 2000,
+                "memory": 2**30,
+                "gpus": 0,
+                "gpuMilli": 0,
+                "owner": None,
+                "arrival": 0.0,
+            }
+        },
         "events": [
             [0.0, "arrive", "ns/p"],
             [10.0, "bind", "ns/p", "a", []],
@@ -91,10 +100,12 @@ def test_series_follow_bindings_and_departures() -> None:
         ],
         "end": 100.0,
     }
-    figures = series(log, samples=11)  # t = 0, 10, ..., 100
-    assert figures["nodes"] == [0.0, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0]
-    assert figures["cpu"][1] == 0.25
-    assert outcome(log)["queueing_p50"] == 10.0
+    counted = figures(log, points=11)  # t = 0, 10, ..., 100
+    assert counted["series"]["nodes"] == [0.0, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0]
+    assert counted["series"]["cpu"][1] == 0.25
+    assert counted["series"]["pending"][:2] == [1.0, 0.0]
+    assert counted["queueing_p50"] == 10.0
+    assert bindings_per_shape(log) == {"cpu 4, mem 4Gi, gpu 0": 1}
     assert shape_of(log["nodes"][0]) == "cpu 4, mem 4Gi, gpu 0"
 
 
