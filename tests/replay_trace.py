@@ -9,6 +9,8 @@ from __future__ import annotations
 import random
 import zlib
 
+from extender.replay import gpus
+
 GPU = "nvidia.com/gpu"
 MODEL_LABEL = "kube-extender.dev/gpu-model"
 
@@ -132,5 +134,55 @@ def small_trace(
         "duration": float(int(entries[-1]["arrival"]) + 1800),
         "nodes": nodes,
         "objects": [],
+        "pods": entries,
+    }
+
+
+def dra_trace(namespace: str = "replay-dra", seed: int = 5, pods: int = 16) -> dict:
+    """The DRA mapping (``extender/replay/gpus.py``): three nodes of two shareable A100 each
+    (one ResourceSlice per node, a ``share`` capacity of 1000 per GPU) and ``pods`` pods, each
+    with a claim for one GPU at a share of 250, 500 or 1000, arriving about 20 s apart and
+    running 200-600 s; enough for GPUs to be shared and for some pods to wait."""
+    rng = random.Random(seed)
+    nodes = [node(f"d-{i}", 16, 64, 0, "") for i in range(3)]
+    objects = [gpus.device_class(), *(gpus.resource_slice(f"d-{i}", 2, "A100") for i in range(3))]
+    entries = []
+    t = 0.0
+    for i in range(pods):
+        t += rng.expovariate(1 / 20)
+        name = f"q-{i:03d}"
+        share = rng.choice((250, 500, 500, 1000))
+        body = pod(namespace, name, 1, 2, 0)
+        claim = gpus.resource_claim(gpus.claim_name(name), namespace, 1, share)
+        body["spec"]["resourceClaims"] = [
+            {"name": gpus.POD_CLAIM, "resourceClaimName": claim["metadata"]["name"]}
+        ]
+        body["spec"]["containers"][0]["resources"]["claims"] = [{"name": gpus.POD_CLAIM}]
+        entries.append(
+            {
+                "arrival": round(t, 3),
+                "pod": body,
+                "claims": [claim],
+                "duration": float(rng.randint(200, 600)),
+                "abandon": None,
+                "node": None,
+                "recorded": {"node": None, "scheduled": None},
+            }
+        )
+    return {
+        "apiVersion": "kube-extender.dev/v1",
+        "kind": "Trace",
+        "version": 1,
+        "metadata": {
+            "name": f"fidelity-dra-{seed}",
+            "source": "tests/replay_trace.py",
+            "gpuMapping": "dra",
+            "anonymised": False,
+            "createdBy": "tests/replay_trace.py",
+            "notes": "synthetic: 3 nodes of 2 shareable GPUs, pods with one claim each",
+        },
+        "duration": float(int(t) + 900),
+        "nodes": nodes,
+        "objects": objects,
         "pods": entries,
     }

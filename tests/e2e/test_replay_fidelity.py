@@ -14,6 +14,7 @@ compared with the range those runs span."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import orjson
@@ -24,7 +25,7 @@ from extender.replay.engine import replay
 from extender.replay.fidelity import compare
 from extender.replay.live import replay_live
 from extender.replay.trace import parse
-from tests.replay_trace import small_trace
+from tests.replay_trace import dra_trace, small_trace
 
 REPO = Path(__file__).resolve().parents[2]
 TIME_SCALE = 100.0  # a trace second lasts 10 ms: the trace's 46 minutes take about 30 s
@@ -114,3 +115,45 @@ def test_engine_and_kube_scheduler_agree_and_another_policy_is_told_apart(
     print("engine with the default profile (a) vs kube-scheduler MostAllocated (b):")
     print(other.summary())
     assert not other.agrees, other.summary()
+
+
+@pytest.fixture
+def claim_controller(control_plane) -> Iterator[None]:
+    """kube-controller-manager's resource-claim controller: on a real cluster it frees a
+    deleted pod's claims (reservedFor, the allocation, the finalizer); the engine does it
+    itself."""
+    control_plane.start_controller_manager(controllers="resourceclaim-controller")
+    try:
+        yield
+    finally:
+        control_plane.stop_component("kube-controller-manager")
+
+
+def test_shared_gpus_through_dra_agree(api, kube_scheduler, claim_controller, tmp_path) -> None:
+    """The DRA mapping: pods share GPUs through claims with a consumable ``share``; the live
+    log's bindings list the devices and shares kube-scheduler allocated (read back from the
+    claims), and the figures agree with the engine's under the default profile."""
+    config = policy_file(tmp_path, "default", DEFAULT)
+    kube_scheduler(config)
+    trace = parse(dra_trace(namespace="fidelity-dra"))
+    live = replay_live(trace, KubeClient(api), time_scale=TIME_SCALE, config=str(config))
+    (tmp_path / "live-log.json").write_bytes(orjson.dumps(live))
+    print(f"\nlive: {live['wall_seconds']:.1f}s wall, lateness {live['live']['maxLateness']}s")
+
+    shares = {e[2]: e[4] for e in live["events"] if e[1] == "bind"}
+    assert len(shares) == len(trace.pods), shares
+    for entry in trace.pods:
+        asked = int(
+            entry.claims[0]["spec"]["devices"]["requests"][0]["exactly"]["capacity"]["requests"][
+                "share"
+            ]
+        )
+        [(device, share)] = shares[entry.key]
+        assert device.split("/")[0].startswith("d-") and share == asked, (entry.key, device)
+
+    engine = [
+        replay(trace, config, seed=seed, cycle_seconds=cycle) for cycle in CYCLES for seed in SEEDS
+    ]
+    agreement = compare(engine, live)
+    print("engine (a) vs kube-scheduler (b), DRA:\n" + agreement.summary())
+    assert agreement.agrees, agreement.summary()
