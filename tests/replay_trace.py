@@ -138,7 +138,7 @@ def small_trace(
     }
 
 
-def dra_trace(namespace: str = "replay-dra", seed: int = 5, pods: int = 16) -> dict:
+def dra_trace(namespace: str = "replay-dra", seed: int = 5, pods: int = 24) -> dict:
     """The DRA mapping (``extender/replay/gpus.py``): three nodes of two shareable A100 each
     (one ResourceSlice per node, a ``share`` capacity of 1000 per GPU) and ``pods`` pods, each
     with a claim for one GPU at a share of 250, 500 or 1000, arriving about 20 s apart and
