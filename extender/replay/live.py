@@ -56,7 +56,7 @@ from typing import Any
 
 import orjson
 
-from extender.kube import ApiError, Gone, KubeClient, api_client
+from extender.kube import ApiError, Gone, KubeClient, WatchStream, api_client
 
 from .log import ReplayLog
 from .trace import Trace, TraceError, TracePod, load
@@ -189,6 +189,7 @@ class LiveReplay:
         self.created: list[str] = []  # API paths, deleted in reverse at the end
         self.watched: queue.Queue[tuple[float, str, dict]] = queue.Queue()
         self.stopping = threading.Event()
+        self.stream: WatchStream | None = None
         self.agenda: list[tuple[float, int, str, str]] = []  # (wall time, seq, action, key)
         self.order = itertools.count()
         self.t0 = 0.0
@@ -274,6 +275,9 @@ class LiveReplay:
                     timeout_seconds=WATCH_SECONDS,
                     label_selector=selector,
                 ) as stream:
+                    self.stream = stream
+                    if self.stopping.is_set():
+                        return
                     for kind, obj in stream:
                         resource_version = obj["metadata"].get("resourceVersion", resource_version)
                         if kind != "BOOKMARK":
@@ -412,6 +416,8 @@ class LiveReplay:
                     self.log.left(self.end, pod.key, pod.node, "end")
         finally:
             self.stopping.set()
+            if self.stream is not None:
+                self.stream.close()  # interrupts the watch thread's blocked read
             self._teardown()
             if watcher is not None:
                 watcher.join(timeout=2)
