@@ -12,4 +12,6 @@ scheduling core in virtual time and compare policies on it.
   plots, a terminal table.
 * :mod:`extender.replay.record`: a trace of a live cluster or of a dump
   (``kube-extender record``), :mod:`extender.replay.anonymise` its names and labels hashed.
+* :mod:`extender.replay.live`: the same trace replayed on a real cluster in scaled wall time,
+  through whatever scheduler runs there; :mod:`extender.replay.fidelity` compares two logs.
 """

@@ -164,11 +164,21 @@ class _Replay:
 
     def _delete_claims(self, pod: dict) -> None:
         # What the resourceclaim controller does for a claim made for the pod (the trace's
-        # claims are the pod's own): it goes with the pod.
+        # claims are the pod's own): it frees the claim first, the pod out of reservedFor and
+        # the allocation cleared in one status update (kubernetes
+        # pkg/controller/resourceclaim/controller.go), which is the event DynamicResources
+        # requeues waiting pods on (it registers claim Add and Update, not Delete); then the
+        # claim goes with the pod.
         namespace = pod["metadata"]["namespace"]
         for name in _claim_names(pod):
-            if self.cluster.get(CLAIMS_PATH, f"{namespace}/{name}") is not None:
-                self.cluster.delete_resource_claim(namespace, name)
+            claim = self.cluster.get(CLAIMS_PATH, f"{namespace}/{name}")
+            if claim is None:
+                continue
+            status = claim.get("status") or {}
+            if status.get("reservedFor") or status.get("allocation"):
+                freed = {k: v for k, v in status.items() if k not in ("reservedFor", "allocation")}
+                self.cluster.update_resource_claim_status({**claim, "status": freed})
+            self.cluster.delete_resource_claim(namespace, name)
 
     def _arrive(self, index: int) -> None:
         entry = self.trace.pods[index]
