@@ -7,12 +7,13 @@ Contract (what a scheduler running this plugin can rely on):
   with a consumable ``share``) and the GPUs the pod would take there (the allocator's choice,
   assumed to be the first GPUs that fit in device order):
 
-  - a **GPU pod** scores ``50 * device + 50 * node``, rounded down, where ``device`` is the
-    mean used fraction of the GPUs it would take, and ``node`` the used fraction of all the
-    node's GPUs, both after placing it. A shared pod (a part of a GPU, DRA) thus prefers a GPU
-    that is already partly used, then a node whose GPUs are busier; a pod of whole GPUs
-    (``device`` is then 1) prefers the node with the fewest GPUs left. A node without GPUs, or
-    where the pod's GPUs do not fit, scores 0 (Filter normally removed it);
+  - a **GPU pod** scores ``50 * device + 50 * node`` (each term rounded down), where
+    ``device`` is the mean used fraction of the GPUs it would take, and ``node`` the used
+    fraction of all the node's GPUs, both after placing it. A shared pod (a part of a GPU,
+    DRA) thus prefers a GPU that is already partly used, then a node whose GPUs are busier; a
+    pod of whole GPUs (``device`` is then 1) prefers the node with the fewest GPUs left. A
+    node without GPUs, or where the pod's GPUs do not fit, scores 0 (Filter normally removed
+    it);
   - a **CPU-only pod** scores 100 on a node without GPUs and ``50 * used`` on a node with GPUs
     (``used``: the fraction of its GPUs already in use, before the pod), so it goes to a
     CPU-only node first, then to a GPU node whose GPUs are taken anyway, last to a node with

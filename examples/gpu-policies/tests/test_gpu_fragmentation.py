@@ -1,0 +1,167 @@
+"""GPUFragmentation (FGD) on small clusters of plain dicts, in both GPU mappings."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from gpu_objects import claim, dra_cluster, dra_pod, ext_cluster, ext_node, ext_pod
+from gpu_policies import GPUBinPack, GPUFragmentation, TaskType, fragmentation
+from gpu_policies.fragmentation import Distribution
+
+from extender.config import load
+from extender.framework import Framework
+from extender.testing import ConfigError, run_plugin, run_profile
+
+REPO = Path(__file__).resolve().parents[3]
+CONFIG = REPO / "scheduler-config" / "replay" / "gpu-fgd.yaml"
+NAME = "GPUFragmentation"
+
+
+def scores(result) -> dict[str, int]:
+    return {n: s[NAME] for n, s in result.scores.items()}
+
+
+# -- the fragmentation of one node ------------------------------------------------------------
+
+
+def dist(*weighted: tuple[TaskType, float]) -> Distribution:
+    return Distribution.of(dict(weighted), 64)
+
+
+def test_fragmentation_counts_what_each_task_type_cannot_use() -> None:
+    half = TaskType(cpu=4000, gpus=1, milli=500)
+    two = TaskType(cpu=4000, gpus=2, milli=1000)
+    cpu = TaskType(cpu=1000, gpus=0, milli=0)
+    d = dist((half, 2), (two, 1), (cpu, 1))  # p = 0.5, 0.25, 0.25
+    free = [300, 1000, 600, 0]  # 1900 free
+    # half: fits; its fragment is the GPUs with less than 500 free: 300.
+    # two: only one GPU with 1000 free: all 1900. cpu-only: all 1900.
+    assert fragmentation(d, free, "V100", 8000) == pytest.approx(0.5 * 300 + 0.25 * 1900 * 2)
+    # Without the CPU, no GPU task fits: everything is a fragment.
+    assert fragmentation(d, free, "V100", 2000) == pytest.approx(1900)
+    # A node without free GPUs has no fragmentation.
+    assert fragmentation(d, [0, 0], "V100", 8000) == 0
+
+
+def test_fragmentation_of_a_model_the_type_does_not_accept_is_everything() -> None:
+    d = dist((TaskType(0, 1, 1000, frozenset({"A100"})), 1))
+    assert fragmentation(d, [1000, 1000], "V100", 8000) == 2000
+    assert fragmentation(d, [1000, 1000], "A100", 8000) == 0
+
+
+# -- extended resource: whole GPUs -------------------------------------------------------------
+
+NODES = [ext_node("one-left", 4), ext_node("two-left", 4), ext_node("empty", 4)]
+USED = {"one-left": 3, "two-left": 2}
+
+
+def test_whole_gpu_pod_closes_a_fragment_instead_of_opening_one() -> None:
+    # A workload of 2-GPU pods only: a lone free GPU is a fragment.
+    args = {"taskTypes": [{"cpu": "1", "gpus": 2}]}
+    result = run_plugin(GPUFragmentation, ext_pod("p", 1), ext_cluster(NODES, USED), args=args)
+    # one-left: 1000 -> 0 (+1000); two-left: 0 -> 1000 (-1000); empty: 0 -> 0 (0).
+    assert scores(result) == {"one-left": 100, "empty": 50, "two-left": 0}
+
+
+def test_learnt_distribution_from_the_pods_on_the_nodes_and_the_pod() -> None:
+    # Three 2-GPU pods run on "full": with the pods of USED (3 and 2 GPUs) and the pod (1 GPU)
+    # the workload is 1/6 three-GPU, 4/6 two-GPU and 1/6 one-GPU pods.
+    nodes = [*NODES, ext_node("full", 6)]
+    cluster = ext_cluster(nodes, USED)
+    for i in range(3):
+        cluster.add(ext_pod(f"two-{i}", 2, on="full"))
+    result = run_plugin(GPUFragmentation, ext_pod("p", 1), cluster)
+    # one-left: 1000 * 5/6 -> 0 (+833); two-left: 2000 * 1/6 -> 1000 * 5/6 (-500); empty:
+    # 0 -> 0; full has no GPU left for it. Normalized: (x + 500) * 100 // 1333.
+    assert scores(result) == {"one-left": 100, "empty": 37, "two-left": 0, "full": 0}
+
+
+def test_cpu_only_pod_goes_where_its_cpu_strands_no_gpu() -> None:
+    nodes = [ext_node("small", 2, cpu="8"), ext_node("large", 2, cpu="64"), ext_node("cpu")]
+    args = {"taskTypes": [{"cpu": "4", "gpus": 1}]}
+    result = run_plugin(GPUFragmentation, ext_pod("p", cpu="6"), ext_cluster(nodes), args=args)
+    # small: 2 CPUs left, no room for a 4-CPU GPU task: its 2000 free milli-GPUs are stranded.
+    assert scores(result) == {"cpu": 100, "large": 100, "small": 0}
+
+
+# -- DRA: shared GPUs ----------------------------------------------------------------------
+
+
+def test_shared_pod_fills_the_sliver_a_half_gpu_task_cannot_use() -> None:
+    cluster = dra_cluster(
+        {"sliver": 2, "roomy": 2, "free": 2},
+        used={"sliver": [("gpu-0", 700)], "roomy": [("gpu-0", 400)]},
+        pending=[claim("c", share=300)],
+    )
+    args = {"taskTypes": [{"gpus": 1, "gpuMilli": 500}]}
+    result = run_plugin(GPUFragmentation, dra_pod("p", "c"), cluster, args=args)
+    # sliver: gpu-0's 300 free is a fragment for a 500 task, the pod fills it (+300);
+    # roomy: gpu-0 600 -> 300 becomes one (-300); free: 1000 -> 700 is not (0).
+    assert scores(result) == {"sliver": 100, "free": 50, "roomy": 0}
+
+
+def test_learnt_shared_distribution_and_pod_that_does_not_fit() -> None:
+    cluster = dra_cluster(
+        {"sliver": 1, "full": 1},
+        used={"sliver": [("gpu-0", 700)], "full": [("gpu-0", 1000)]},
+        pending=[claim("c", share=300)],
+    )
+    result = run_plugin(GPUFragmentation, dra_pod("p", "c"), cluster)
+    # Learnt: the running whole-GPU pods and the pod: the sliver's 300 is a fragment for the
+    # whole-GPU type and the pod uses it up; "full" has no room: 0.
+    assert scores(result) == {"sliver": 100, "full": 0}
+
+
+def test_equal_increase_everywhere_scores_100() -> None:
+    cluster = dra_cluster({"a": 1, "b": 1}, pending=[claim("c", share=1000)])
+    result = run_plugin(GPUFragmentation, dra_pod("p", "c"), cluster)
+    assert scores(result) == {"a": 100, "b": 100}
+
+
+# -- args and the shipped config ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        ({"taskTypes": [{"gpuMilli": 0}]}, "taskTypes[0].gpuMilli: Must be greater than"),
+        ({"taskTypes": [{"cpu": "lots"}]}, "taskTypes[0].cpu: must be a quantity"),
+        ({"taskTypes": [{"weight": 0}]}, "taskTypes[0].weight: Must be greater than 0"),
+        ({"maxTaskTypes": 0}, "maxTaskTypes: Must be greater than or equal to 1"),
+        ({"taskType": []}, "taskType: unknown field"),
+    ],
+)
+def test_bad_args_are_config_errors(args: dict, message: str) -> None:
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        run_plugin(GPUFragmentation, ext_pod("p"), ext_cluster(NODES), args=args)
+
+
+def test_config_builds_its_framework_with_the_plugin() -> None:
+    config = load(CONFIG, plugins=[GPUBinPack, GPUFragmentation])
+    framework = Framework(config.profiles[0], config.registry)
+    assert framework.score_weights[NAME] == 5
+    assert isinstance(framework.plugin(NAME), GPUFragmentation)
+
+
+def test_config_with_dynamic_resources_places_the_shared_pod_on_the_sliver() -> None:
+    cluster = dra_cluster(
+        {"sliver": 2, "roomy": 2, "busy": 2},
+        used={"sliver": [("gpu-0", 700)], "roomy": [("gpu-0", 400)]},
+        cpu_nodes=["cpu"],
+        pending=[claim("c", share=300)],
+    )
+    for i in range(4):  # a workload of half-GPU pods, filling up "busy"
+        name = f"half-{i}"
+        device = f"gpu-{i // 2}"
+        cluster.add(claim(name, share=500, allocated=[(device, 500)], node_name="busy"))
+        cluster.add(dra_pod(name, name, on="busy"))
+    result = run_profile(dra_pod("p", "c"), cluster, CONFIG, plugins=[GPUFragmentation])
+    assert result.rejected_by("cpu") == "DynamicResources"
+    assert result.rejected_by("busy") == "DynamicResources"
+    # Learnt: whole GPUs 2/7, half GPUs 4/7, the pod's 300 1/7. sliver [300, 1000] -> [0, 1000]
+    # closes a fragment (+257); roomy [600, 1000] -> [300, 1000] opens one for the halves (-86).
+    assert result.scores["sliver"][NAME] == 100
+    assert result.scores["roomy"][NAME] == 0
+    assert result.chosen == ["sliver"]
