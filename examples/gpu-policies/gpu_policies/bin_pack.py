@@ -32,12 +32,13 @@ the GPUs are (:class:`~gpu_policies.gpus.GPUArgs`: ``gpuResource``, ``modelLabel
 Reads ``reads = (PODS, RESOURCE_SLICES, RESOURCE_CLAIMS)``: the pods on each node (their GPU
 requests and claims), the ResourceSlices (the node's GPUs) and the ResourceClaims (what is
 allocated). Imports only ``extender.framework``, the stable plugin API. Mutates nothing but its
-own CycleState key.
+own CycleState key; across cycles it keeps the parsed slices and nodes' GPUs
+(:class:`~gpu_policies.gpus.GPUView`); within a cycle, nodes of one GPU shape are scored once.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from extender.framework import (
     MAX_NODE_SCORE,
@@ -46,11 +47,12 @@ from extender.framework import (
     RESOURCE_SLICES,
     CycleState,
     Handle,
+    Lister,
     NodeInfo,
     Status,
 )
 
-from .gpus import MILLI, Device, GPUArgs, GPUConfig, PodGPUs, devices_by_node, node_gpus, pod_gpus
+from .gpus import MILLI, Device, GPUArgs, GPUConfig, GPUView, NodeGPUs, PodGPUs, pod_gpus
 
 STATE_KEY = "PreScoreGPUBinPack"
 
@@ -65,6 +67,9 @@ class _State:
 
     pod: PodGPUs
     devices: dict[str, list[Device]]
+    claims: Lister
+    # Nodes of one shape score alike: shape -> score.
+    memo: dict[tuple, int] = field(default_factory=dict)
 
     def clone(self) -> _State:
         return self  # read-only after PreScore
@@ -78,31 +83,41 @@ class GPUBinPack:
     def __init__(self, args: dict, handle: Handle) -> None:
         self.config = GPUConfig.from_args(args)
         self.handle = handle
+        self.view = GPUView(self.config)
 
     def pre_score(self, state: CycleState, pod: dict, nodes: list[NodeInfo]) -> Status | None:
         claims = self.handle.lister(RESOURCE_CLAIMS)
-        devices = devices_by_node(self.handle.lister(RESOURCE_SLICES).list(), self.config)
-        state.write(STATE_KEY, _State(pod_gpus(pod, claims, self.config), devices))
+        devices = self.view.devices(self.handle.lister(RESOURCE_SLICES).list())
+        state.write(STATE_KEY, _State(pod_gpus(pod, claims, self.config), devices, claims))
         return None
 
     def score(self, state: CycleState, pod: dict, node_info: NodeInfo) -> tuple[int, None]:
         data: _State = state.read(STATE_KEY)
-        node = node_gpus(node_info, data.devices, self.handle.lister(RESOURCE_CLAIMS), self.config)
-        if not data.pod.wants_gpus:
+        node = self.view.node(node_info, data.devices, data.claims)
+        if data.pod.allocated:
+            return self._score(data.pod, node), None
+        key = node.shape()
+        known = data.memo.get(key)
+        if known is None:
+            known = data.memo[key] = self._score(data.pod, node)
+        return known, None
+
+    @staticmethod
+    def _score(pod: PodGPUs, node: NodeGPUs) -> int:
+        if not pod.wants_gpus:
             if not node.free:
-                return MAX_NODE_SCORE, None
+                return MAX_NODE_SCORE
             used = node.total - node.free_total
-            return MAX_NODE_SCORE * used // (2 * node.total), None
-        chosen = node.place(data.pod) if node.free else None
+            return MAX_NODE_SCORE * used // (2 * node.total)
+        chosen = node.place(pod) if node.free else None
         if not chosen:
-            return 0, None
-        free = node.after(data.pod, chosen)
+            return 0
+        free = node.after(pod, chosen)
         # 50 * device + 50 * node, in integers: device = sum(used of chosen) / (n * MILLI).
         device_used = sum(MILLI - free[i] for i in chosen)
         node_used = node.total - sum(free)
         half = MAX_NODE_SCORE // 2
-        score = half * device_used // (len(chosen) * MILLI) + half * node_used // node.total
-        return score, None
+        return half * device_used // (len(chosen) * MILLI) + half * node_used // node.total
 
     def score_extensions(self) -> None:
         return None

@@ -45,8 +45,10 @@ Score plugin does not choose the device, so the GPU the allocator would pick is 
 learnt distribution is the seen pods', not the whole trace's known in advance.
 
 Reads ``reads = (PODS, RESOURCE_SLICES, RESOURCE_CLAIMS)``. Imports only
-``extender.framework``. State across cycles: the task-type counts and a memo of node
-fragmentation values (cleared when the distribution changes), guarded by a lock.
+``extender.framework``. State across cycles: the task-type counts (guarded by a lock), a memo
+of node fragmentation values (cleared when the distribution changes), the parsed slices and
+nodes' GPUs (:class:`~gpu_policies.gpus.GPUView`); within a cycle, nodes of one GPU shape and
+CPU bracket are scored once.
 """
 
 from __future__ import annotations
@@ -55,7 +57,7 @@ import bisect
 import math
 import threading
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from marshmallow import Schema, ValidationError, fields, validate, validates
 
@@ -67,6 +69,7 @@ from extender.framework import (
     ClusterEventWithHint,
     CycleState,
     Handle,
+    Lister,
     NodeInfo,
     NodeScore,
     PodInfo,
@@ -78,11 +81,10 @@ from .gpus import (
     Device,
     GPUArgs,
     GPUConfig,
+    GPUView,
     NodeGPUs,
     PodGPUs,
-    devices_by_node,
     milli_units,
-    node_gpus,
     pod_gpus,
 )
 
@@ -191,6 +193,9 @@ class _State:
     cpu: int
     devices: dict[str, list[Device]]
     dist: Distribution
+    claims: Lister
+    # Nodes of one shape and CPU bracket score alike: shape, brackets -> score.
+    memo: dict[tuple, int] = field(default_factory=dict)
 
     def clone(self) -> _State:
         return self  # read-only after PreScore
@@ -204,6 +209,7 @@ class GPUFragmentation:
     def __init__(self, args: dict, handle: Handle) -> None:
         self.config = GPUConfig.from_args(args)
         self.handle = handle
+        self.view = GPUView(self.config)
         self.limit: int = args.get("max_task_types") or DEFAULT_MAX_TASK_TYPES
         self._lock = threading.Lock()
         self._counts: Counter[TaskType] = Counter()
@@ -277,8 +283,9 @@ class GPUFragmentation:
     def pre_score(self, state: CycleState, pod: dict, nodes: list[NodeInfo]) -> Status | None:
         claims = self.handle.lister(RESOURCE_CLAIMS)
         demand = pod_gpus(pod, claims, self.config)
-        devices = devices_by_node(self.handle.lister(RESOURCE_SLICES).list(), self.config)
-        state.write(STATE_KEY, _State(demand, PodInfo(pod).requests.milli_cpu, devices, self.dist))
+        devices = self.view.devices(self.handle.lister(RESOURCE_SLICES).list())
+        cpu = PodInfo(pod).requests.milli_cpu
+        state.write(STATE_KEY, _State(demand, cpu, devices, self.dist, claims))
         return None
 
     def _fragmentation(self, dist: Distribution, free: list[int], model: str, cpu: int) -> float:
@@ -297,19 +304,36 @@ class GPUFragmentation:
 
     def score(self, state: CycleState, pod: dict, node_info: NodeInfo) -> tuple[int, None]:
         data: _State = state.read(STATE_KEY)
-        node: NodeGPUs = node_gpus(
-            node_info, data.devices, self.handle.lister(RESOURCE_CLAIMS), self.config
-        )
+        node: NodeGPUs = self.view.node(node_info, data.devices, data.claims)
+        if not node.free:  # no GPU: no fragmentation, before or after; no room for GPUs
+            return (UNFIT if data.pod.wants_gpus else 0), None
+        key = None
+        if not data.pod.allocated:
+            brackets = self._thresholds
+            key = (
+                node.shape(),
+                bisect.bisect_right(brackets, node.cpu_free),
+                bisect.bisect_right(brackets, node.cpu_free - data.cpu),
+            )
+            known = data.memo.get(key)
+            if known is not None:
+                return known, None
+        value = self._score(data, node)
+        if key is not None:
+            data.memo[key] = value
+        return value, None
+
+    def _score(self, data: _State, node: NodeGPUs) -> int:
         if data.pod.wants_gpus:
-            chosen = node.place(data.pod) if node.free else None
+            chosen = node.place(data.pod)
             if not chosen:
-                return UNFIT, None
+                return UNFIT
             free = node.after(data.pod, chosen)
         else:
             free = node.free
         before = self._fragmentation(data.dist, node.free, node.model, node.cpu_free)
         after = self._fragmentation(data.dist, free, node.model, node.cpu_free - data.cpu)
-        return round(before - after), None
+        return round(before - after)
 
     def score_extensions(self) -> GPUFragmentation:
         return self

@@ -104,9 +104,24 @@ class GPUConfig:
 # -- quantities --------------------------------------------------------------------------------
 
 
+_PARSED: dict[str, int | None] = {}
+
+
 def milli_units(quantity: object) -> int | None:
     """A quantity (``"1000"``, ``"460"``, ``"500m"``, ``2``) in thousandths; ``None`` if it is
-    not one (the entry is then ignored)."""
+    not one (the entry is then ignored). Strings are parsed once (they repeat: the same few
+    shares and capacities on every device and claim)."""
+    if isinstance(quantity, str):
+        if quantity in _PARSED:
+            return _PARSED[quantity]
+        value = _parse(quantity)
+        if len(_PARSED) < 4096:
+            _PARSED[quantity] = value
+        return value
+    return _parse(quantity)
+
+
+def _parse(quantity: object) -> int | None:
     try:
         return ResourceAmounts.from_list({"cpu": quantity}).milli_cpu
     except (ValueError, TypeError, ArithmeticError):
@@ -279,27 +294,37 @@ def _attribute(device: dict, config: GPUConfig) -> str:
     return str(value.get("string") or value.get("version") or value.get("int") or "")
 
 
+def slice_devices(resource_slice: dict, config: GPUConfig) -> tuple[str, list[Device]] | None:
+    """The node and the GPUs of one ResourceSlice of ``driver`` (``None``: another driver's,
+    or not a node's)."""
+    spec = resource_slice.get("spec") or {}
+    node_name = spec.get("nodeName")
+    if not node_name or spec.get("driver") != config.driver:
+        return None
+    pool = (spec.get("pool") or {}).get("name", "")
+    out = []
+    for device in spec.get("devices") or ():
+        capacity = (device.get("capacity") or {}).get(config.capacity)
+        units = milli_units(capacity.get("value")) if isinstance(capacity, dict) else None
+        out.append(Device(pool, device.get("name", ""), units or None, _attribute(device, config)))
+    return node_name, out
+
+
+def _slice_order(resource_slice: dict) -> tuple[str, str]:
+    spec = resource_slice.get("spec") or {}
+    return (
+        (spec.get("pool") or {}).get("name", ""),
+        (resource_slice.get("metadata") or {}).get("name", ""),
+    )
+
+
 def devices_by_node(slices: Iterable[dict], config: GPUConfig) -> dict[str, list[Device]]:
     """Node name -> its GPUs of ``driver``, in slice order (slices sorted by pool, name)."""
-
-    def order(s: dict) -> tuple[str, str]:
-        spec = s.get("spec") or {}
-        return ((spec.get("pool") or {}).get("name", ""), (s.get("metadata") or {}).get("name", ""))
-
     found: dict[str, list[Device]] = {}
-    for resource_slice in sorted(slices, key=order):
-        spec = resource_slice.get("spec") or {}
-        node_name = spec.get("nodeName")
-        if not node_name or spec.get("driver") != config.driver:
-            continue
-        pool = (spec.get("pool") or {}).get("name", "")
-        out = found.setdefault(node_name, [])
-        for device in spec.get("devices") or ():
-            capacity = (device.get("capacity") or {}).get(config.capacity)
-            units = milli_units(capacity.get("value")) if isinstance(capacity, dict) else None
-            out.append(
-                Device(pool, device.get("name", ""), units or None, _attribute(device, config))
-            )
+    for resource_slice in sorted(slices, key=_slice_order):
+        parsed = slice_devices(resource_slice, config)
+        if parsed is not None:
+            found.setdefault(parsed[0], []).extend(parsed[1])
     return found
 
 
@@ -316,6 +341,11 @@ class NodeGPUs:
     @property
     def total(self) -> int:
         return MILLI * len(self.free)
+
+    def shape(self) -> tuple[str, int | None, tuple[int, ...]]:
+        """What a score of a pod without allocated devices depends on, CPU aside: nodes of one
+        shape score alike (a memo key)."""
+        return (self.model, self.devices[0].capacity if self.devices else None, tuple(self.free))
 
     @property
     def free_total(self) -> int:
@@ -373,12 +403,14 @@ def node_gpus(
     devices: dict[str, list[Device]],
     claims: Lister,
     config: GPUConfig,
+    in_flight: list[bool] | None = None,
 ) -> NodeGPUs:
-    """The node's GPUs as the cluster has them now (see the module docstring)."""
+    """The node's GPUs as the cluster has them now (see the module docstring). A claim in
+    flight appends ``True`` to ``in_flight``."""
     cpu_free = info.allocatable.milli_cpu - info.requested.milli_cpu
     mine = devices.get(info.name)
     if mine:
-        return _dra_node(info, mine, claims, config, cpu_free)
+        return _dra_node(info, mine, claims, config, cpu_free, in_flight)
     count = info.allocatable.scalar.get(config.gpu_resource, 0)
     if count <= 0:
         return NodeGPUs(cpu_free=cpu_free)
@@ -391,7 +423,12 @@ def node_gpus(
 
 
 def _dra_node(
-    info: NodeInfo, devices: list[Device], claims: Lister, config: GPUConfig, cpu_free: int
+    info: NodeInfo,
+    devices: list[Device],
+    claims: Lister,
+    config: GPUConfig,
+    cpu_free: int,
+    flags: list[bool] | None,
 ) -> NodeGPUs:
     node = NodeGPUs(
         free=[MILLI] * len(devices), model=devices[0].model, cpu_free=cpu_free, devices=devices
@@ -411,6 +448,8 @@ def _dra_node(
                 demand = claim_demand(claim, config)
                 if demand.wants_gpus:
                     in_flight.append(demand)
+                    if flags is not None:
+                        flags.append(True)
                 continue
             for result in (allocation.get("devices") or {}).get("results") or ():
                 if result.get("driver") != config.driver:
@@ -425,3 +464,56 @@ def _dra_node(
         if chosen is not None:
             node.free = node.after(demand, chosen)
     return node
+
+
+class GPUView:
+    """:func:`devices_by_node` and :func:`node_gpus` with memos, for a plugin to keep across
+    cycles (the values are the same, only cheaper when little changed).
+
+    * The ResourceSlices are parsed once per slice object (the informer replaces an object
+      when it changes, so an unchanged slice is the same object); the node -> devices map is
+      rebuilt only when a slice changed, was added or removed.
+    * A node's GPUs are kept for its ``NodeInfo.generation`` (it changes with the node and
+      its pods) and its devices, unless one of its pods' claims was in flight: an allocation
+      of a pod already on the node does not change while the pod stays. Bounded: a node's
+      entry is replaced, never accumulated.
+    """
+
+    def __init__(self, config: GPUConfig) -> None:
+        self.config = config
+        self._slices: dict[int, tuple[dict, tuple[str, list[Device]] | None]] = {}
+        self._devices: dict[str, list[Device]] = {}
+        self._nodes: dict[str, tuple[int, object, NodeGPUs]] = {}
+
+    def devices(self, slices: list[dict]) -> dict[str, list[Device]]:
+        old = self._slices
+        if len(old) == len(slices) and all(old.get(id(s), (None,))[0] is s for s in slices):
+            return self._devices
+        fresh: dict[int, tuple[dict, tuple[str, list[Device]] | None]] = {}
+        for resource_slice in slices:
+            hit = old.get(id(resource_slice))
+            if hit is not None and hit[0] is resource_slice:
+                fresh[id(resource_slice)] = hit
+            else:
+                fresh[id(resource_slice)] = (
+                    resource_slice,
+                    slice_devices(resource_slice, self.config),
+                )
+        found: dict[str, list[Device]] = {}
+        for resource_slice in sorted(slices, key=_slice_order):
+            parsed = fresh[id(resource_slice)][1]
+            if parsed is not None:
+                found.setdefault(parsed[0], []).extend(parsed[1])
+        self._slices, self._devices = fresh, found
+        return found
+
+    def node(self, info: NodeInfo, devices: dict[str, list[Device]], claims: Lister) -> NodeGPUs:
+        mine = devices.get(info.name)
+        hit = self._nodes.get(info.name)
+        if hit is not None and hit[0] == info.generation and hit[1] is mine:
+            return hit[2]
+        in_flight: list[bool] = []
+        node = node_gpus(info, devices, claims, self.config, in_flight)
+        if not in_flight:
+            self._nodes[info.name] = (info.generation, mine, node)
+        return node

@@ -9,16 +9,19 @@ import pytest
 from gpu_objects import (
     claim,
     dra_cluster,
+    dra_node,
     dra_pod,
     ext_cluster,
     ext_node,
     ext_pod,
+    gpu_slice,
 )
 from gpu_policies import GPUBinPack, GPUFragmentation
+from gpu_policies.gpus import GPUConfig, GPUView
 
 from extender.config import load
-from extender.framework import Framework
-from extender.testing import ConfigError, run_plugin, run_profile
+from extender.framework import RESOURCE_CLAIMS, Framework, Lister, NodeInfo
+from extender.testing import Cluster, ConfigError, handle, run_plugin, run_profile
 
 REPO = Path(__file__).resolve().parents[3]
 CONFIG = REPO / "scheduler-config" / "replay" / "gpu-binpack.yaml"
@@ -136,3 +139,29 @@ def test_config_packs_shared_gpus_through_dynamic_resources() -> None:
     result = run_profile(dra_pod("p", "c"), cluster, CONFIG, plugins=[GPUBinPack])
     assert result.rejected_by("cpu") == "DynamicResources"
     assert result.chosen == ["half"]
+
+
+# -- the memos across cycles --------------------------------------------------------------------
+
+
+def claims_of(*claims: dict) -> Lister:
+    return handle(Cluster(objects={"resourceclaims.resource.k8s.io": list(claims)})).lister(
+        RESOURCE_CLAIMS
+    )
+
+
+def test_view_keeps_nothing_stale_across_cycles() -> None:
+    view = GPUView(GPUConfig())
+    slices = [gpu_slice("n", 2)]
+    devices = view.devices(slices)
+    assert view.devices(list(slices)) is devices  # the same slice objects: not parsed again
+    info = NodeInfo(dra_node("n"), [dra_pod("a", "c", on="n")])
+    node = view.node(info, devices, claims_of(claim("c", share=600)))
+    assert node.free == [400, 1000]  # in flight: the allocator's first fit, not kept
+    claims = claims_of(claim("c", share=600, allocated=[("gpu-1", 600)], node_name="n"))
+    node = view.node(info, devices, claims)
+    assert node.free == [1000, 400]  # the allocation written: where it really went
+    assert view.node(info, devices, claims) is node  # kept for this generation
+    info.add_pod(dra_pod("b", "d", on="n"))  # a new generation
+    assert view.node(info, devices, claims) is not node
+    assert len(view.devices([gpu_slice("n", 3)])["n"]) == 3  # a changed slice is read again

@@ -60,9 +60,11 @@ USED = {"one-left": 3, "two-left": 2}
 def test_whole_gpu_pod_closes_a_fragment_instead_of_opening_one() -> None:
     # A workload of 2-GPU pods only: a lone free GPU is a fragment.
     args = {"taskTypes": [{"cpu": "1", "gpus": 2}]}
-    result = run_plugin(GPUFragmentation, ext_pod("p", 1), ext_cluster(NODES, USED), args=args)
-    # one-left: 1000 -> 0 (+1000); two-left: 0 -> 1000 (-1000); empty: 0 -> 0 (0).
-    assert scores(result) == {"one-left": 100, "empty": 50, "two-left": 0}
+    cluster = ext_cluster([*NODES, ext_node("cpu")], USED)
+    result = run_plugin(GPUFragmentation, ext_pod("p", 1), cluster, args=args)
+    # one-left: 1000 -> 0 (+1000); two-left: 0 -> 1000 (-1000); empty: 0 -> 0 (0); no GPU on
+    # "cpu" (the kit runs the plugin alone, NodeResourcesFit would have filtered it): 0.
+    assert scores(result) == {"one-left": 100, "empty": 50, "two-left": 0, "cpu": 0}
 
 
 def test_learnt_distribution_from_the_pods_on_the_nodes_and_the_pod() -> None:
