@@ -16,11 +16,10 @@ from gpu_objects import (
     ext_pod,
     gpu_slice,
 )
-from gpu_policies import GPUBinPack, GPUFragmentation
+from gpu_policies import GPUBinPack
 from gpu_policies.gpus import GPUConfig, GPUView
 
-from extender.config import load
-from extender.framework import RESOURCE_CLAIMS, Framework, Lister, NodeInfo
+from extender.framework import RESOURCE_CLAIMS, Lister, NodeInfo
 from extender.testing import Cluster, ConfigError, handle, run_plugin, run_profile
 
 REPO = Path(__file__).resolve().parents[3]
@@ -115,10 +114,11 @@ def test_bad_args_are_config_errors() -> None:
 
 
 def test_config_builds_its_framework_with_the_plugin() -> None:
-    config = load(CONFIG, plugins=[GPUBinPack, GPUFragmentation])
-    framework = Framework(config.profiles[0], config.registry)
-    assert framework.score_weights["GPUBinPack"] == 5
-    assert isinstance(framework.plugin("GPUBinPack"), GPUBinPack)
+    # The config names the plugin; the package's entry point or `plugins=` registers it.
+    result = run_profile(ext_pod("p"), ext_cluster([ext_node("n")]), CONFIG, plugins=[GPUBinPack])
+    assert result.scores["n"]["GPUBinPack"] == 100
+    assert result.weighted["n"]["GPUBinPack"] == 500
+    assert "NodeResourcesFit" in result.scores["n"]  # the default profile is kept
 
 
 def test_config_packs_whole_gpus_with_the_default_profile() -> None:

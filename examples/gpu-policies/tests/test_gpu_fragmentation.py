@@ -7,11 +7,9 @@ from pathlib import Path
 
 import pytest
 from gpu_objects import claim, dra_cluster, dra_pod, ext_cluster, ext_node, ext_pod
-from gpu_policies import GPUBinPack, GPUFragmentation, TaskType, fragmentation
+from gpu_policies import GPUFragmentation, TaskType, fragmentation
 from gpu_policies.fragmentation import Distribution
 
-from extender.config import load
-from extender.framework import Framework
 from extender.testing import ConfigError, run_plugin, run_profile
 
 REPO = Path(__file__).resolve().parents[3]
@@ -141,10 +139,13 @@ def test_bad_args_are_config_errors(args: dict, message: str) -> None:
 
 
 def test_config_builds_its_framework_with_the_plugin() -> None:
-    config = load(CONFIG, plugins=[GPUBinPack, GPUFragmentation])
-    framework = Framework(config.profiles[0], config.registry)
-    assert framework.score_weights[NAME] == 5
-    assert isinstance(framework.plugin(NAME), GPUFragmentation)
+    # The config names the plugin; the package's entry point or `plugins=` registers it.
+    result = run_profile(
+        ext_pod("p"), ext_cluster([ext_node("n")]), CONFIG, plugins=[GPUFragmentation]
+    )
+    assert result.scores["n"][NAME] == 100
+    assert result.weighted["n"][NAME] == 500
+    assert "NodeResourcesFit" in result.scores["n"]  # the default profile is kept
 
 
 def test_config_with_dynamic_resources_places_the_shared_pod_on_the_sliver() -> None:
