@@ -258,8 +258,8 @@ class GPUFragmentation:
                     for placed in info.pods:
                         demand = pod_gpus(placed.pod, claims, self.config, placed)
                         self._record(placed.uid, task_type(demand, placed.requests.milli_cpu))
-            uid = (pod.get("metadata") or {}).get("uid") or ""
-            self._record(uid, kind)
+            meta = pod.get("metadata") or {}
+            self._record(meta.get("uid") or f"{meta.get('namespace')}/{meta.get('name')}", kind)
             seen = sum(self._counts.values())
             if seen >= self._next_refresh:
                 self._set_distribution(Distribution.of(dict(self._counts), self.limit))

@@ -6,11 +6,20 @@ import re
 from pathlib import Path
 
 import pytest
-from gpu_objects import claim, dra_cluster, dra_pod, ext_cluster, ext_node, ext_pod
+from gpu_objects import MODEL_LABEL, claim, dra_cluster, dra_pod, ext_cluster, ext_node, ext_pod
 from gpu_policies import GPUFragmentation, TaskType, fragmentation
-from gpu_policies.fragmentation import Distribution
+from gpu_policies.fragmentation import Distribution, task_type
+from gpu_policies.gpus import GPUConfig, pod_gpus
 
-from extender.testing import ConfigError, run_plugin, run_profile
+from extender.framework import RESOURCE_CLAIMS, Lister
+from extender.testing import (
+    Cluster,
+    ConfigError,
+    apiserver_defaults,
+    handle,
+    run_plugin,
+    run_profile,
+)
 
 REPO = Path(__file__).resolve().parents[3]
 CONFIG = REPO / "scheduler-config" / "replay" / "gpu-fgd.yaml"
@@ -168,3 +177,34 @@ def test_config_with_dynamic_resources_places_the_shared_pod_on_the_sliver() -> 
     assert result.scores["sliver"][NAME] == 100
     assert result.scores["roomy"][NAME] == 0
     assert result.chosen == ["sliver"]
+
+
+# -- the GPU models a pod accepts (its task type's) ---------------------------------------------
+
+
+def test_models_from_a_claim_selector_and_from_node_selection() -> None:
+    config = GPUConfig()
+    no_claims = claims_lister()
+    shared = claim("c", share=500, model="A100")
+    demand = pod_gpus(dra_pod("p", "c"), claims_lister(shared), config)
+    assert (demand.count, demand.dra, demand.models) == (1, True, frozenset({"A100"}))
+    assert task_type(demand, 1000) == TaskType(1000, 1, 500, frozenset({"A100"}))
+    # As the apiserver stores them: the GPU limits are the requests too.
+    picked = apiserver_defaults(ext_pod("p", 2))
+    picked["spec"]["nodeSelector"] = {MODEL_LABEL: "V100"}
+    assert pod_gpus(picked, no_claims, config).models == frozenset({"V100"})
+    either = apiserver_defaults(ext_pod("p", 1))
+    term = {"matchExpressions": [{"key": MODEL_LABEL, "operator": "In", "values": ["T4", "P100"]}]}
+    either["spec"]["affinity"] = {
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [term]}
+        }
+    }
+    assert pod_gpus(either, no_claims, config).models == frozenset({"T4", "P100"})
+    assert pod_gpus(ext_pod("p"), no_claims, config).wants_gpus is False
+
+
+def claims_lister(*claims: dict) -> Lister:
+    return handle(Cluster(objects={"resourceclaims.resource.k8s.io": list(claims)})).lister(
+        RESOURCE_CLAIMS
+    )
