@@ -3,23 +3,25 @@ Scheduling GPU-Sharing Workloads with Fragmentation Gradient Descent", USENIX AT
 
 Contract (what a scheduler running this plugin can rely on):
 
-* **Task types.** A pod's task type is ``(cpu, gpus, milli, models)``: its CPU request
-  (milli), how many GPUs it asks, the milli-GPUs of each (1000: whole GPUs) and the GPU models
-  it accepts (empty: any), read by :mod:`gpu_policies.gpus` in either mapping (extended
-  resource ``nvidia.com/gpu``, or DRA devices with a consumable ``share``). The workload is a
+* **Task types.** A pod's task type is ``(cpu, gpus, milli, models, memory)``: its CPU
+  request (milli), how many GPUs it asks, the milli-GPUs of each (1000: whole GPUs), the GPU
+  models it accepts (empty: any) and its memory request (bytes), read by
+  :mod:`gpu_policies.gpus` in either mapping (extended resource ``nvidia.com/gpu``, or DRA
+  devices with a consumable ``share``). The workload is a
   distribution ``p`` over task types: the ``taskTypes`` of the args if given, else learnt from
   the pods the plugin has seen: every pod at PreFilter (once per UID, whether it fits or not)
   and, at the first cycle, the pods already on the nodes. The ``maxTaskTypes`` most frequent
   types are kept (ties: in the order first seen), their frequencies normalized to sum 1; the
   learnt distribution is refreshed whenever the number of pods seen has grown by 5 % (and at
   each of the first 20 pods).
-* **Fragmentation of a node** (the paper's definition, over CPU and GPUs): for a task type
-  ``m``, the node's GPU capacity that ``m`` cannot use, ``F(n, m)``: all its free milli-GPUs
-  when ``m`` asks no GPU, when the node's model is not one ``m`` accepts, or when ``m`` does
-  not fit on the node (not enough free CPU, or fewer than ``gpus`` GPUs with ``milli`` free
-  each); otherwise the free milli-GPUs of the GPUs with less than ``milli`` free. The node's
-  expected fragmentation is ``F(n) = sum over m of p(m) * F(n, m)``. Memory is not part of it,
-  as in the paper. A node without GPUs has none.
+* **Fragmentation of a node** (the paper's definition): for a task type ``m``, the node's GPU
+  capacity that ``m`` cannot use, ``F(n, m)``: all its free milli-GPUs when ``m`` asks no GPU,
+  when the node's model is not one ``m`` accepts, or when ``m`` does not fit on the node (not
+  enough free CPU or memory, or fewer than ``gpus`` GPUs with ``milli`` free each); otherwise
+  the free milli-GPUs of the GPUs with less than ``milli`` free. The node's expected
+  fragmentation is ``F(n) = sum over m of p(m) * F(n, m)``. A node without GPUs has none.
+  Memory is checked as well as CPU, as the replay's fragmentation metric does
+  (``extender/replay/metrics.py``; the paper's simulator checks CPU only).
 * **Score**: ``F(n) - F(n + pod)``, minus the increase of the node's expected fragmentation
   when the pod is placed on it (its CPU taken, its GPUs taken from the GPUs the allocator
   would give it: the first that fit in device order). **NormalizeScore** maps the feasible
@@ -33,8 +35,9 @@ Contract (what a scheduler running this plugin can rely on):
 
 Args (``pluginConfig``), validated by :class:`GPUFragmentationArgs` when the config loads:
 where the GPUs are (:class:`~gpu_policies.gpus.GPUArgs`), ``maxTaskTypes`` (default 64) and
-``taskTypes``: a fixed distribution, a list of ``{cpu: "4", gpus: 1, gpuMilli: 500,
-models: ["V100M32"], weight: 0.3}`` (``cpu`` a quantity, default 0; ``gpus`` default 0;
+``taskTypes``: a fixed distribution, a list of ``{cpu: "4", memory: "16Gi", gpus: 1,
+gpuMilli: 500, models: ["V100M32"], weight: 0.3}`` (``cpu`` and ``memory`` quantities,
+default 0; ``gpus`` default 0;
 ``gpuMilli`` 1..1000, default 1000; ``models`` default any; ``weight`` > 0, default 1;
 weights are normalized).
 
@@ -84,6 +87,7 @@ from .gpus import (
     GPUView,
     NodeGPUs,
     PodGPUs,
+    memory_bytes,
     milli_units,
     pod_gpus,
 )
@@ -105,10 +109,12 @@ class TaskType:
     gpus: int
     milli: int
     models: frozenset[str] = frozenset()
+    memory: int = 0
 
 
 class TaskTypeArgs(Schema):
     cpu = fields.Raw(load_default="0")
+    memory = fields.Raw(load_default="0")
     gpus = fields.Integer(load_default=0, validate=validate.Range(min=0, max=1024))
     gpu_milli = fields.Integer(
         data_key="gpuMilli", load_default=MILLI, validate=validate.Range(min=1, max=MILLI)
@@ -118,9 +124,18 @@ class TaskTypeArgs(Schema):
 
     @validates("cpu")
     def _cpu(self, value: object, **kwargs: object) -> None:
-        if isinstance(value, bool) or milli_units(value) is None:
+        parsed = None if isinstance(value, bool) else milli_units(value)
+        if parsed is None:
             raise ValidationError(f"must be a quantity (e.g. 500m, 4): {value!r}")
-        if (milli_units(value) or 0) < 0:
+        if parsed < 0:
+            raise ValidationError("must not be negative")
+
+    @validates("memory")
+    def _memory(self, value: object, **kwargs: object) -> None:
+        parsed = None if isinstance(value, bool) else memory_bytes(value)
+        if parsed is None:
+            raise ValidationError(f"must be a quantity (e.g. 512Mi, 16Gi): {value!r}")
+        if parsed < 0:
             raise ValidationError("must not be negative")
 
 
@@ -135,15 +150,15 @@ class GPUFragmentationArgs(GPUArgs):
     task_types = fields.List(fields.Nested(TaskTypeArgs), data_key="taskTypes", load_default=None)
 
 
-def task_type(pod: PodGPUs, cpu: int) -> TaskType:
-    """The task type of a pod with this GPU demand and CPU request (milli)."""
+def task_type(pod: PodGPUs, cpu: int, memory: int = 0) -> TaskType:
+    """The task type of a pod with this GPU demand, CPU (milli) and memory (bytes) request."""
     if not pod.wants_gpus:
-        return TaskType(cpu, 0, 0)
+        return TaskType(cpu, 0, 0, memory=memory)
     gpus = max(pod.count, len(pod.allocated), 1)
     # DRA shares are in the devices' units; read as milli-GPUs of a 1000-unit GPU here (the
     # mapping's), the node converts the pod's own demand with its devices' capacity.
     milli = MILLI if pod.units is None else max(1, min(MILLI, -(-pod.units // MILLI)))
-    return TaskType(cpu, gpus, milli if pod.dra else pod.milli, pod.models)
+    return TaskType(cpu, gpus, milli if pod.dra else pod.milli, pod.models, memory)
 
 
 @dataclass(frozen=True)
@@ -165,8 +180,13 @@ class Distribution:
     def cpu_thresholds(self) -> list[int]:
         return sorted({t.cpu for t in self.types})
 
+    def memory_thresholds(self) -> list[int]:
+        return sorted({t.memory for t in self.types})
 
-def fragmentation(dist: Distribution, free: list[int], model: str, cpu_free: int) -> float:
+
+def fragmentation(
+    dist: Distribution, free: list[int], model: str, cpu_free: int, memory_free: int
+) -> float:
     """``F(n)``: the expected free milli-GPUs the task types cannot use (module docstring)."""
     total = sum(free)
     if total <= 0:
@@ -177,6 +197,7 @@ def fragmentation(dist: Distribution, free: list[int], model: str, cpu_free: int
             kind.gpus == 0
             or (kind.models and model not in kind.models)
             or cpu_free < kind.cpu
+            or memory_free < kind.memory
             or sum(1 for f in free if f >= kind.milli) < kind.gpus
         ):
             frag += p * total
@@ -191,6 +212,7 @@ class _State:
 
     pod: PodGPUs
     cpu: int
+    memory: int
     devices: dict[str, list[Device]]
     dist: Distribution
     claims: Lister
@@ -218,6 +240,7 @@ class GPUFragmentation:
         self._next_refresh = 1
         self._memo: dict[tuple, float] = {}
         self._thresholds: list[int] = []
+        self._memory_thresholds: list[int] = []
         fixed = args.get("task_types")
         self.fixed = fixed is not None
         if fixed is not None:
@@ -228,6 +251,7 @@ class GPUFragmentation:
                     entry["gpus"],
                     entry["gpu_milli"] if entry["gpus"] else 0,
                     frozenset(entry["models"]),
+                    memory_bytes(entry["memory"]) or 0,
                 )
                 counts[kind] = counts.get(kind, 0.0) + entry["weight"]
             self._set_distribution(Distribution.of(counts, self.limit))
@@ -239,6 +263,7 @@ class GPUFragmentation:
     def _set_distribution(self, dist: Distribution) -> None:
         self.dist = dist
         self._thresholds = dist.cpu_thresholds()
+        self._memory_thresholds = dist.memory_thresholds()
         self._memo = {}
 
     def _record(self, uid: str, kind: TaskType) -> None:
@@ -257,7 +282,9 @@ class GPUFragmentation:
                 for info in state.snapshot or ():
                     for placed in info.pods:
                         demand = pod_gpus(placed.pod, claims, self.config, placed)
-                        self._record(placed.uid, task_type(demand, placed.requests.milli_cpu))
+                        requests = placed.requests
+                        placed_kind = task_type(demand, requests.milli_cpu, requests.memory)
+                        self._record(placed.uid, placed_kind)
             meta = pod.get("metadata") or {}
             self._record(meta.get("uid") or f"{meta.get('namespace')}/{meta.get('name')}", kind)
             seen = sum(self._counts.values())
@@ -272,7 +299,8 @@ class GPUFragmentation:
     ) -> tuple[None, Status | None]:
         if not self.fixed:
             demand = pod_gpus(pod, self.handle.lister(RESOURCE_CLAIMS), self.config)
-            self._observe(state, pod, task_type(demand, PodInfo(pod).requests.milli_cpu))
+            requests = PodInfo(pod).requests
+            self._observe(state, pod, task_type(demand, requests.milli_cpu, requests.memory))
         return None, None
 
     def pre_filter_extensions(self) -> None:
@@ -284,19 +312,30 @@ class GPUFragmentation:
         claims = self.handle.lister(RESOURCE_CLAIMS)
         demand = pod_gpus(pod, claims, self.config)
         devices = self.view.devices(self.handle.lister(RESOURCE_SLICES).list())
-        cpu = PodInfo(pod).requests.milli_cpu
-        state.write(STATE_KEY, _State(demand, cpu, devices, self.dist, claims))
+        requests = PodInfo(pod).requests
+        state.write(
+            STATE_KEY,
+            _State(demand, requests.milli_cpu, requests.memory, devices, self.dist, claims),
+        )
         return None
 
-    def _fragmentation(self, dist: Distribution, free: list[int], model: str, cpu: int) -> float:
+    def _brackets(self, cpu: int, memory: int) -> tuple[int, int]:
+        """F depends on the free CPU and memory only through which task types they hold."""
+        return (
+            bisect.bisect_right(self._thresholds, cpu),
+            bisect.bisect_right(self._memory_thresholds, memory),
+        )
+
+    def _fragmentation(
+        self, dist: Distribution, free: list[int], model: str, cpu: int, memory: int
+    ) -> float:
         if not free or not any(free):
             return 0.0
-        # F depends on the free CPU only through which task types it can hold.
-        key = (bisect.bisect_right(self._thresholds, cpu), model, tuple(sorted(free)))
+        key = (self._brackets(cpu, memory), model, tuple(sorted(free)))
         memo = self._memo if dist is self.dist else {}
         value = memo.get(key)
         if value is None:
-            value = fragmentation(dist, free, model, cpu)
+            value = fragmentation(dist, free, model, cpu, memory)
             if len(memo) >= MEMO_LIMIT:
                 memo.clear()
             memo[key] = value
@@ -309,11 +348,10 @@ class GPUFragmentation:
             return (UNFIT if data.pod.wants_gpus else 0), None
         key = None
         if not data.pod.allocated:
-            brackets = self._thresholds
             key = (
                 node.shape(),
-                bisect.bisect_right(brackets, node.cpu_free),
-                bisect.bisect_right(brackets, node.cpu_free - data.cpu),
+                self._brackets(node.cpu_free, node.memory_free),
+                self._brackets(node.cpu_free - data.cpu, node.memory_free - data.memory),
             )
             known = data.memo.get(key)
             if known is not None:
@@ -331,8 +369,16 @@ class GPUFragmentation:
             free = node.after(data.pod, chosen)
         else:
             free = node.free
-        before = self._fragmentation(data.dist, node.free, node.model, node.cpu_free)
-        after = self._fragmentation(data.dist, free, node.model, node.cpu_free - data.cpu)
+        before = self._fragmentation(
+            data.dist, node.free, node.model, node.cpu_free, node.memory_free
+        )
+        after = self._fragmentation(
+            data.dist,
+            free,
+            node.model,
+            node.cpu_free - data.cpu,
+            node.memory_free - data.memory,
+        )
         return round(before - after)
 
     def score_extensions(self) -> GPUFragmentation:

@@ -121,6 +121,14 @@ def milli_units(quantity: object) -> int | None:
     return _parse(quantity)
 
 
+def memory_bytes(quantity: object) -> int | None:
+    """A memory quantity (``"16Gi"``, ``"512Mi"``) in bytes; ``None`` if it is not one."""
+    try:
+        return ResourceAmounts.from_list({"memory": quantity}).memory
+    except (ValueError, TypeError, ArithmeticError):
+        return None
+
+
 def _parse(quantity: object) -> int | None:
     try:
         return ResourceAmounts.from_list({"cpu": quantity}).milli_cpu
@@ -330,12 +338,14 @@ def devices_by_node(slices: Iterable[dict], config: GPUConfig) -> dict[str, list
 
 @dataclass
 class NodeGPUs:
-    """A node's GPUs: ``free`` milli-GPUs of each, in device order, its model and its free
-    CPU (milli). ``devices``: the DRA devices behind ``free`` (empty: extended mapping)."""
+    """A node's GPUs: ``free`` milli-GPUs of each, in device order, its model, its free CPU
+    (milli) and memory (bytes). ``devices``: the DRA devices behind ``free`` (empty: extended
+    mapping)."""
 
     free: list[int] = field(default_factory=list)
     model: str = ""
     cpu_free: int = 0
+    memory_free: int = 0
     devices: list[Device] = field(default_factory=list)
 
     @property
@@ -408,17 +418,19 @@ def node_gpus(
     """The node's GPUs as the cluster has them now (see the module docstring). A claim in
     flight appends ``True`` to ``in_flight``."""
     cpu_free = info.allocatable.milli_cpu - info.requested.milli_cpu
+    memory_free = info.allocatable.memory - info.requested.memory
     mine = devices.get(info.name)
     if mine:
-        return _dra_node(info, mine, claims, config, cpu_free, in_flight)
+        return _dra_node(info, mine, claims, config, cpu_free, memory_free, in_flight)
     count = info.allocatable.scalar.get(config.gpu_resource, 0)
     if count <= 0:
-        return NodeGPUs(cpu_free=cpu_free)
+        return NodeGPUs(cpu_free=cpu_free, memory_free=memory_free)
     used = min(count, max(0, info.requested.scalar.get(config.gpu_resource, 0)))
     return NodeGPUs(
         free=[0] * used + [MILLI] * (count - used),
         model=info.labels.get(config.model_label, ""),
         cpu_free=cpu_free,
+        memory_free=memory_free,
     )
 
 
@@ -428,10 +440,15 @@ def _dra_node(
     claims: Lister,
     config: GPUConfig,
     cpu_free: int,
+    memory_free: int,
     flags: list[bool] | None,
 ) -> NodeGPUs:
     node = NodeGPUs(
-        free=[MILLI] * len(devices), model=devices[0].model, cpu_free=cpu_free, devices=devices
+        free=[MILLI] * len(devices),
+        model=devices[0].model,
+        cpu_free=cpu_free,
+        memory_free=memory_free,
+        devices=devices,
     )
     where = {(d.pool, d.name): i for i, d in enumerate(devices)}
     seen: set[tuple[str, str]] = set()

@@ -24,6 +24,7 @@ from extender.testing import (
 REPO = Path(__file__).resolve().parents[3]
 CONFIG = REPO / "scheduler-config" / "replay" / "gpu-fgd.yaml"
 NAME = "GPUFragmentation"
+GIB = 2**30
 
 
 def scores(result) -> dict[str, int]:
@@ -38,24 +39,25 @@ def dist(*weighted: tuple[TaskType, float]) -> Distribution:
 
 
 def test_fragmentation_counts_what_each_task_type_cannot_use() -> None:
-    half = TaskType(cpu=4000, gpus=1, milli=500)
+    half = TaskType(cpu=4000, gpus=1, milli=500, memory=GIB)
     two = TaskType(cpu=4000, gpus=2, milli=1000)
     cpu = TaskType(cpu=1000, gpus=0, milli=0)
     d = dist((half, 2), (two, 1), (cpu, 1))  # p = 0.5, 0.25, 0.25
     free = [300, 1000, 600, 0]  # 1900 free
     # half: fits; its fragment is the GPUs with less than 500 free: 300.
     # two: only one GPU with 1000 free: all 1900. cpu-only: all 1900.
-    assert fragmentation(d, free, "V100", 8000) == pytest.approx(0.5 * 300 + 0.25 * 1900 * 2)
-    # Without the CPU, no GPU task fits: everything is a fragment.
-    assert fragmentation(d, free, "V100", 2000) == pytest.approx(1900)
+    assert fragmentation(d, free, "V100", 8000, GIB) == pytest.approx(0.5 * 300 + 0.25 * 1900 * 2)
+    # Without the CPU, or the memory, no GPU task fits: everything is a fragment.
+    assert fragmentation(d, free, "V100", 2000, GIB) == pytest.approx(1900)
+    assert fragmentation(d, free, "V100", 8000, GIB - 1) == pytest.approx(1900)
     # A node without free GPUs has no fragmentation.
-    assert fragmentation(d, [0, 0], "V100", 8000) == 0
+    assert fragmentation(d, [0, 0], "V100", 8000, GIB) == 0
 
 
 def test_fragmentation_of_a_model_the_type_does_not_accept_is_everything() -> None:
     d = dist((TaskType(0, 1, 1000, frozenset({"A100"})), 1))
-    assert fragmentation(d, [1000, 1000], "V100", 8000) == 2000
-    assert fragmentation(d, [1000, 1000], "A100", 8000) == 0
+    assert fragmentation(d, [1000, 1000], "V100", 8000, 0) == 2000
+    assert fragmentation(d, [1000, 1000], "A100", 8000, 0) == 0
 
 
 # -- extended resource: whole GPUs -------------------------------------------------------------
@@ -137,6 +139,7 @@ def test_equal_increase_everywhere_scores_100() -> None:
     [
         ({"taskTypes": [{"gpuMilli": 0}]}, "taskTypes[0].gpuMilli: Must be greater than"),
         ({"taskTypes": [{"cpu": "lots"}]}, "taskTypes[0].cpu: must be a quantity"),
+        ({"taskTypes": [{"memory": "-1Gi"}]}, "taskTypes[0].memory: must not be negative"),
         ({"taskTypes": [{"weight": 0}]}, "taskTypes[0].weight: Must be greater than 0"),
         ({"maxTaskTypes": 0}, "maxTaskTypes: Must be greater than or equal to 1"),
         ({"taskType": []}, "taskType: unknown field"),
