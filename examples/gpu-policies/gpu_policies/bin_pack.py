@@ -86,13 +86,19 @@ class GPUBinPack:
         self.view = GPUView(self.config)
 
     def pre_score(self, state: CycleState, pod: dict, nodes: list[NodeInfo]) -> Status | None:
-        claims = self.handle.lister(RESOURCE_CLAIMS)
-        devices = self.view.devices(self.handle.lister(RESOURCE_SLICES).list())
-        state.write(STATE_KEY, _State(pod_gpus(pod, claims, self.config), devices, claims))
+        self._prepare(state, pod)
         return None
 
+    def _prepare(self, state: CycleState, pod: dict) -> _State:
+        claims = self.handle.lister(RESOURCE_CLAIMS)
+        devices = self.view.devices(self.handle.lister(RESOURCE_SLICES).list())
+        data = _State(pod_gpus(pod, claims, self.config), devices, claims)
+        state.write(STATE_KEY, data)
+        return data
+
     def score(self, state: CycleState, pod: dict, node_info: NodeInfo) -> tuple[int, None]:
-        data: _State = state.read(STATE_KEY)
+        # PreScore left it; a profile that enables Score alone gets it here.
+        data: _State = state.get(STATE_KEY) or self._prepare(state, pod)
         node = self.view.node(node_info, data.devices, data.claims)
         if data.pod.allocated:
             return self._score(data.pod, node), None

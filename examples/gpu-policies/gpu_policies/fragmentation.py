@@ -309,15 +309,19 @@ class GPUFragmentation:
     # -- PreScore, Score, NormalizeScore ------------------------------------------------------
 
     def pre_score(self, state: CycleState, pod: dict, nodes: list[NodeInfo]) -> Status | None:
+        self._prepare(state, pod)
+        return None
+
+    def _prepare(self, state: CycleState, pod: dict) -> _State:
         claims = self.handle.lister(RESOURCE_CLAIMS)
         demand = pod_gpus(pod, claims, self.config)
-        devices = self.view.devices(self.handle.lister(RESOURCE_SLICES).list())
         requests = PodInfo(pod).requests
-        state.write(
-            STATE_KEY,
-            _State(demand, requests.milli_cpu, requests.memory, devices, self.dist, claims),
-        )
-        return None
+        if not self.fixed:  # PreFilter did it, unless the profile runs only PreScore and Score
+            self._observe(state, pod, task_type(demand, requests.milli_cpu, requests.memory))
+        devices = self.view.devices(self.handle.lister(RESOURCE_SLICES).list())
+        data = _State(demand, requests.milli_cpu, requests.memory, devices, self.dist, claims)
+        state.write(STATE_KEY, data)
+        return data
 
     def _brackets(self, cpu: int, memory: int) -> tuple[int, int]:
         """F depends on the free CPU and memory only through which task types they hold."""
@@ -342,7 +346,8 @@ class GPUFragmentation:
         return value
 
     def score(self, state: CycleState, pod: dict, node_info: NodeInfo) -> tuple[int, None]:
-        data: _State = state.read(STATE_KEY)
+        # PreScore left it; a profile that enables Score alone gets it here.
+        data: _State = state.get(STATE_KEY) or self._prepare(state, pod)
         node: NodeGPUs = self.view.node(node_info, data.devices, data.claims)
         if not node.free:  # no GPU: no fragmentation, before or after; no room for GPUs
             return (UNFIT if data.pod.wants_gpus else 0), None

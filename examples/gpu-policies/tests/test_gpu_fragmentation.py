@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 from gpu_objects import MODEL_LABEL, claim, dra_cluster, dra_pod, ext_cluster, ext_node, ext_pod
-from gpu_policies import GPUFragmentation, TaskType, fragmentation
+from gpu_policies import GPUBinPack, GPUFragmentation, TaskType, fragmentation
 from gpu_policies.fragmentation import Distribution, task_type
 from gpu_policies.gpus import GPUConfig, pod_gpus
 
@@ -211,3 +211,23 @@ def claims_lister(*claims: dict) -> Lister:
     return handle(Cluster(objects={"resourceclaims.resource.k8s.io": list(claims)})).lister(
         RESOURCE_CLAIMS
     )
+
+
+@pytest.mark.parametrize("plugin", [GPUBinPack, GPUFragmentation])
+def test_a_profile_that_enables_only_score_works(plugin: type) -> None:
+    config = {
+        "apiVersion": "kubescheduler.config.k8s.io/v1",
+        "kind": "KubeSchedulerConfiguration",
+        "profiles": [
+            {
+                "schedulerName": "only-score",
+                "plugins": {
+                    "multiPoint": {"disabled": [{"name": "*"}]},
+                    "score": {"enabled": [{"name": plugin.name}]},
+                },
+            }
+        ],
+    }
+    result = run_profile(ext_pod("p", 1), ext_cluster(NODES, USED), config, plugins=[plugin])
+    assert result.error is None
+    assert result.chosen == ["one-left"]
