@@ -10,7 +10,7 @@ consumable capacity (:mod:`gpu_policies.gpus`).
 """
 
 from .bin_pack import GPUBinPack, GPUBinPackArgs
-from .fragmentation import GPUFragmentation, GPUFragmentationArgs, TaskType, fragmentation
+from .fragmentation import GPUFragmentation, GPUFragmentationArgs, TaskType, node_fragmentation
 from .gpus import GPUArgs, NodeGPUs, PodGPUs
 
 __all__ = [
@@ -22,5 +22,5 @@ __all__ = [
     "NodeGPUs",
     "PodGPUs",
     "TaskType",
-    "fragmentation",
+    "node_fragmentation",
 ]

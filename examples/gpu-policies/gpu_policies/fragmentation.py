@@ -184,7 +184,7 @@ class Distribution:
         return sorted({t.memory for t in self.types})
 
 
-def fragmentation(
+def node_fragmentation(
     dist: Distribution, free: list[int], model: str, cpu_free: int, memory_free: int
 ) -> float:
     """``F(n)``: the expected free milli-GPUs the task types cannot use (module docstring)."""
@@ -339,7 +339,7 @@ class GPUFragmentation:
         memo = self._memo if dist is self.dist else {}
         value = memo.get(key)
         if value is None:
-            value = fragmentation(dist, free, model, cpu, memory)
+            value = node_fragmentation(dist, free, model, cpu, memory)
             if len(memo) >= MEMO_LIMIT:
                 memo.clear()
             memo[key] = value

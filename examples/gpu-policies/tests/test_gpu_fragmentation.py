@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 from gpu_objects import MODEL_LABEL, claim, dra_cluster, dra_pod, ext_cluster, ext_node, ext_pod
-from gpu_policies import GPUBinPack, GPUFragmentation, TaskType, fragmentation
+from gpu_policies import GPUBinPack, GPUFragmentation, TaskType, node_fragmentation
 from gpu_policies.fragmentation import Distribution, task_type
 from gpu_policies.gpus import GPUConfig, pod_gpus
 
@@ -46,18 +46,19 @@ def test_fragmentation_counts_what_each_task_type_cannot_use() -> None:
     free = [300, 1000, 600, 0]  # 1900 free
     # half: fits; its fragment is the GPUs with less than 500 free: 300.
     # two: only one GPU with 1000 free: all 1900. cpu-only: all 1900.
-    assert fragmentation(d, free, "V100", 8000, GIB) == pytest.approx(0.5 * 300 + 0.25 * 1900 * 2)
+    expected = 0.5 * 300 + 0.25 * 1900 * 2
+    assert node_fragmentation(d, free, "V100", 8000, GIB) == pytest.approx(expected)
     # Without the CPU, or the memory, no GPU task fits: everything is a fragment.
-    assert fragmentation(d, free, "V100", 2000, GIB) == pytest.approx(1900)
-    assert fragmentation(d, free, "V100", 8000, GIB - 1) == pytest.approx(1900)
+    assert node_fragmentation(d, free, "V100", 2000, GIB) == pytest.approx(1900)
+    assert node_fragmentation(d, free, "V100", 8000, GIB - 1) == pytest.approx(1900)
     # A node without free GPUs has no fragmentation.
-    assert fragmentation(d, [0, 0], "V100", 8000, GIB) == 0
+    assert node_fragmentation(d, [0, 0], "V100", 8000, GIB) == 0
 
 
 def test_fragmentation_of_a_model_the_type_does_not_accept_is_everything() -> None:
     d = dist((TaskType(0, 1, 1000, frozenset({"A100"})), 1))
-    assert fragmentation(d, [1000, 1000], "V100", 8000, 0) == 2000
-    assert fragmentation(d, [1000, 1000], "A100", 8000, 0) == 0
+    assert node_fragmentation(d, [1000, 1000], "V100", 8000, 0) == 2000
+    assert node_fragmentation(d, [1000, 1000], "A100", 8000, 0) == 0
 
 
 # -- extended resource: whole GPUs -------------------------------------------------------------
