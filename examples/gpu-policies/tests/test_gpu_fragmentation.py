@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,7 @@ from gpu_policies.fragmentation import Distribution, task_type
 from gpu_policies.gpus import GPUConfig, pod_gpus
 
 from extender.framework import RESOURCE_CLAIMS, Lister
+from extender.replay.metrics import compute  # kube-extender's report, not a plugin API
 from extender.testing import (
     Cluster,
     ConfigError,
@@ -232,3 +234,50 @@ def test_a_profile_that_enables_only_score_works(plugin: type) -> None:
     result = run_profile(ext_pod("p", 1), ext_cluster(NODES, USED), config, plugins=[plugin])
     assert result.error is None
     assert result.chosen == ["one-left"]
+
+
+# -- the same fragmentation as the replay report measures ----------------------------------------
+
+
+def test_node_fragmentation_is_the_replay_metrics() -> None:
+    """What GPUFragmentation minimises is what `kube-extender replay` reports (its FGD metric,
+    extender.replay.metrics, read through its public `compute`): one node, one workload."""
+    gib = 2**30
+    shapes = [  # (cpu milli, memory, gpus, milli, models): the workload's pods
+        (4000, 8 * gib, 1, 300, None),
+        (4000, 8 * gib, 1, 300, None),
+        (8000, 16 * gib, 1, 500, ["V100"]),
+        (16000, 32 * gib, 2, 1000, None),
+        (2000, 4 * gib, 0, 0, None),
+        (32000, 8 * gib, 1, 1000, ["A100"]),
+    ]
+    pods = {
+        f"default/p{i}": {"cpu": c, "memory": m, "gpus": g, "gpuMilli": s, "gpuModel": models}
+        for i, (c, m, g, s, models) in enumerate(shapes)
+    }
+    # On the node: p0 on gpu-0 (300), p2 on gpu-1 (500), p3 on gpu-2 and gpu-3.
+    bound = [("p0", [0], 300), ("p2", [1], 500), ("p3", [2, 3], 1000)]
+    events: list[list] = [[0.0, "arrive", key] for key in pods]
+    for name, gpus, share in bound:
+        taken = [[f"n/gpu-{i}", share] for i in gpus]
+        events.append([0.0, "bind", f"default/{name}", "n", taken])
+    cpu, memory = 48000, 128 * gib
+    gpus = [{"id": f"n/gpu-{i}", "model": "V100", "milli": 1000} for i in range(5)]
+    log = {
+        "version": 1,
+        "policy": "p",
+        "nodes": [{"name": "n", "cpu": cpu, "memory": memory, "labels": {}, "gpus": gpus}],
+        "pods": pods,
+        "events": events,
+        "end": 1.0,
+    }
+    measured = compute(log)["fragmentation"]["end_gpus"]
+
+    counts = Counter(TaskType(c, g, s, frozenset(models or ()), m) for c, m, g, s, models in shapes)
+    dist = Distribution.of(dict(counts), 64)
+    used_cpu = sum(shapes[int(n[1:])][0] for n, _, _ in bound)
+    used_memory = sum(shapes[int(n[1:])][1] for n, _, _ in bound)
+    free = [700, 500, 0, 0, 1000]
+    ours = node_fragmentation(dist, free, "V100", cpu - used_cpu, memory - used_memory)
+    assert ours > 0
+    assert measured == pytest.approx(ours / 1000)
