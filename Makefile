@@ -2,10 +2,11 @@
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
-# The example plugin package: installed into the venv (its entry point registers RackSpread,
-# which tests/e2e/test_plugins.py enables by name) and its own tests run with ours.
-EXAMPLES := examples/rack-spread
-EXAMPLE_TESTS := $(EXAMPLES)/tests
+# The example plugin packages: installed into the venv (their entry points register RackSpread,
+# which tests/e2e/test_plugins.py enables by name, and GPUBinPack and GPUFragmentation, which
+# the replay policies scheduler-config/replay/gpu-*.yaml enable) and their own tests run with ours.
+EXAMPLES := examples/rack-spread examples/gpu-policies
+EXAMPLE_TESTS := $(addsuffix /tests,$(EXAMPLES))
 export KUBE_EXTENDER_CACHE ?= $(HOME)/.cache/kube-extender
 
 .PHONY: start test unit fuzz lint setup controlplane test-binaries bench bench-cluster bench-perf conformance chaos cluster-up cluster-down clean
@@ -35,11 +36,11 @@ lint: setup
 
 setup: $(VENV)/.installed
 
-$(VENV)/.installed: pyproject.toml $(EXAMPLES)/pyproject.toml
+$(VENV)/.installed: pyproject.toml $(addsuffix /pyproject.toml,$(EXAMPLES))
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -e '.[dev]'
-	$(BIN)/pip install -q -e $(EXAMPLES)
+	$(BIN)/pip install -q $(addprefix -e ,$(EXAMPLES))
 	touch $@
 
 ## What the demo, the e2e harness, conformance, chaos and the cluster benchmarks run: etcd,

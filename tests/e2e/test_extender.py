@@ -276,8 +276,17 @@ def test_https_with_the_documented_certificates(
     assert ext.metric("extender_requests_total", outcome="forbidden") == 0
 
 
+# The replay policies kube-scheduler can run too (the gpu-* ones name example plugins).
+REPLAY_IN_TREE = ("default.yaml", "most-allocated.yaml", "requested-to-capacity.yaml")
+
+
 @pytest.mark.parametrize(
-    "path", sorted((REPO / "scheduler-config").glob("*.yaml")), ids=lambda p: p.name
+    "path",
+    [
+        *sorted((REPO / "scheduler-config").glob("*.yaml")),
+        *(REPO / "scheduler-config" / "replay" / name for name in REPLAY_IN_TREE),
+    ],
+    ids=lambda p: p.relative_to(REPO / "scheduler-config").as_posix(),
 )
 def test_scheduler_config_files_load_in_kube_scheduler(path, control_plane, kube_scheduler):
     """Every shipped file starts the real kube-scheduler (TLS paths pointed at real files)."""

@@ -1,7 +1,7 @@
 """Packaging: the runtime dependencies are what the product imports (every third-party module
 imported under ``extender/`` is declared, or comes with an optional extra, and nothing declared
 is unused); what the tests, the benchmarks and the example plugin import is declared too (the
-``dev`` extra, the example's own ``pyproject.toml``); the license is an SPDX expression with its
+``dev`` extra, each example's own ``pyproject.toml``); the license is an SPDX expression with its
 file, as setuptools >= 77 wants it (a TOML table prints a deprecation warning on every install).
 """
 
@@ -12,8 +12,14 @@ import sys
 import tomllib
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
-EXAMPLE = ROOT / "examples" / "rack-spread"
+# The example plugin packages and their own top-level modules (the package, test helpers).
+EXAMPLES = {
+    "rack-spread": {"rack_spread"},
+    "gpu-policies": {"gpu_policies", "gpu_objects"},
+}
 # Distribution name -> the top-level module it provides, where they differ.
 MODULE_OF = {
     "PyYAML": "yaml",
@@ -73,12 +79,14 @@ def test_tests_and_benchmarks_import_only_what_is_declared() -> None:
     assert imported - declared == set(), "imported by tests/ or bench/ but not declared"
 
 
-def test_the_example_plugin_declares_what_it_imports() -> None:
-    project = _project(EXAMPLE)["project"]
+@pytest.mark.parametrize("example", sorted(EXAMPLES))
+def test_the_example_plugins_declare_what_they_import(example: str) -> None:
+    directory = ROOT / "examples" / example
+    project = _project(directory)["project"]
     declared = _modules(project["dependencies"])
     for extra in project.get("optional-dependencies", {}).values():
         declared |= _modules(extra)
-    imported = _imported_modules(EXAMPLE) - {"rack_spread"}
+    imported = _imported_modules(directory) - EXAMPLES[example]
     assert imported - declared == set(), "imported by the example but not declared"
 
 
