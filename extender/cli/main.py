@@ -41,7 +41,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
 
 
 # Top-level module -> the extra that installs it.
-OPTIONAL_MODULES = {"cryptography": "controlplane"}
+OPTIONAL_MODULES = {"cryptography": "controlplane", "distributed": "sweep"}
 
 
 def usage() -> str:
