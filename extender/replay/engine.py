@@ -40,7 +40,7 @@ from extender.framework.registry import Registry
 from extender.scheduler.standalone import LoopParts
 from extender.wiring import build_standalone
 
-from .cluster import CLAIMS_PATH, VirtualClock, VirtualCluster
+from .cluster import CLAIMS_PATH, PODS_PATH, VirtualClock, VirtualCluster
 from .log import ReplayLog
 from .trace import Trace
 
@@ -197,10 +197,8 @@ class _Replay:
             self._push(max(entry.abandon, self.clock.now), "abandon", index, "")
 
     def _end(self, due: _Due) -> None:
-        entry = self.trace.pods[due.index]
-        meta = entry.pod["metadata"]
-        key = f"{meta.get('namespace') or 'default'}/{meta['name']}"
-        current = self.cluster.get("/api/v1/pods", key)
+        key = self.trace.pods[due.index].key
+        current = self.cluster.get(PODS_PATH, key)
         if current is None or current["metadata"]["uid"] != due.uid:
             return  # preempted meanwhile
         node = current["spec"].get("nodeName") or ""
@@ -209,10 +207,8 @@ class _Replay:
         self.log.left(self.clock.now, key, node, "completed")
 
     def _abandon(self, due: _Due) -> None:
-        entry = self.trace.pods[due.index]
-        meta = entry.pod["metadata"]
-        key = f"{meta.get('namespace') or 'default'}/{meta['name']}"
-        current = self.cluster.get("/api/v1/pods", key)
+        key = self.trace.pods[due.index].key
+        current = self.cluster.get(PODS_PATH, key)
         if current is None or (current.get("spec") or {}).get("nodeName"):
             return  # bound (or gone) before its user gave up
         self.cluster.delete_pod_as_user(current)
