@@ -43,7 +43,9 @@ _BUILT_IN_KINDS = {
 }
 
 
-def _plural(kind: str) -> str:
+def plural(kind: str) -> str:
+    """The resource name of a kind, as the API pluralises it (``ResourceSlice`` ->
+    ``resourceslices``)."""
     lower = kind.lower()
     if lower.endswith("y") and lower[-2:-1] not in ("a", "e", "i", "o", "u"):
         return lower[:-1] + "ies"
@@ -55,7 +57,7 @@ def _plural(kind: str) -> str:
 def _resource_of(obj: dict) -> str:
     """``resource.group`` (``Kind.name``) of an object from its ``apiVersion`` and ``kind``."""
     group, _, _version = (obj.get("apiVersion") or "v1").rpartition("/")
-    resource = _plural(obj.get("kind") or "")
+    resource = plural(obj.get("kind") or "")
     return f"{resource}.{group}" if group else resource
 
 

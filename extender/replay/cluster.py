@@ -25,6 +25,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from extender.kube import Conflict, Informer, NotFound, object_key
+from extender.offline.cluster import plural
 
 # Trace time 0 as a wall-clock time, for the timestamps objects carry.
 EPOCH = datetime(2026, 1, 1, tzinfo=UTC)
@@ -32,20 +33,11 @@ EPOCH = datetime(2026, 1, 1, tzinfo=UTC)
 Handler = Callable[..., None]
 
 
-def _plural(kind: str) -> str:
-    lower = kind.lower()
-    if lower.endswith("y") and lower[-2:-1] not in ("a", "e", "i", "o", "u"):
-        return lower[:-1] + "ies"
-    if lower.endswith(("s", "x", "z", "ch", "sh")):
-        return lower + "es"
-    return lower + "s"
-
-
 def collection_path(obj: dict) -> str:
     """The collection's URL path of an object from its ``apiVersion`` and ``kind`` (what an
     informer of that kind is created with, e.g. ``/apis/resource.k8s.io/v1/resourceclaims``)."""
     api_version = obj.get("apiVersion") or "v1"
-    resource = _plural(obj.get("kind") or "")
+    resource = plural(obj.get("kind") or "")
     if "/" in api_version:
         return f"/apis/{api_version}/{resource}"
     return f"/api/{api_version}/{resource}"
@@ -222,21 +214,7 @@ class VirtualCluster:
         return final
 
     def patch_pod_status(self, namespace: str, name: str, patch: dict) -> dict | None:
-        key = f"{namespace}/{name}"
-        current = self.stores[PODS_PATH].get(key)
-        if current is None:
-            raise NotFound(404, "NotFound", f"pod {key} not found")
-        new = copy.deepcopy(current)
-        status = new.setdefault("status", {})
-        for field, value in (patch.get("status") or {}).items():
-            if field == "conditions":
-                for condition in value:
-                    _set_condition(status, condition)
-            elif value is None:
-                status.pop(field, None)
-            else:
-                status[field] = value
-        return self.replace(new, check_version=False)
+        return self._patch_status(PODS_PATH, "pod", f"{namespace}/{name}", patch)
 
     def get_resource_claim(self, namespace: str, name: str) -> dict | None:
         return self.stores[CLAIMS_PATH].get(f"{namespace}/{name}")
@@ -254,14 +232,21 @@ class VirtualCluster:
         return self.replace(claim)
 
     def patch_resource_claim_status(self, namespace: str, name: str, patch: dict) -> dict:
-        key = f"{namespace}/{name}"
-        current = self.stores[CLAIMS_PATH].get(key)
+        return self._patch_status(CLAIMS_PATH, "resourceclaim", f"{namespace}/{name}", patch)
+
+    def _patch_status(self, path: str, kind: str, key: str, patch: dict) -> dict:
+        """A strategic merge patch of ``status``: conditions merge by type, ``None`` deletes
+        a field, any other value replaces it."""
+        current = self.stores[path].get(key)
         if current is None:
-            raise NotFound(404, "NotFound", f"resourceclaim {key} not found")
+            raise NotFound(404, "NotFound", f"{kind} {key} not found")
         new = copy.deepcopy(current)
         status = new.setdefault("status", {})
         for field, value in (patch.get("status") or {}).items():
-            if value is None:
+            if field == "conditions":
+                for condition in value:
+                    _set_condition(status, condition)
+            elif value is None:
                 status.pop(field, None)
             else:
                 status[field] = value
@@ -269,14 +254,7 @@ class VirtualCluster:
 
     def patch_pod_group_status(self, namespace: str, name: str, patch: dict) -> dict | None:
         path = "/apis/scheduling.k8s.io/v1alpha2/podgroups"
-        current = self.stores[path].get(f"{namespace}/{name}")
-        if current is None:
-            raise NotFound(404, "NotFound", f"podgroup {namespace}/{name} not found")
-        new = copy.deepcopy(current)
-        status = new.setdefault("status", {})
-        for condition in (patch.get("status") or {}).get("conditions") or ():
-            _set_condition(status, condition)
-        return self.replace(new, check_version=False)
+        return self._patch_status(path, "podgroup", f"{namespace}/{name}", patch)
 
     def request(self, method: str, path: str, body: Any = None, **kwargs: Any) -> Any:
         """The generic writes the volume binder makes (``PUT`` of a PV or PVC)."""

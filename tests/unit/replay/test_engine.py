@@ -10,25 +10,8 @@ import pytest
 from extender.replay.engine import replay
 from extender.replay.trace import Trace, TracePod
 
-PROFILE = """\
-apiVersion: kubescheduler.config.k8s.io/v1
-kind: KubeSchedulerConfiguration
-profiles:
-- schedulerName: default-scheduler
-"""
-
-MOST_ALLOCATED = """\
-apiVersion: kubescheduler.config.k8s.io/v1
-kind: KubeSchedulerConfiguration
-profiles:
-- schedulerName: default-scheduler
-  pluginConfig:
-  - name: NodeResourcesFit
-    args:
-      scoringStrategy:
-        type: MostAllocated
-        resources: [{name: cpu, weight: 1}, {name: memory, weight: 1}]
-"""
+from .sweep_inputs import DEFAULT as PROFILE
+from .sweep_inputs import MOST_ALLOCATED
 
 
 def node(name: str, cpu: int = 8, gpus: int = 0) -> dict:
