@@ -244,7 +244,7 @@ def _run_dask(jobs: list[Job], base: str, address: str, progress: Progress | Non
         index = {future.key: i for i, future in enumerate(futures)}
         logs: list[Any] = [None] * len(jobs)
         done_count = 0
-        for future in as_completed(futures):
+        for future in as_completed(futures, loop=client.loop):
             i = index[future.key]
             try:
                 logs[i] = future.result()
