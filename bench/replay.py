@@ -21,10 +21,12 @@ As the peer in the same run: the same replays as a sweep (``extender.replay.swee
 with ``workers=1`` (in this process, one after the other) and ``workers=2`` (two spawned
 processes), their wall seconds, the speed-up and the CPU seconds they took (the processes'
 start and their own trace load included), and whether the logs are the same (they must be:
-the engine is deterministic per seed). ``--no-sweep`` skips it.
+the engine is deterministic per seed). ``--dask tcp://HOST:PORT`` adds the same sweep on
+that Dask cluster's workers (same checks). ``--no-sweep`` skips it.
 
     python bench/replay.py [--quick [N]] [--gpu-mapping extended|dra] [--trace FILE]
                            [--config A.yaml ...] [--sweep-seeds K] [--no-sweep]
+                           [--dask tcp://HOST:PORT]
 """
 
 from __future__ import annotations
@@ -154,6 +156,7 @@ def main() -> None:
     parser.add_argument("--config", type=Path, action="append", help="a policy (repeatable)")
     parser.add_argument("--sweep-seeds", type=int, default=1, help="seeds per policy in the sweep")
     parser.add_argument("--no-sweep", action="store_true")
+    parser.add_argument("--dask", metavar="ADDR", help="also the sweep on this Dask scheduler")
     args = parser.parse_args()
     configs = args.config or POLICIES
     for config in configs:
@@ -238,6 +241,19 @@ def main() -> None:
             f"  speed-up {w1[0] / w2[0]:.2f}x; logs identical across workers: "
             f"{'yes' if same else 'NO'}, and to the replays above: {'yes' if first else 'NO'}"
         )
+        if args.dask:
+            t0 = time.perf_counter()
+            with bar("sweep, dask", total=len(jobs), unit="job") as b:
+                swept = run_jobs(
+                    jobs, dask=args.dask, progress=lambda done, _t: b.update(done - b.n)
+                )
+            wall = time.perf_counter() - t0
+            on_dask = without_wall(swept) == without_wall(w1[2])
+            same = same and on_dask
+            print(
+                f"  dask {args.dask}: {wall:7.1f} s wall, speed-up {w1[0] / wall:.2f}x; logs "
+                f"identical to workers=1: {'yes' if on_dask else 'NO'}"
+            )
         print(f"load average at the end {os.getloadavg()[0]:.2f}")
         if not (same and first):
             sys.exit(1)
