@@ -200,7 +200,8 @@ def _run_pool(jobs: list[Job], base: str, workers: int, progress: Progress | Non
                 if isinstance(exc, BrokenProcessPool):
                     raise SweepError(
                         f"{jobs[index[future]].describe()}: its worker process died "
-                        "(killed, or out of memory)"
+                        "(killed, out of memory, or it could not start: a script that runs a "
+                        "sweep must do so under `if __name__ == '__main__':`)"
                     ) from None
                 if exc is not None:
                     raise SweepError(f"{jobs[index[future]].describe()}: {_message(exc)}") from None
