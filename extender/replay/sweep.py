@@ -200,7 +200,8 @@ def _run_pool(jobs: list[Job], base: str, workers: int, progress: Progress | Non
                 if isinstance(exc, BrokenProcessPool):
                     raise SweepError(
                         f"{jobs[index[future]].describe()}: its worker process died "
-                        "(killed, or out of memory)"
+                        "(killed, out of memory, or it could not start: a script that runs a "
+                        "sweep must do so under `if __name__ == '__main__':`)"
                     ) from None
                 if exc is not None:
                     raise SweepError(f"{jobs[index[future]].describe()}: {_message(exc)}") from None
@@ -244,7 +245,7 @@ def _run_dask(jobs: list[Job], base: str, address: str, progress: Progress | Non
         index = {future.key: i for i, future in enumerate(futures)}
         logs: list[Any] = [None] * len(jobs)
         done_count = 0
-        for future in as_completed(futures):
+        for future in as_completed(futures, loop=client.loop):
             i = index[future.key]
             try:
                 logs[i] = future.result()
