@@ -122,6 +122,13 @@ def main(argv: list[str] | None = None) -> int:
     except TraceError as exc:
         print(f"{PROG}: --trace: {exc}", file=sys.stderr)
         return 2
+    if not 0 <= args.measure_from <= trace.duration:
+        print(
+            f"{PROG}: --measure-from: must be between 0 and the trace's end "
+            f"({trace.duration:g} s), not {args.measure_from:g}",
+            file=sys.stderr,
+        )
+        return 2
     out = Path(args.out)
     trace_path = Path(args.trace)
     if args.compress_arrivals is not None:

@@ -131,3 +131,13 @@ def test_without_departures_nothing_leaves(inputs: dict[str, Path], tmp_path: Pa
     assert main([*args, "--no-departures", "--out", str(out), "--quiet"]) == 0
     log = orjson.loads(gzip.decompress((out / "logs" / "default-seed0.json.gz").read_bytes()))
     assert not [e for e in log["events"] if e[1] in ("leave", "abandon") and e[-1] != "end"]
+
+
+def test_a_window_start_past_the_end_is_refused_before_replaying(
+    inputs: dict[str, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = ["replay", "--trace", str(inputs["trace"]), "--config", str(inputs["default"])]
+    assert main([*args, "--measure-from", "1e9"]) == 2
+    err = capsys.readouterr().err
+    assert "--measure-from: must be between 0 and the trace's end" in err
+    assert "replay(s)" not in err  # nothing was replayed
