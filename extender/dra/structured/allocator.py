@@ -319,8 +319,8 @@ class Allocator:
 
         ``deadline`` is a ``time.monotonic()`` value; past it, :class:`AllocationTimeout`.
         """
-        claims = list(claims)
         try:
+            claims = list(claims)
             remembered = self._remembered(node, claims)
             if remembered is not _NOT_KEPT:
                 return remembered  # type: ignore[return-value]
@@ -338,8 +338,8 @@ class Allocator:
         this cycle with the classes the lister gives now, state of the node's devices and
         claims' specs; :data:`_NOT_KEPT` otherwise (then :class:`_Run` decides, and may
         find the answer kept after all)."""
-        if node is None or self.slices_shared:
-            return _NOT_KEPT
+        if not isinstance(node, dict) or self.slices_shared:
+            return _NOT_KEPT  # no node (or not an object: _Run says what is wrong)
         name = (node.get("metadata") or {}).get("name") or ""
         known = _NODE_ANSWERS.get(name) if name else None
         if (
