@@ -248,6 +248,14 @@ class _Replay:
         self.cluster.mark_synced()
 
     def run(self, progress: Callable[[float, float], None] | None = None) -> dict:
+        previous = gc.get_threshold()
+        gc.set_threshold(*GC_THRESHOLD)
+        try:
+            return self._run(progress)
+        finally:
+            gc.set_threshold(*previous)
+
+    def _run(self, progress: Callable[[float, float], None] | None) -> dict:
         started = time.perf_counter()
         self.setup()
         end = self.trace.duration
@@ -306,20 +314,15 @@ def replay(
     ``features``: the feature gates (``--feature-gates``); ``registry``: the plugins the
     config may name (default: in-tree and installed packages); ``progress(now, end)`` is
     called about once a second of wall time."""
-    previous = gc.get_threshold()
-    gc.set_threshold(*GC_THRESHOLD)
-    try:
-        return _Replay(
-            trace,
-            config_path,
-            seed=seed,
-            policy=policy,
-            features=features,
-            registry=registry,
-            cycle_seconds=cycle_seconds,
-        ).run(progress)
-    finally:
-        gc.set_threshold(*previous)
+    return _Replay(
+        trace,
+        config_path,
+        seed=seed,
+        policy=policy,
+        features=features,
+        registry=registry,
+        cycle_seconds=cycle_seconds,
+    ).run(progress)
 
 
 def _key(pod: dict) -> str:
