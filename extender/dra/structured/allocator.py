@@ -20,9 +20,10 @@ share the run's state and read best in upstream's order, so that the two can be 
 from __future__ import annotations
 
 import copy
+import os
+import random
 import sys
 import time
-import uuid
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
@@ -175,16 +176,16 @@ _DEADLINE_EXCEEDED = "filter operation aborted: context deadline exceeded"
 # cannot be reused) and the answer did not read other nodes' slices. Pools are never mutated.
 _NODE_POOLS: dict[str, tuple[dict | None, Features, tuple[dict, ...], list[Pool]]] = {}
 _NODE_POOLS_MAX = 1 << 15
-# A node's last answer, kept across allocators (scheduling cycles): node name -> (its pools
-# (the very list _NODE_POOLS holds), features, each claim's spec as JSON, the device classes
-# of the requests, which of the pools' devices were allocated, the results). Filter asks every
-# node again for each pod, and pods alike ask alike: while none of those inputs changed, the
-# search (deterministic in them) gives the same results. Kept only when nothing else is read:
-# no shared slices, counters, shared or capacity-consuming allocations, invalid or incomplete
+# A node's answers, kept across allocators (scheduling cycles): node name -> _NodeAnswers.
+# Filter asks every node again for each pod, and pods alike ask alike: while the node's pools,
+# the features, the state of the node's devices (see _Run._devices_state), the claims' specs
+# and their requests' classes are the same, the search (deterministic in them) gives the same
+# results, but for the share IDs, drawn anew for each answer given. Kept only for pools
+# whose search reads nothing else: no shared slices, no counters, no invalid or incomplete
 # pools. Errors are never kept.
-_NODE_ANSWERS: dict[
-    str, tuple[list[Pool], Features, tuple, tuple, tuple, list[dict] | None, tuple[DeviceID, ...]]
-] = {}
+_NODE_ANSWERS: dict[str, _NodeAnswers] = {}
+# Claims of a few shapes alternate (a trace's pods): the answers for that many per node.
+_ANSWERS_PER_NODE = 16
 # The last slice list indexed by _index_slices: (slices, by node name, shared).
 _SLICE_INDEX: tuple[tuple[dict, ...], dict[str, list[dict]], list[dict]] | None = None
 # Claims memoised per allocator (one cycle's claims, usually one or two).
@@ -193,6 +194,65 @@ _PREPARED_MAX = 64
 _PLAIN_CAPACITY: dict[int, tuple[dict, bool]] = {}
 
 RequestKey = tuple[int, int, int]  # claim, request, subrequest
+
+
+@dataclass(frozen=True, slots=True)
+class _NodeAnswers:
+    """A node's kept answers, for the state of its devices they were found in (never
+    updated: a new one replaces it, as another thread may be reading it)."""
+
+    pools: list[Pool]  # the very list _NODE_POOLS holds
+    # What the pools were gathered from: the node and its slices (the list of the slice
+    # index, which holds the same objects while it is the same list), for Allocator's check
+    # that needs no pools.
+    node: dict | None
+    slices: list[dict] | None
+    features: Features
+    ids: tuple[DeviceID, ...]  # _answer_device_ids(pools)
+    devices: tuple  # _devices_state(state, ids)
+    # The claims' specs (JSON) -> (the requests' classes, the results as JSON or None,
+    # whether they hold share IDs).
+    answers: dict[tuple[bytes, ...], tuple[tuple, bytes | None, bool]]
+
+
+def _kept_answer(results: list[dict] | None) -> tuple[bytes | None, bool]:
+    """The results as :data:`_NODE_ANSWERS` keeps them: JSON, and whether any device result
+    has a share ID (drawn anew for each answer given, see :func:`_given_answer`)."""
+    if results is None:
+        return None, False
+    shared = any(
+        "shareID" in entry for result in results for entry in result["devices"].get("results") or ()
+    )
+    return orjson.dumps(results), shared
+
+
+def _given_answer(kept: bytes | None, shared: bool) -> list[dict] | None:
+    """A kept answer as the search would give it anew: new objects, new share IDs."""
+    if kept is None:
+        return None
+    results: list[dict] = orjson.loads(kept)
+    if shared:
+        for result in results:
+            for entry in result["devices"].get("results") or ():
+                if "shareID" in entry:
+                    entry["shareID"] = new_share_id()
+    return results
+
+
+# Share IDs need to be unique, not unpredictable (upstream draws a random UUID): a generator
+# of its own, seeded from os.urandom, makes them without a system call each; a forked child
+# reseeds, so that it does not draw its parent's.
+_SHARE_ID_RANDOM = random.Random()
+os.register_at_fork(after_in_child=_SHARE_ID_RANDOM.seed)
+_UUID_V4_CLEAR = ~((0xF000 << 64) | (0xC000 << 48))
+_UUID_V4_SET = (0x4000 << 64) | (0x8000 << 48)
+
+
+def new_share_id() -> str:
+    """A random (version 4) UUID's text, as ``str(uuid.uuid4())``: a device share's ID."""
+    value = (_SHARE_ID_RANDOM.getrandbits(128) & _UUID_V4_CLEAR) | _UUID_V4_SET
+    text = f"{value:032x}"
+    return f"{text[:8]}-{text[8:12]}-{text[12:16]}-{text[16:20]}-{text[20:]}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -260,13 +320,74 @@ class Allocator:
         ``deadline`` is a ``time.monotonic()`` value; past it, :class:`AllocationTimeout`.
         """
         try:
-            return _Run(self, node, list(claims), deadline).allocate()
+            claims = list(claims)
+            remembered = self._remembered(node, claims)
+            if remembered is not _NOT_KEPT:
+                return remembered  # type: ignore[return-value]
+            return _Run(self, node, claims, deadline).allocate()
         except AllocatorError:
             raise
         except (ValueError, TypeError, AttributeError) as err:
             # Malformed objects (a non-numeric count, a bad quantity, a list where a map
             # belongs): the API server would have refused them; never a traceback.
             raise AllocatorError(f"invalid input: {err}") from err
+
+    def _remembered(self, node: dict | None, claims: list[dict]) -> object:
+        """The node's kept answer (:data:`_NODE_ANSWERS`) when it is sure to be the search's:
+        the same node and slice objects (so the same pools), features, claims validated in
+        this cycle with the classes the lister gives now, state of the node's devices and
+        claims' specs; :data:`_NOT_KEPT` otherwise (then :class:`_Run` decides, and may
+        find the answer kept after all)."""
+        if not isinstance(node, dict) or self.slices_shared:
+            return _NOT_KEPT  # no node (or not an object: _Run says what is wrong)
+        name = (node.get("metadata") or {}).get("name") or ""
+        known = _NODE_ANSWERS.get(name) if name else None
+        if (
+            known is None
+            or known.node is not node
+            or known.slices is not self.slices_on_node.get(name)
+            or not (known.features is self.features or known.features == self.features)
+            or known.devices != _devices_state(self.allocated_state, known.ids)
+        ):
+            return _NOT_KEPT
+        classes: list[dict | None] = []
+        class_lister = self.class_lister
+        for claim in claims:
+            prepared = self.prepared.get(id(claim))
+            if prepared is None or prepared.claim is not claim:
+                return _NOT_KEPT
+            for entry in prepared.requests:
+                device_class = class_lister(entry[4])
+                if device_class is not entry[5]:
+                    return _NOT_KEPT
+                classes.append(device_class)
+        answer = known.answers.get(tuple(map(self.claim_spec_key, claims)))
+        if (
+            answer is None
+            or len(answer[0]) != len(classes)
+            or not all(map(is_, answer[0], classes))
+        ):
+            return _NOT_KEPT
+        return _given_answer(answer[1], answer[2])
+
+
+_NOT_KEPT = object()
+
+
+def _devices_state(state: AllocatedState, ids: tuple[DeviceID, ...]) -> tuple[tuple, tuple | None]:
+    """What the search reads of the allocated state, for :data:`_NODE_ANSWERS`: for each of
+    the node's devices (``ids``, from :func:`_answer_device_ids`) whether it is allocated
+    whole, and its entry in the aggregated capacity (a snapshot: name and amount pairs,
+    ``None`` without one). The search reads nothing else of the state for such pools: shared
+    device IDs only for devices with counters (``_reserve_counters``), which such pools lack.
+    """
+    taken = tuple(map(state.allocated_devices.__contains__, ids))
+    aggregated = state.aggregated_capacity
+    if not aggregated:
+        return taken, None
+    return taken, tuple(
+        None if entry is None else tuple(entry.items()) for entry in map(aggregated.get, ids)
+    )
 
 
 class _Run:
@@ -311,55 +432,58 @@ class _Run:
         depth = 3
         for claim_index, claim in enumerate(self.claims):
             depth += self._prepare_claim_memoised(claim_index, claim)
-        known = _NODE_ANSWERS.get(self.node_name) if self.node_name else None
-        if known is not None and known[0] is not self.pools:
+        if not self.node_name or self.owner.slices_shared:
+            return self._search(depth)  # reads other nodes' slices: nothing is kept
+        known = _NODE_ANSWERS.get(self.node_name)
+        if known is not None and (
+            known.pools is not self.pools
+            or not (known.features is self.features or known.features == self.features)
+        ):
             known = None
-        ids = known[6] if known is not None else _answer_device_ids(self.pools)
-        key = self._answer_key(ids)
-        if (
-            key is not None
-            and known is not None
-            and (known[1] is self.features or known[1] == self.features)
-            and known[2] == key[0]
-            and len(known[3]) == len(key[1])
-            and all(a is b for a, b in zip(known[3], key[1], strict=True))
-            and known[4] == key[2]
-        ):
-            return None if known[5] is None else orjson.loads(orjson.dumps(known[5]))
-        results = self._search(depth)
-        if key is not None and ids is not None:
-            if len(_NODE_ANSWERS) >= _NODE_POOLS_MAX:
-                _NODE_ANSWERS.clear()
-            kept = None if results is None else orjson.loads(orjson.dumps(results))
-            _NODE_ANSWERS[self.node_name] = (
-                self.pools,
-                self.features,
-                key[0],
-                key[1],
-                key[2],
-                kept,
-                ids,
-            )
-        return results
-
-    def _answer_key(self, ids: tuple[DeviceID, ...] | None) -> tuple[tuple, tuple, tuple] | None:
-        """What the search reads besides the pools and features, for :data:`_NODE_ANSWERS`:
-        the claims' specs, the requests' classes and which of the pools' devices (``ids``,
-        from :func:`_answer_device_ids`) are taken; ``None`` when it reads more (then nothing
-        is kept)."""
-        state = self.state
-        if (
-            ids is None
-            or not self.node_name
-            or self.owner.slices_shared
-            or state.allocated_shared_device_ids
-            or state.aggregated_capacity
-        ):
-            return None
-        taken = tuple(map(state.allocated_devices.__contains__, ids))
-        specs = tuple(self.owner.claim_spec_key(claim) for claim in self.claims)
+        ids = known.ids if known is not None else _answer_device_ids(self.pools)
+        if ids is None:
+            return self._search(depth)
+        devices = _devices_state(self.state, ids)
+        specs = tuple(map(self.owner.claim_spec_key, self.claims))
         classes = tuple(data.device_class for data in self.request_data.values())
-        return specs, classes, taken
+        node_slices = self.owner.slices_on_node.get(self.node_name)
+        answers: dict[tuple[bytes, ...], tuple[tuple, bytes | None, bool]] = {}
+        if known is not None and known.devices == devices:
+            answer = known.answers.get(specs)
+            if (
+                answer is not None
+                and len(answer[0]) == len(classes)
+                and all(map(is_, answer[0], classes))
+            ):
+                if known.node is not self.node or known.slices is not node_slices:
+                    # The same pools from new objects (a rebuilt slice index): kept for
+                    # Allocator._remembered's check.
+                    _NODE_ANSWERS[self.node_name] = _NodeAnswers(
+                        self.pools,
+                        self.node,
+                        node_slices,
+                        self.features,
+                        ids,
+                        devices,
+                        known.answers,
+                    )
+                return _given_answer(answer[1], answer[2])
+            # A new entry rather than an update: another thread may be reading this one.
+            answers = dict(known.answers)
+        results = self._search(depth)
+        memoised = _NODE_POOLS.get(self.node_name)
+        if memoised is None or memoised[3] is not self.pools:
+            return results  # the pools read other nodes' slices: not kept
+        kept, has_shares = _kept_answer(results)
+        if len(answers) >= _ANSWERS_PER_NODE and specs not in answers:
+            del answers[next(iter(answers))]  # the oldest
+        answers[specs] = (classes, kept, has_shares)
+        if len(_NODE_ANSWERS) >= _NODE_POOLS_MAX:
+            _NODE_ANSWERS.clear()
+        _NODE_ANSWERS[self.node_name] = _NodeAnswers(
+            self.pools, self.node, node_slices, self.features, ids, devices, answers
+        )
+        return results
 
     def _search(self, depth: int) -> list[dict] | None:
         self.request_counts = [
@@ -890,7 +1014,7 @@ class _Run:
                 consumed = consumed_capacity_from_request(
                     request.capacity, device.get("capacity") or {}
                 )
-                share_id = str(uuid.uuid4())
+                share_id = new_share_id()
                 capacity = (consumed, device_id in self.allocating_capacity)
                 insert_consumed(self.allocating_capacity, device_id, consumed)
 

@@ -45,6 +45,8 @@ class Quantity:
     def parse(text: object) -> Quantity:
         """``resource.ParseQuantity`` (a JSON number is taken as its text). Raises
         :class:`QuantityError` with upstream's message, or past 10^1000."""
+        if isinstance(text, str):
+            return _parse_string(text)  # the common case: one cached lookup
         if isinstance(text, Quantity):
             return text
         return _parse_text(quantity.text_of(text))
@@ -76,7 +78,19 @@ class Quantity:
         return int(self.value.to_integral_value(rounding=ROUND_CEILING))
 
     def __str__(self) -> str:
-        return canonical(self)
+        return _canonical_cached(self)
+
+
+@lru_cache(maxsize=4096)
+def _parse_string(text: str) -> Quantity:
+    """``Quantity.parse`` of a string, memoised as a whole (the trimming too)."""
+    return _parse_text(quantity.text_of(text))
+
+
+@lru_cache(maxsize=4096)
+def _canonical_cached(q: Quantity) -> str:
+    """``canonical``, memoised: results carry the same few consumed amounts."""
+    return canonical(q)
 
 
 @lru_cache(maxsize=4096)
