@@ -135,7 +135,6 @@ class _Replay:
         self._due: list[_Due] = []
         self._seq = itertools.count()
         self._index_of: dict[str, int] = {}  # pod key -> trace index
-        self._scheduler_deletes = 0
 
     # -- what the scheduler did -------------------------------------------------------------
 

@@ -248,6 +248,14 @@ class _Rows:
             raise self.error(column, value, "is not a valid name (lower-case DNS-1123)")
         return value
 
+    def unique_name(self, values: dict[str, str], column: str, seen: set[str]) -> str:
+        """``name``, refused when an earlier row had it (added to ``seen``)."""
+        value = self.name(values, column)
+        if value in seen:
+            raise self.error(column, value, "appears twice")
+        seen.add(value)
+        return value
+
     def models(self, values: dict[str, str], column: str) -> tuple[str, ...]:
         value = values.get(column, "")
         if not value:
@@ -264,10 +272,7 @@ def read_nodes(path: Path) -> list[NodeRow]:
     nodes: list[NodeRow] = []
     seen: set[str] = set()
     for values in rows:
-        name = rows.name(values, "sn")
-        if name in seen:
-            raise rows.error("sn", name, "appears twice")
-        seen.add(name)
+        name = rows.unique_name(values, "sn", seen)
         count = rows.whole(values, "gpu")
         model = values["model"]
         if count and not _MODEL.fullmatch(model):
@@ -288,10 +293,7 @@ def read_pods(path: Path) -> list[PodRow]:
     pods: list[PodRow] = []
     seen: set[str] = set()
     for values in rows:
-        name = rows.name(values, "name")
-        if name in seen:
-            raise rows.error("name", name, "appears twice")
-        seen.add(name)
+        name = rows.unique_name(values, "name", seen)
         num_gpu = rows.whole(values, "num_gpu")
         gpu_milli = rows.whole(values, "gpu_milli")
         if num_gpu and not 1 <= gpu_milli <= gpus.GPU_MILLI:
